@@ -1,0 +1,63 @@
+#include "core/dtype.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+
+namespace llmpack {
+namespace {
+
+struct Entry {
+  DType type;
+  DTypeInfo info;
+};
+
+// Block layouts as GGUF defines them.
+constexpr std::array<Entry, 19> kTable = {{
+    {DType::kF32, {"f32", 1, 4}},
+    {DType::kF16, {"f16", 1, 2}},
+    {DType::kQ4_0, {"q4_0", 32, 18}},
+    {DType::kQ4_1, {"q4_1", 32, 20}},
+    {DType::kQ5_0, {"q5_0", 32, 22}},
+    {DType::kQ5_1, {"q5_1", 32, 24}},
+    {DType::kQ8_0, {"q8_0", 32, 34}},
+    {DType::kQ8_1, {"q8_1", 32, 36}},
+    {DType::kQ2_K, {"q2_k", 256, 84}},
+    {DType::kQ3_K, {"q3_k", 256, 110}},
+    {DType::kQ4_K, {"q4_k", 256, 144}},
+    {DType::kQ5_K, {"q5_k", 256, 176}},
+    {DType::kQ6_K, {"q6_k", 256, 210}},
+    {DType::kQ8_K, {"q8_k", 256, 292}},
+    {DType::kI8, {"i8", 1, 1}},
+    {DType::kI16, {"i16", 1, 2}},
+    {DType::kI32, {"i32", 1, 4}},
+    {DType::kI64, {"i64", 1, 8}},
+    {DType::kBF16, {"bf16", 1, 2}},
+}};
+
+}  // namespace
+
+std::optional<DTypeInfo> dtype_info(uint32_t raw) {
+  if (raw == static_cast<uint32_t>(DType::kF64)) return DTypeInfo{"f64", 1, 8};
+  for (const auto& e : kTable)
+    if (static_cast<uint32_t>(e.type) == raw) return e.info;
+  return std::nullopt;
+}
+
+std::string_view dtype_name(DType t) {
+  auto info = dtype_info(t);
+  return info ? info->name : std::string_view("unknown");
+}
+
+std::optional<DType> dtype_from_name(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  for (const auto& e : kTable)
+    if (e.info.name == lower) return e.type;
+  if (lower == "f64") return DType::kF64;
+  return std::nullopt;
+}
+
+}  // namespace llmpack

@@ -1,0 +1,53 @@
+// Element types of tensors, numbered as GGUF numbers them (ggml_type), so a
+// GGUF tensor's type field converts directly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace llmpack {
+
+enum class DType : uint32_t {
+  kF32 = 0,
+  kF16 = 1,
+  kQ4_0 = 2,
+  kQ4_1 = 3,
+  kQ5_0 = 6,
+  kQ5_1 = 7,
+  kQ8_0 = 8,
+  kQ8_1 = 9,
+  kQ2_K = 10,
+  kQ3_K = 11,
+  kQ4_K = 12,
+  kQ5_K = 13,
+  kQ6_K = 14,
+  kQ8_K = 15,
+  kI8 = 24,
+  kI16 = 25,
+  kI32 = 26,
+  kI64 = 27,
+  kF64 = 28,
+  kBF16 = 30,
+};
+
+struct DTypeInfo {
+  std::string_view name;   // "q4_0"
+  int64_t block_elems;     // elements per block (1 for plain types)
+  int64_t block_bytes;     // bytes per block
+};
+
+// nullopt for numbers that are not a known type (hostile files carry any u32).
+std::optional<DTypeInfo> dtype_info(uint32_t raw);
+inline std::optional<DTypeInfo> dtype_info(DType t) { return dtype_info(static_cast<uint32_t>(t)); }
+std::string_view dtype_name(DType t);
+// Parses "f32", "q4_0", ... (case-insensitive); nullopt when unknown.
+std::optional<DType> dtype_from_name(std::string_view name);
+
+// Bytes of a row of n elements; n must be a multiple of the block size.
+inline int64_t row_bytes(const DTypeInfo& info, int64_t n) {
+  return n / info.block_elems * info.block_bytes;
+}
+
+}  // namespace llmpack

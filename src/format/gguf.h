@@ -1,0 +1,128 @@
+// GGUF v3 files: a validating, mmap'd, zero-copy reader and a writer.
+// Every offset, size, count, string length and dimension read from a file is
+// checked against the file before use; a damaged or hostile file gives an
+// error naming what was expected and what was found, never a crash.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "format/mapped_file.h"
+
+namespace llmpack {
+
+enum class GgufValueType : uint32_t {
+  kU8 = 0, kI8 = 1, kU16 = 2, kI16 = 3, kU32 = 4, kI32 = 5, kF32 = 6, kBool = 7,
+  kString = 8, kArray = 9, kU64 = 10, kI64 = 11, kF64 = 12,
+};
+
+// One metadata value. Arrays keep their element type; integers of any width
+// are held as int64/uint64, floats as double.
+struct GgufValue {
+  GgufValueType type = GgufValueType::kU32;
+  GgufValueType array_type = GgufValueType::kU32;  // element type when type == kArray
+  std::variant<uint64_t, int64_t, double, bool, std::string,
+               std::vector<std::string>, std::vector<int64_t>, std::vector<uint64_t>,
+               std::vector<double>, std::vector<bool>>
+      value;
+};
+
+struct GgufTensorInfo {
+  std::string name;
+  DType dtype = DType::kF32;
+  std::vector<int64_t> ne;   // ne[0] is the row length (fastest-varying)
+  uint64_t offset = 0;       // relative to the data section
+  uint64_t n_bytes = 0;
+  const uint8_t* data = nullptr;  // points into the mapping
+  int64_t n_elements() const;
+};
+
+class GgufFile {
+ public:
+  static Result<std::unique_ptr<GgufFile>> open(const std::string& path);
+  // Parses a buffer (tests and fuzzing); the buffer is copied into the file.
+  static Result<std::unique_ptr<GgufFile>> from_bytes(std::span<const uint8_t> bytes);
+
+  uint32_t version() const { return version_; }
+  uint64_t alignment() const { return alignment_; }
+  const std::string& path() const { return path_; }
+  uint64_t file_size() const;
+
+  const std::map<std::string, GgufValue, std::less<>>& metadata() const { return metadata_; }
+  const GgufValue* find(std::string_view key) const;
+  // Typed getters: nullopt when absent or of an incompatible type.
+  std::optional<uint64_t> get_uint(std::string_view key) const;   // any non-negative integer
+  std::optional<int64_t> get_int(std::string_view key) const;     // any integer that fits
+  std::optional<double> get_float(std::string_view key) const;    // f32/f64 (or integer)
+  std::optional<bool> get_bool(std::string_view key) const;
+  std::optional<std::string> get_string(std::string_view key) const;
+  const std::vector<std::string>* get_string_array(std::string_view key) const;
+  std::optional<std::vector<double>> get_float_array(std::string_view key) const;
+  std::optional<std::vector<int64_t>> get_int_array(std::string_view key) const;
+
+  const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
+  const GgufTensorInfo* find_tensor(std::string_view name) const;
+
+ private:
+  GgufFile() = default;
+  Status parse();
+
+  std::string path_;
+  std::unique_ptr<MappedFile> file_;
+  uint32_t version_ = 0;
+  uint64_t alignment_ = 32;
+  std::map<std::string, GgufValue, std::less<>> metadata_;
+  std::vector<GgufTensorInfo> tensors_;
+  std::map<std::string, size_t, std::less<>> tensor_index_;
+};
+
+// Builds a GGUF v3 file. Tensor bytes are borrowed until write() returns.
+// write() goes to "<path>.tmp-<pid>" then renames, so a failed write never
+// leaves a half-written file at `path`.
+class GgufWriter {
+ public:
+  void set(std::string key, GgufValue value);
+  void set_u32(std::string key, uint32_t v);
+  void set_i32(std::string key, int32_t v);
+  void set_u64(std::string key, uint64_t v);
+  void set_f32(std::string key, float v);
+  void set_bool(std::string key, bool v);
+  void set_string(std::string key, std::string v);
+  void set_string_array(std::string key, std::vector<std::string> v);
+  void set_f32_array(std::string key, std::vector<float> v);
+  void set_i32_array(std::string key, std::vector<int32_t> v);
+  void set_alignment(uint32_t alignment);
+
+  // ne[0] is the row length. bytes.size() must equal the type's size for ne.
+  Status add_tensor(std::string name, DType dtype, std::vector<int64_t> ne,
+                    std::span<const uint8_t> bytes);
+
+  // Called after each tensor is written with (tensors done, total, bytes written).
+  using Progress = std::function<void(size_t, size_t, uint64_t)>;
+  Status write(const std::string& path, const Progress& progress = nullptr) const;
+  // Serialises into memory (tests).
+  std::vector<uint8_t> to_bytes() const;
+
+ private:
+  struct PendingTensor {
+    std::string name;
+    DType dtype;
+    std::vector<int64_t> ne;
+    std::span<const uint8_t> bytes;
+  };
+  std::vector<std::pair<std::string, GgufValue>> metadata_;  // in insertion order
+  std::vector<PendingTensor> tensors_;
+  uint32_t alignment_ = 32;
+};
+
+}  // namespace llmpack

@@ -1,0 +1,38 @@
+// A read-only memory mapping of a whole file (zero-copy weights).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace llmpack {
+
+class MappedFile {
+ public:
+  // Errors name the path and the system's reason ("No such file or directory").
+  static Result<std::unique_ptr<MappedFile>> open(const std::string& path);
+  // Owns a copy of `bytes` (tests, fuzzing, in-memory models).
+  static std::unique_ptr<MappedFile> from_bytes(std::span<const uint8_t> bytes);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile() = default;
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+  void* mapping_ = nullptr;  // non-null when mmap'd
+  std::vector<uint8_t> owned_;
+  std::string path_;
+};
+
+}  // namespace llmpack

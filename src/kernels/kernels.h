@@ -1,0 +1,74 @@
+// The compute kernels of the forward pass. Each has a scalar reference (the
+// truth) in kernels/reference/ and SIMD paths (kernels/x86/) chosen at run time
+// from the CPU's features; LLMPACK_FORCE_SCALAR or set_kernel_path() forces a path.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "core/dtype.h"
+#include "core/thread_pool.h"
+
+namespace llmpack::kernels {
+
+enum class KernelPath { kScalar, kAvx2, kAvx512 };
+// The path in use (the best the CPU supports unless forced).
+KernelPath active_kernel_path();
+// Forces a path (tests compare each path with the scalar one). Returns false
+// when the CPU cannot run it.
+bool set_kernel_path(KernelPath path);
+bool cpu_supports(KernelPath path);
+std::string_view kernel_path_name(KernelPath path);
+
+// A row-major weight matrix of `rows` output features x `cols` input
+// features, stored as `rows` rows of row_bytes(dtype, cols) bytes each.
+struct WeightMatrix {
+  DType dtype = DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const void* data = nullptr;
+};
+
+// Whether matmul supports weights of this type.
+bool matmul_supports(DType dtype);
+
+// Scratch bytes matmul needs for n_tokens rows of `cols` activations (for
+// example to quantize activations); callers allocate it once at load (P6).
+size_t matmul_scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens);
+
+// y[t, r] = sum_c w[r, c] * x[t, c] for t < n_tokens, r < w.rows.
+// x: [n_tokens, w.cols] f32 contiguous; y: [n_tokens, w.rows] f32 contiguous.
+// Splits rows (and token tiles) over the pool; allocates nothing.
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+            void* scratch, ThreadPool& pool);
+
+// Row r of w as floats (embedding lookup): out[w.cols].
+void dequantize_row(const WeightMatrix& w, int64_t r, float* out);
+
+// out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], i < n. out may alias x.
+void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
+
+// Rotary embedding of one head vector `x[head_dim]` at position `pos`, over
+// its first `rot_dim` dims, theta_i = pos * base^(-2i/rot_dim).
+// kAdjacentPairs rotates (x[2i], x[2i+1]) (llama2.c, GGUF llama);
+// kHalves rotates (x[i], x[i + rot_dim/2]) (HF rotate_half, NEOX, qwen).
+// `inv_freq[rot_dim/2]` holds base^(-2i/rot_dim) (possibly scaled, llama3).
+enum class RopeStyle { kAdjacentPairs, kHalves };
+void rope(float* x, int64_t head_dim, int64_t rot_dim, int64_t pos, const float* inv_freq,
+          RopeStyle style);
+
+// In-place softmax over x[n] (max-subtracted).
+void softmax(float* x, int64_t n);
+
+// out[i] = silu(gate[i]) * up[i]. out may alias gate.
+void swiglu(float* out, const float* gate, const float* up, int64_t n);
+
+// Attention of one query head over n_ctx cached positions (causal masking is
+// the caller's choice of n_ctx). q[head_dim]; key row j at k + j * kv_stride,
+// value row j at v + j * kv_stride (f32 cache); scores[n_ctx] scratch;
+// out[head_dim] = sum_j softmax(q.k_j * scale)_j v_j.
+void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
+                    int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
+
+}  // namespace llmpack::kernels
