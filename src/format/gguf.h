@@ -110,10 +110,15 @@ class GgufWriter {
   // Called after each tensor is written with (tensors done, total, bytes written).
   using Progress = std::function<void(size_t, size_t, uint64_t)>;
   Status write(const std::string& path, const Progress& progress = nullptr) const;
-  // Serialises into memory (tests).
+  // Serialises into memory (tests); empty when the metadata cannot be encoded
+  // (a value whose type field and contents disagree), which write() reports.
   std::vector<uint8_t> to_bytes() const;
 
  private:
+  // Serialises the whole file into `sink` piece by piece; `progress` as in write().
+  using Sink = std::function<Status(std::span<const uint8_t>)>;
+  Status emit(const Sink& sink, const Progress& progress) const;
+
   struct PendingTensor {
     std::string name;
     DType dtype;
