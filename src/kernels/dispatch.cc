@@ -1,0 +1,164 @@
+// Kernel dispatch: picks the scalar reference or a SIMD path per call from
+// the active path (the best the CPU supports, unless forced), and splits
+// matmul rows over the thread pool.
+#include <atomic>
+#include <limits>
+
+#include "kernels/kernels.h"
+#include "kernels/reference/reference.h"
+#include "kernels/x86/avx2.h"
+
+namespace llmpack::kernels {
+namespace {
+
+bool cpu_has_avx2() {
+#if defined(__x86_64__) || defined(__i386__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+         __builtin_cpu_supports("f16c");
+#else
+  return false;
+#endif
+}
+
+bool cpu_has_avx512() {
+#if defined(__x86_64__) || defined(__i386__)
+  return cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+
+// Whether this build has kernels for the path (AVX-512 ones are not written yet;
+// LLMPACK_FORCE_SCALAR builds use the reference only).
+bool path_built(KernelPath path) {
+#if defined(LLMPACK_FORCE_SCALAR)
+  return path == KernelPath::kScalar;
+#else
+  return path == KernelPath::kScalar || path == KernelPath::kAvx2;
+#endif
+}
+
+KernelPath best_path() {
+  if (path_built(KernelPath::kAvx2) && cpu_has_avx2()) return KernelPath::kAvx2;
+  return KernelPath::kScalar;
+}
+
+// The one piece of process-wide state: which path the kernels take. Set once
+// from the CPU; tests switch it to compare paths.
+std::atomic<KernelPath>& path_state() {
+  static std::atomic<KernelPath> state{best_path()};
+  return state;
+}
+
+bool use_avx2() { return path_state().load(std::memory_order_relaxed) == KernelPath::kAvx2; }
+
+// Rows per parallel_for grain: a multiple of the 4-row register tiles.
+constexpr int64_t kRowGrain = 16;
+
+}  // namespace
+
+KernelPath active_kernel_path() { return path_state().load(std::memory_order_relaxed); }
+
+bool cpu_supports(KernelPath path) {
+  switch (path) {
+    case KernelPath::kScalar:
+      return true;
+    case KernelPath::kAvx2:
+      return cpu_has_avx2();
+    case KernelPath::kAvx512:
+      return cpu_has_avx512();
+  }
+  return false;
+}
+
+bool set_kernel_path(KernelPath path) {
+  if (!path_built(path) || !cpu_supports(path)) return false;
+  path_state().store(path, std::memory_order_relaxed);
+  return true;
+}
+
+std::string_view kernel_path_name(KernelPath path) {
+  switch (path) {
+    case KernelPath::kScalar:
+      return "scalar";
+    case KernelPath::kAvx2:
+      return "avx2";
+    case KernelPath::kAvx512:
+      return "avx512";
+  }
+  return "unknown";
+}
+
+bool matmul_supports(DType dtype) { return ref::supports(dtype); }
+
+size_t matmul_scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
+  // Sized for the SIMD path even when the scalar one is active, so a path
+  // switch never finds the buffer too small.
+  return avx2::scratch_bytes(dtype, cols, n_tokens);
+}
+
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, void* scratch,
+            ThreadPool& pool) {
+  if (n_tokens <= 0 || w.rows <= 0) return;
+  const auto info = dtype_info(w.dtype);
+  if (!matmul_supports(w.dtype) || !info || w.data == nullptr || w.cols % info->block_elems != 0) {
+    // Unsupported input: the engine checks matmul_supports at load, so this
+    // only shows up as NaN outputs rather than a crash.
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (int64_t i = 0; i < n_tokens * w.rows; ++i) y[i] = nan;
+    return;
+  }
+  const bool simd = use_avx2() && avx2::supports(w.dtype) &&
+                    (avx2::scratch_bytes(w.dtype, w.cols, n_tokens) == 0 || scratch != nullptr);
+  if (!simd) {
+    pool.parallel_for(
+        w.rows, [&](int, int64_t b, int64_t e) { ref::matmul_rows(w, x, n_tokens, y, b, e); },
+        kRowGrain);
+    return;
+  }
+  if (avx2::scratch_bytes(w.dtype, w.cols, n_tokens) > 0) {
+    pool.parallel_for(n_tokens, [&](int, int64_t b, int64_t e) {
+      avx2::prepare_activations(w.dtype, x, w.cols, b, e, scratch);
+    });
+  }
+  pool.parallel_for(
+      w.rows,
+      [&](int, int64_t b, int64_t e) { avx2::matmul_rows(w, x, n_tokens, y, scratch, b, e); },
+      kRowGrain);
+}
+
+void dequantize_row(const WeightMatrix& w, int64_t r, float* out) {
+  const auto info = dtype_info(w.dtype);
+  if (!info || r < 0 || r >= w.rows) return;
+  const auto* row = static_cast<const uint8_t*>(w.data) + r * row_bytes(*info, w.cols);
+  ref::dequantize_elems(w.dtype, row, w.cols, out);
+}
+
+void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps) {
+  if (use_avx2()) return avx2::rmsnorm(out, x, weight, n, eps);
+  ref::rmsnorm(out, x, weight, n, eps);
+}
+
+void rope(float* x, int64_t head_dim, int64_t rot_dim, int64_t pos, const float* inv_freq,
+          RopeStyle style) {
+  ref::rope(x, head_dim, rot_dim, pos, inv_freq, style);  // cheap next to matmul
+}
+
+void softmax(float* x, int64_t n) {
+  if (use_avx2()) return avx2::softmax(x, n);
+  ref::softmax(x, n);
+}
+
+void swiglu(float* out, const float* gate, const float* up, int64_t n) {
+  if (use_avx2()) return avx2::swiglu(out, gate, up, n);
+  ref::swiglu(out, gate, up, n);
+}
+
+void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
+                    int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out) {
+  if (use_avx2()) return avx2::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
+  ref::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
+}
+
+}  // namespace llmpack::kernels

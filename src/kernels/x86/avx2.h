@@ -1,0 +1,35 @@
+// AVX2+FMA(+F16C) kernels. Defined in x86/*_avx2.cc (compiled with -mavx2
+// -mfma -mf16c); call them only when cpu_supports(KernelPath::kAvx2).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "kernels/kernels.h"
+
+namespace llmpack::kernels::avx2 {
+
+// Weight types with an AVX2 matmul.
+bool supports(DType dtype);
+
+// Scratch for the quantized activations of n_tokens rows of `cols` (0 for float weights).
+size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens);
+
+// Prepares the activations once per matmul (quantizes them for integer
+// dot products; nothing for float weights). Rows of tokens [t_begin, t_end).
+void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t t_begin,
+                         int64_t t_end, void* scratch);
+
+// y[t, r] for all tokens and rows [row_begin, row_end); x: [n_tokens, w.cols],
+// y: [n_tokens, w.rows]. `scratch` is what prepare_activations filled.
+void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+                 const void* scratch, int64_t row_begin, int64_t row_end);
+
+void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
+void softmax(float* x, int64_t n);
+void swiglu(float* out, const float* gate, const float* up, int64_t n);
+void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
+                    int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
+
+}  // namespace llmpack::kernels::avx2

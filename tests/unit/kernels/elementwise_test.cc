@@ -1,0 +1,181 @@
+// rmsnorm, softmax, swiglu, rope and attention_head: the reference against
+// direct formulas, and every SIMD path against the reference, over lengths
+// with tails (not multiples of 8).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernels/reference/reference.h"
+#include "unit/kernels/test_util.h"
+
+namespace llmpack::kernels {
+namespace {
+
+using testing::PathGuard;
+using testing::random_floats;
+
+constexpr int64_t kLengths[] = {1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 64, 100, 263};
+
+void expect_close(const std::vector<float>& a, const std::vector<float>& b, double rel,
+                  const char* what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i)
+    ASSERT_NEAR(a[i], b[i], rel * (std::fabs(b[i]) + 1e-3)) << what << " at " << i << " of " << a.size();
+}
+
+TEST(RmsnormTest, ReferenceMatchesFormula) {
+  for (int64_t n : kLengths) {
+    const auto x = random_floats(n, 1 + n), w = random_floats(n, 2 + n);
+    std::vector<float> out(n);
+    ref::rmsnorm(out.data(), x.data(), w.data(), n, 1e-5f);
+    double ss = 0;
+    for (float v : x) ss += double(v) * v;
+    const double inv = 1.0 / std::sqrt(ss / n + 1e-5);
+    for (int64_t i = 0; i < n; ++i) ASSERT_NEAR(out[i], x[i] * inv * w[i], 1e-5 * (1 + std::fabs(x[i] * inv * w[i])));
+  }
+}
+
+TEST(SimdElementwiseTest, MatchesReference) {
+  for (KernelPath p : testing::simd_paths()) {
+    PathGuard guard;
+    ASSERT_TRUE(set_kernel_path(p));
+    for (int64_t n : kLengths) {
+      const auto x = random_floats(n, 3 + n, 3.0f), w = random_floats(n, 4 + n);
+      std::vector<float> a(n), b(n);
+      rmsnorm(a.data(), x.data(), w.data(), n, 1e-6f);
+      ref::rmsnorm(b.data(), x.data(), w.data(), n, 1e-6f);
+      expect_close(a, b, 1e-5, "rmsnorm");
+      // in place (out aliases x)
+      a = x;
+      rmsnorm(a.data(), a.data(), w.data(), n, 1e-6f);
+      expect_close(a, b, 1e-5, "rmsnorm in place");
+
+      a = x;
+      b = x;
+      softmax(a.data(), n);
+      ref::softmax(b.data(), n);
+      expect_close(a, b, 1e-5, "softmax");
+
+      const auto up = random_floats(n, 5 + n);
+      swiglu(a.data(), x.data(), up.data(), n);
+      ref::swiglu(b.data(), x.data(), up.data(), n);
+      expect_close(a, b, 1e-5, "swiglu");
+      a = x;
+      swiglu(a.data(), a.data(), up.data(), n);
+      expect_close(a, b, 1e-5, "swiglu in place");
+    }
+  }
+}
+
+TEST(SoftmaxTest, ExtremeInputsStayFinite) {
+  for (KernelPath p : {KernelPath::kScalar, KernelPath::kAvx2}) {
+    PathGuard guard;
+    if (!set_kernel_path(p)) continue;
+    std::vector<float> x = {-1e30f, 0.0f, 100.0f, -100.0f, 100.0f, -3e38f, 5.0f, 1.0f, 2.0f, 88.0f};
+    softmax(x.data(), static_cast<int64_t>(x.size()));
+    double sum = 0;
+    for (float v : x) {
+      ASSERT_TRUE(std::isfinite(v));
+      ASSERT_GE(v, 0.0f);
+      sum += v;
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-5);
+    EXPECT_NEAR(x[2], x[4], 1e-7);
+  }
+}
+
+TEST(SwigluTest, ReferenceMatchesFormula) {
+  const float g[] = {-20.0f, -1.0f, 0.0f, 0.5f, 3.0f, 30.0f};
+  const float u[] = {1.0f, 2.0f, 3.0f, -1.0f, 0.5f, 1.0f};
+  float out[6];
+  ref::swiglu(out, g, u, 6);
+  for (int i = 0; i < 6; ++i) {
+    const double expect = g[i] / (1.0 + std::exp(-double(g[i]))) * u[i];
+    EXPECT_NEAR(out[i], expect, 1e-6 * (1 + std::fabs(expect)));
+  }
+}
+
+// RoPE: both styles against the rotation written out directly, including
+// dims past rot_dim passing through unchanged.
+TEST(RopeTest, BothStylesMatchDirectFormula) {
+  for (RopeStyle style : {RopeStyle::kAdjacentPairs, RopeStyle::kHalves}) {
+    for (int64_t head_dim : {8, 32, 64}) {
+      for (int64_t rot_dim : {head_dim, head_dim / 2}) {
+        std::vector<float> inv_freq(rot_dim / 2);
+        for (int64_t i = 0; i < rot_dim / 2; ++i)
+          inv_freq[i] = static_cast<float>(std::pow(10000.0, -2.0 * i / rot_dim));
+        for (int64_t pos : {0, 1, 5, 127, 2047}) {
+          const auto x = random_floats(head_dim, 9 + pos + head_dim);
+          auto y = x;
+          rope(y.data(), head_dim, rot_dim, pos, inv_freq.data(), style);
+          for (int64_t i = 0; i < rot_dim / 2; ++i) {
+            const double theta = double(pos) * inv_freq[i];
+            const int64_t a = style == RopeStyle::kAdjacentPairs ? 2 * i : i;
+            const int64_t b = style == RopeStyle::kAdjacentPairs ? 2 * i + 1 : i + rot_dim / 2;
+            const double ea = x[a] * std::cos(theta) - x[b] * std::sin(theta);
+            const double eb = x[a] * std::sin(theta) + x[b] * std::cos(theta);
+            // theta up to 2047 rad: float cos/sin of a float angle carry ~1e-4 phase error
+            ASSERT_NEAR(y[a], ea, 5e-4) << "pos " << pos << " i " << i;
+            ASSERT_NEAR(y[b], eb, 5e-4) << "pos " << pos << " i " << i;
+          }
+          for (int64_t i = rot_dim; i < head_dim; ++i) ASSERT_EQ(y[i], x[i]);
+        }
+      }
+    }
+  }
+}
+
+TEST(RopeTest, PositionZeroIsIdentityAndNormIsKept) {
+  std::vector<float> inv_freq(16, 0.5f);
+  const auto x = random_floats(32, 77);
+  auto y = x;
+  rope(y.data(), 32, 32, 0, inv_freq.data(), RopeStyle::kHalves);
+  EXPECT_EQ(y, x);
+  rope(y.data(), 32, 32, 9, inv_freq.data(), RopeStyle::kHalves);
+  double nx = 0, ny = 0;
+  for (int i = 0; i < 32; ++i) nx += x[i] * x[i], ny += y[i] * y[i];
+  EXPECT_NEAR(nx, ny, 1e-4 * nx);
+  EXPECT_NE(y, x);
+}
+
+// Attention against a naive double computation, on every path, with a kv
+// stride wider than head_dim (heads interleaved in the cache).
+TEST(AttentionTest, MatchesNaiveOnEveryPath) {
+  std::vector<KernelPath> paths = {KernelPath::kScalar};
+  for (KernelPath p : testing::simd_paths()) paths.push_back(p);
+  for (KernelPath p : paths) {
+    PathGuard guard;
+    ASSERT_TRUE(set_kernel_path(p));
+    for (int64_t head_dim : {4, 32, 33, 64}) {
+      for (int64_t n_ctx : {1, 2, 9, 40}) {
+        const int64_t stride = head_dim * 3 + 1;
+        const auto q = random_floats(head_dim, 1 + n_ctx);
+        const auto k = random_floats(n_ctx * stride, 2 + n_ctx);
+        const auto v = random_floats(n_ctx * stride, 3 + n_ctx);
+        const float scale = 1.0f / std::sqrt(float(head_dim));
+        std::vector<float> scores(n_ctx), out(head_dim);
+        attention_head(q.data(), k.data(), v.data(), stride, n_ctx, head_dim, scale, scores.data(),
+                       out.data());
+        std::vector<double> s(n_ctx);
+        double mx = -1e300, sum = 0;
+        for (int64_t j = 0; j < n_ctx; ++j) {
+          double d = 0;
+          for (int64_t i = 0; i < head_dim; ++i) d += double(q[i]) * k[j * stride + i];
+          s[j] = d * scale;
+          mx = std::max(mx, s[j]);
+        }
+        for (auto& e : s) sum += (e = std::exp(e - mx));
+        for (int64_t i = 0; i < head_dim; ++i) {
+          double o = 0;
+          for (int64_t j = 0; j < n_ctx; ++j) o += s[j] / sum * v[j * stride + i];
+          ASSERT_NEAR(out[i], o, 2e-5) << kernel_path_name(p) << " hd " << head_dim << " ctx " << n_ctx;
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace llmpack::kernels

@@ -1,0 +1,123 @@
+// matmul with F32 / F16 / BF16 weights: the scalar reference against a
+// direct double computation, and every SIMD path against the reference over
+// odd shapes (cols not a multiple of 8, rows 1..37, n_tokens 1..9).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "unit/kernels/test_util.h"
+
+namespace llmpack::kernels {
+namespace {
+
+using testing::PathGuard;
+using testing::pack_float;
+using testing::random_floats;
+
+struct Shape {
+  int64_t rows, cols, n_tokens;
+};
+
+// y from `path`, and the error bound per output: float rounding of a dot of
+// `cols` terms is below cols * 2^-23 * sum|w x|; use 4x margin plus a floor.
+std::vector<float> run_matmul(KernelPath path, const WeightMatrix& w, const std::vector<float>& x,
+                              int64_t n_tokens, ThreadPool& pool) {
+  PathGuard guard;
+  EXPECT_TRUE(set_kernel_path(path));
+  std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), -1.0f);
+  std::vector<uint8_t> scratch(matmul_scratch_bytes(w.dtype, w.cols, n_tokens));
+  matmul(w, x.data(), n_tokens, y.data(), scratch.data(), pool);
+  return y;
+}
+
+void check_shape(DType dtype, const Shape& s, ThreadPool& pool) {
+  const auto wf = random_floats(static_cast<size_t>(s.rows * s.cols), 11 + s.rows * 7 + s.cols);
+  const auto x = random_floats(static_cast<size_t>(s.n_tokens * s.cols), 5 + s.cols);
+  const auto packed = pack_float(dtype, wf);
+  const WeightMatrix w{dtype, s.rows, s.cols, packed.data()};
+  // The weights as the kernels see them (after f16/bf16 rounding).
+  std::vector<float> wd(static_cast<size_t>(s.cols));
+  const auto ref = run_matmul(KernelPath::kScalar, w, x, s.n_tokens, pool);
+  for (int64_t r = 0; r < s.rows; ++r) {
+    dequantize_row(w, r, wd.data());
+    for (int64_t t = 0; t < s.n_tokens; ++t) {
+      double exact = 0.0, mag = 0.0;
+      for (int64_t c = 0; c < s.cols; ++c) {
+        exact += static_cast<double>(wd[c]) * x[t * s.cols + c];
+        mag += std::fabs(static_cast<double>(wd[c]) * x[t * s.cols + c]);
+      }
+      const float got = ref[t * s.rows + r];
+      ASSERT_NEAR(got, exact, 1e-6 * mag + 1e-7) << "scalar r=" << r << " t=" << t;
+    }
+  }
+  for (KernelPath p : testing::simd_paths()) {
+    const auto y = run_matmul(p, w, x, s.n_tokens, pool);
+    for (int64_t r = 0; r < s.rows; ++r) {
+      for (int64_t t = 0; t < s.n_tokens; ++t) {
+        double mag = 0.0;
+        dequantize_row(w, r, wd.data());
+        for (int64_t c = 0; c < s.cols; ++c) mag += std::fabs(wd[c] * x[t * s.cols + c]);
+        const double bound = 4.0 * static_cast<double>(s.cols) * 1.2e-7 * mag + 1e-6;
+        ASSERT_NEAR(y[t * s.rows + r], ref[t * s.rows + r], bound)
+            << kernel_path_name(p) << " " << dtype_name(dtype) << " rows=" << s.rows
+            << " cols=" << s.cols << " tokens=" << s.n_tokens << " r=" << r << " t=" << t;
+      }
+    }
+  }
+}
+
+class MatmulFloatTest : public ::testing::TestWithParam<DType> {};
+
+TEST_P(MatmulFloatTest, OddShapesMatchReference) {
+  ThreadPool pool1(1), pool2(2);
+  for (int64_t rows : {1, 2, 3, 4, 5, 7, 16, 17, 33, 37})
+    for (int64_t cols : {1, 7, 8, 9, 31, 32, 33, 100, 263})
+      for (int64_t n_tokens : {1, 2, 3, 4, 5, 9}) {
+        check_shape(GetParam(), {rows, cols, n_tokens}, (rows + cols) % 2 ? pool1 : pool2);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+}
+
+TEST_P(MatmulFloatTest, LargeMatrixSplitOverThreads) {
+  ThreadPool pool(2);
+  check_shape(GetParam(), {96, 512, 7}, pool);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulFloatTest,
+                         ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+TEST(MatmulTest, UnsupportedTypeGivesNanNotCrash) {
+  ThreadPool pool(1);
+  std::vector<uint8_t> bytes(64);
+  const WeightMatrix w{DType::kI32, 2, 4, bytes.data()};
+  EXPECT_FALSE(matmul_supports(DType::kI32));
+  std::vector<float> x(4, 1.0f), y(2, 0.0f);
+  matmul(w, x.data(), 1, y.data(), nullptr, pool);
+  EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+}
+
+TEST(DispatchTest, PathsAreConsistent) {
+  PathGuard guard;
+  EXPECT_TRUE(cpu_supports(KernelPath::kScalar));
+  EXPECT_TRUE(set_kernel_path(KernelPath::kScalar));
+  EXPECT_EQ(active_kernel_path(), KernelPath::kScalar);
+  EXPECT_EQ(kernel_path_name(KernelPath::kAvx2), "avx2");
+  if (!cpu_supports(KernelPath::kAvx2)) {
+    EXPECT_FALSE(set_kernel_path(KernelPath::kAvx2));
+  }
+#if !defined(LLMPACK_FORCE_SCALAR)
+  // The SIMD comparisons below only mean something where a SIMD path runs.
+  if (cpu_supports(KernelPath::kAvx2)) {
+    EXPECT_FALSE(testing::simd_paths().empty());
+  }
+#endif
+#if defined(LLMPACK_FORCE_SCALAR)
+  EXPECT_FALSE(set_kernel_path(KernelPath::kAvx2));
+#endif
+}
+
+}  // namespace
+}  // namespace llmpack::kernels

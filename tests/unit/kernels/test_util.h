@@ -1,0 +1,63 @@
+// Helpers shared by the kernel tests: seeded random data, a guard that
+// restores the kernel path, and packing floats into weight rows.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "kernels/kernels.h"
+
+namespace llmpack::kernels::testing {
+
+inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Restores the path active at construction when it goes out of scope.
+class PathGuard {
+ public:
+  PathGuard() : saved_(active_kernel_path()) {}
+  ~PathGuard() { (void)set_kernel_path(saved_); }
+  PathGuard(const PathGuard&) = delete;
+  PathGuard& operator=(const PathGuard&) = delete;
+
+ private:
+  KernelPath saved_;
+};
+
+// Packs float rows into F32 / F16 / BF16 bytes (rows * cols elements).
+inline std::vector<uint8_t> pack_float(DType dtype, const std::vector<float>& v) {
+  std::vector<uint8_t> out;
+  if (dtype == DType::kF32) {
+    out.resize(v.size() * 4);
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  }
+  out.resize(v.size() * 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const uint16_t h = dtype == DType::kF16 ? f32_to_f16(v[i]) : f32_to_bf16(v[i]);
+    std::memcpy(out.data() + 2 * i, &h, 2);
+  }
+  return out;
+}
+
+// Paths other than scalar that this machine and build can run.
+inline std::vector<KernelPath> simd_paths() {
+  std::vector<KernelPath> paths;
+  PathGuard guard;
+  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512})
+    if (set_kernel_path(p)) paths.push_back(p);
+  return paths;
+}
+
+}  // namespace llmpack::kernels::testing
