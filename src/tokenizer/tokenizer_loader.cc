@@ -1,0 +1,190 @@
+#include "tokenizer/tokenizer_loader.h"
+
+#include <cstring>
+
+#include "format/byte_cursor.h"
+#include "format/mapped_file.h"
+
+namespace llmpack {
+namespace {
+
+// llama2.c keeps pieces in buffers of 2 * max_token_length + 3 bytes; a
+// bound far above any real vocabulary (27 for Llama 2) that stops a hostile
+// header from claiming gigabyte pieces.
+constexpr int32_t kMaxPieceLength = 1 << 16;
+
+Status read_llama2c_vocab(std::span<const uint8_t> bytes, SpmVocab* vocab) {
+  ByteCursor cur(bytes, "llama2.c tokenizer");
+  int32_t max_len = 0;
+  LLMPACK_RETURN_IF_ERROR(cur.read(&max_len, "max_token_length"));
+  if (max_len <= 0 || max_len > kMaxPieceLength) {
+    return Status::error("llama2.c tokenizer: expected max_token_length in 1.." + std::to_string(kMaxPieceLength) +
+                         ", found " + std::to_string(max_len));
+  }
+  // Each token takes at least 8 bytes, which bounds the reservation.
+  vocab->pieces.reserve(cur.remaining() / 8);
+  vocab->scores.reserve(cur.remaining() / 8);
+  while (cur.remaining() > 0) {
+    const size_t id = vocab->pieces.size();
+    const std::string what = "token " + std::to_string(id);
+    float score = 0;
+    int32_t len = 0;
+    LLMPACK_RETURN_IF_ERROR(cur.read(&score, what + " score"));
+    LLMPACK_RETURN_IF_ERROR(cur.read(&len, what + " length"));
+    if (len < 0 || len > max_len) {
+      return Status::error("llama2.c tokenizer: " + what + " has length " + std::to_string(len) +
+                           ", expected 0.." + std::to_string(max_len) + " (max_token_length)");
+    }
+    std::span<const uint8_t> text;
+    LLMPACK_RETURN_IF_ERROR(cur.take(static_cast<uint64_t>(len), &text, what + " text"));
+    vocab->pieces.emplace_back(reinterpret_cast<const char*>(text.data()), text.size());
+    vocab->scores.push_back(score);
+  }
+  return ok_status();
+}
+
+// Token types llama2.c leaves implicit: 0 <unk>, 1 BOS and 2 EOS are special,
+// "<0xHH>" pieces are bytes.
+void infer_llama2c_types(SpmVocab* vocab) {
+  const size_t n = vocab->pieces.size();
+  vocab->types.assign(n, TokenType::kNormal);
+  for (size_t i = 0; i < n; ++i) {
+    if (byte_piece_value(vocab->pieces[i]) >= 0) vocab->types[i] = TokenType::kByte;
+  }
+  if (n > 0) {
+    vocab->types[0] = TokenType::kUnknown;
+    vocab->unk_id = 0;
+  }
+  if (n > 1) {
+    vocab->types[1] = TokenType::kControl;
+    vocab->bos_id = 1;
+  }
+  if (n > 2) {
+    vocab->types[2] = TokenType::kControl;
+    vocab->eos_id = 2;
+  }
+  vocab->add_bos = true;
+  vocab->add_dummy_prefix = true;
+}
+
+// A special-token id from GGUF metadata: absent gives `fallback` (when it is
+// in range), u32 max / negative mean "none".
+Result<int32_t> gguf_special_id(const GgufFile& gguf, std::string_view key, int32_t fallback, size_t n_vocab) {
+  const GgufValue* v = gguf.find(key);
+  if (v == nullptr) return fallback < static_cast<int64_t>(n_vocab) ? fallback : -1;
+  const std::optional<int64_t> id = gguf.get_int(key);
+  if (!id) return Status::error(std::string(key) + ": expected an integer token id");
+  if (*id < 0 || *id == 0xFFFFFFFFll) return -1;
+  if (*id >= static_cast<int64_t>(n_vocab)) {
+    return Status::error(std::string(key) + " is " + std::to_string(*id) + ", outside the vocabulary of " +
+                         std::to_string(n_vocab) + " tokens");
+  }
+  return static_cast<int32_t>(*id);
+}
+
+Status read_gguf_types(const GgufFile& gguf, size_t n, SpmVocab* vocab) {
+  if (gguf.find("tokenizer.ggml.token_type") == nullptr) return ok_status();  // all normal
+  const std::optional<std::vector<int64_t>> types = gguf.get_int_array("tokenizer.ggml.token_type");
+  if (!types) return Status::error("tokenizer.ggml.token_type: expected an array of integers");
+  if (types->size() != n) {
+    return Status::error("tokenizer.ggml.token_type has " + std::to_string(types->size()) +
+                         " entries, expected one per token (" + std::to_string(n) + ")");
+  }
+  vocab->types.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t t = (*types)[i];
+    if (t < 0 || t > 6) {
+      return Status::error("tokenizer.ggml.token_type of token " + std::to_string(i) + " is " + std::to_string(t) +
+                           ", expected 1..6 (normal, unknown, control, user-defined, unused, byte)");
+    }
+    vocab->types[i] = t == 0 ? TokenType::kNormal : static_cast<TokenType>(t);  // 0: undefined
+  }
+  return ok_status();
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SpmTokenizer>> parse_llama2c_tokenizer(std::span<const uint8_t> bytes, int32_t vocab_size) {
+  SpmVocab vocab;
+  LLMPACK_RETURN_IF_ERROR(read_llama2c_vocab(bytes, &vocab));
+  const size_t n = vocab.pieces.size();
+  if (vocab_size > 0 && n != static_cast<size_t>(vocab_size)) {
+    return Status::error("llama2.c tokenizer: tokenizer has " + std::to_string(n) + " tokens, the model expects " +
+                         std::to_string(vocab_size));
+  }
+  if (n == 0) return Status::error("llama2.c tokenizer: expected at least one token, the file has none");
+  infer_llama2c_types(&vocab);
+  return SpmTokenizer::create(std::move(vocab));
+}
+
+Result<std::unique_ptr<SpmTokenizer>> load_llama2c_tokenizer(const std::string& path, int32_t vocab_size) {
+  auto file = MappedFile::open(path);
+  if (!file.ok()) return file.status().with_context("loading tokenizer " + path);
+  return parse_llama2c_tokenizer((*file)->bytes(), vocab_size).with_context("loading tokenizer " + path);
+}
+
+Result<std::unique_ptr<SpmTokenizer>> load_spm_from_gguf(const GgufFile& gguf) {
+  const std::optional<std::string> model = gguf.get_string("tokenizer.ggml.model");
+  if (!model) return Status::error("GGUF tokenizer: tokenizer.ggml.model is missing (expected \"llama\")");
+  if (*model != "llama") {
+    return Status::error("GGUF tokenizer: tokenizer.ggml.model \"" + *model +
+                         "\" is not supported (only \"llama\", SentencePiece BPE, so far)");
+  }
+  const std::vector<std::string>* tokens = gguf.get_string_array("tokenizer.ggml.tokens");
+  if (tokens == nullptr) return Status::error("GGUF tokenizer: tokenizer.ggml.tokens is missing or not a string array");
+  const size_t n = tokens->size();
+  if (n == 0) return Status::error("GGUF tokenizer: tokenizer.ggml.tokens is empty");
+  SpmVocab vocab;
+  vocab.pieces = *tokens;
+  if (gguf.find("tokenizer.ggml.scores") != nullptr) {
+    const std::optional<std::vector<double>> scores = gguf.get_float_array("tokenizer.ggml.scores");
+    if (!scores) return Status::error("GGUF tokenizer: tokenizer.ggml.scores: expected an array of floats");
+    if (scores->size() != n) {
+      return Status::error("GGUF tokenizer: tokenizer.ggml.scores has " + std::to_string(scores->size()) +
+                           " entries, expected one per token (" + std::to_string(n) + ")");
+    }
+    vocab.scores.assign(scores->begin(), scores->end());
+  }
+  Status st = read_gguf_types(gguf, n, &vocab);
+  if (!st.ok()) return st.with_context("GGUF tokenizer");
+  // Defaults are llama.cpp's for SentencePiece vocabularies.
+  auto bos = gguf_special_id(gguf, "tokenizer.ggml.bos_token_id", 1, n);
+  auto eos = gguf_special_id(gguf, "tokenizer.ggml.eos_token_id", 2, n);
+  auto unk = gguf_special_id(gguf, "tokenizer.ggml.unknown_token_id", 0, n);
+  for (auto* r : {&bos, &eos, &unk}) {
+    if (!r->ok()) return r->status().with_context("GGUF tokenizer");
+  }
+  vocab.bos_id = *bos;
+  vocab.eos_id = *eos;
+  vocab.unk_id = *unk;
+  const auto flag = [&](std::string_view key, bool fallback) -> Result<bool> {
+    if (gguf.find(key) == nullptr) return fallback;
+    const std::optional<bool> b = gguf.get_bool(key);
+    if (!b) return Status::error("GGUF tokenizer: " + std::string(key) + ": expected a bool");
+    return *b;
+  };
+  LLMPACK_ASSIGN_OR_RETURN(vocab.add_bos, flag("tokenizer.ggml.add_bos_token", true));
+  LLMPACK_ASSIGN_OR_RETURN(vocab.add_dummy_prefix, flag("tokenizer.ggml.add_space_prefix", true));
+  return SpmTokenizer::create(std::move(vocab)).with_context("GGUF tokenizer");
+}
+
+Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path) {
+  const std::string context = "loading tokenizer " + path;
+  auto file = MappedFile::open(path);
+  if (!file.ok()) return file.status().with_context(context);
+  const std::span<const uint8_t> bytes = (*file)->bytes();
+  if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0) {
+    auto gguf = GgufFile::open(path);
+    if (!gguf.ok()) return gguf.status().with_context(context);
+    auto tok = load_spm_from_gguf(**gguf);
+    if (!tok.ok()) return tok.status().with_context(context);
+    return std::unique_ptr<Tokenizer>(std::move(*tok));
+  }
+  auto tok = parse_llama2c_tokenizer(bytes, -1);
+  if (!tok.ok()) {
+    return tok.status().with_context(context + " (not GGUF, so read as a llama2.c tokenizer.bin)");
+  }
+  return std::unique_ptr<Tokenizer>(std::move(*tok));
+}
+
+}  // namespace llmpack
