@@ -1,0 +1,71 @@
+// The sampler chain (CONTRACT G5): repetition penalty over recent tokens,
+// temperature (0 = argmax), top-k, top-p, min-p, then a draw from the softmax
+// with a seeded Rng. One Sampler lives as long as a conversation: its Rng
+// stream and its window of recent tokens persist between calls.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <vector>
+
+#include "core/status.h"
+#include "sampling/rng.h"
+
+namespace llmpack {
+
+struct SamplerParams {
+  float temperature = 0.8f;    // 0 = argmax; negative is an error
+  int32_t top_k = 0;           // 0 = off; keep the k most likely tokens
+  float top_p = 1.0f;          // in (0, 1]; 1 = off
+  float min_p = 0.0f;          // in [0, 1]; 0 = off; keep p >= min_p * p_max
+  float repeat_penalty = 1.0f; // > 0; 1 = off
+  int32_t repeat_last_n = 64;  // window of recent tokens the penalty looks at
+};
+
+// Checks ranges; the message names the field, the range and the value found.
+Status validate_sampler_params(const SamplerParams& params);
+
+// One candidate of the final distribution.
+struct TokenProb {
+  int32_t id = 0;
+  double prob = 0.0;
+};
+
+class Sampler {
+ public:
+  // `params` must have passed validate_sampler_params (create() checks it).
+  Sampler(const SamplerParams& params, uint64_t seed);
+  static Result<Sampler> create(const SamplerParams& params, uint64_t seed);
+
+  // Picks the next token from logits [vocab] and records it in the window of
+  // recent tokens. Empty logits are an error.
+  Result<int32_t> sample(std::span<const float> logits);
+
+  // Records a token that entered the sequence without being sampled (prompt).
+  void accept(int32_t token);
+
+  // The distribution sample() draws from after the whole chain, most likely
+  // first (one entry of probability 1 at temperature 0). For tests and tools.
+  std::vector<TokenProb> distribution(std::span<const float> logits) const;
+
+  // New parameters; the Rng stream and the recent tokens carry on.
+  Status set_params(const SamplerParams& params);
+  const SamplerParams& params() const { return params_; }
+  uint64_t seed() const { return seed_; }
+  // Back to the state of a fresh Sampler with this seed.
+  void reset(uint64_t seed);
+
+ private:
+  std::vector<float> penalized(std::span<const float> logits) const;
+
+  SamplerParams params_;
+  uint64_t seed_ = 0;
+  Rng rng_;
+  std::deque<int32_t> recent_;
+};
+
+// Index of the largest value (the lowest index among ties); NaN never wins.
+int32_t argmax(std::span<const float> values);
+
+}  // namespace llmpack
