@@ -29,7 +29,7 @@ void ThreadPool::run_range(int index) {
   if (begin < end) (*job_)(index, begin, end);
 }
 
-void ThreadPool::parallel_for(int64_t n, const RangeFn& fn, int64_t grain) {
+void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
   if (n_threads_ == 1 || n <= grain) {

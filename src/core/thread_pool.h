@@ -6,7 +6,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -25,8 +24,22 @@ class ThreadPool {
   // Calls fn(thread_index, begin, end) once per thread over a split of [0, n).
   // Ranges are multiples of `grain` (except the last); empty ranges are skipped.
   // fn must not throw. Blocks until every range is done.
-  using RangeFn = std::function<void(int thread_index, int64_t begin, int64_t end)>;
-  void parallel_for(int64_t n, const RangeFn& fn, int64_t grain = 1);
+  // A non-owning reference to a callable, so a call allocates nothing
+  // (std::function would heap-allocate for larger captures; P6).
+  class RangeFn {
+   public:
+    template <typename F>
+    RangeFn(const F& f)  // NOLINT: implicit on purpose
+        : object_(&f), call_([](const void* o, int t, int64_t b, int64_t e) {
+            (*static_cast<const F*>(o))(t, b, e);
+          }) {}
+    void operator()(int t, int64_t b, int64_t e) const { call_(object_, t, b, e); }
+
+   private:
+    const void* object_;
+    void (*call_)(const void*, int, int64_t, int64_t);
+  };
+  void parallel_for(int64_t n, RangeFn fn, int64_t grain = 1);
 
  private:
   void worker_loop(int index);

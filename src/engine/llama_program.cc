@@ -1,0 +1,123 @@
+#include "engine/llama_program.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace llmpack {
+namespace {
+
+const char* const kConstantMethods[] = {
+    "get_max_seq_len",        "get_max_context_len", "enable_dynamic_shape",
+    "use_kv_cache",           "use_sdpa_with_kv_cache", "get_vocab_size",
+    "get_bos_id",             "get_eos_ids",         "get_n_layers",
+};
+
+std::string n_str(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+Result<std::unique_ptr<LlamaProgram>> LlamaProgram::create(std::unique_ptr<Model> model,
+                                                           PackageContract contract,
+                                                           const ProgramOptions& options) {
+  std::unique_ptr<LlamaProgram> p(new LlamaProgram());
+  int threads = options.cpu_threads > 0 ? options.cpu_threads
+                                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  p->pool_ = std::make_unique<ThreadPool>(threads);
+  ForwardPlan plan;
+  plan.max_tokens = contract.token_bound;
+  // Without a KV cache every call recomputes the sequence from position 0.
+  plan.cache_rows = contract.use_kv_cache ? contract.max_context_len : contract.token_bound;
+  plan.logits_rows = std::clamp<int64_t>(options.logits_rows, 1, contract.token_bound);
+  p->transformer_ = std::make_unique<Transformer>(*model, plan, *p->pool_);
+  p->model_ = std::move(model);
+  p->contract_ = std::move(contract);
+  return p;
+}
+
+std::vector<std::string> LlamaProgram::method_names() const {
+  std::vector<std::string> names = {"forward"};
+  for (const char* m : kConstantMethods) names.emplace_back(m);
+  return names;
+}
+
+Result<MethodMeta> LlamaProgram::method_meta(std::string_view method) const {
+  MethodMeta meta;
+  meta.name = std::string(method);
+  const int64_t b = contract_.token_bound;
+  if (method == "forward") {
+    TensorMeta tokens{ScalarType::kInt64, {1, b}, contract_.dynamic_shape};
+    TensorMeta position{ScalarType::kInt64, {1}, false};
+    if (contract_.position_input == PositionInput::kCachePosition)
+      position = TensorMeta{ScalarType::kInt64, {b}, contract_.dynamic_shape};
+    meta.inputs = {tokens, position};
+    meta.outputs = {TensorMeta{ScalarType::kFloat32, {1, model_->config().vocab_size}, false}};
+    return meta;
+  }
+  for (const char* m : kConstantMethods) {
+    if (method != m) continue;
+    const bool is_bool = method == "enable_dynamic_shape" || method == "use_kv_cache" ||
+                         method == "use_sdpa_with_kv_cache";
+    const int64_t n = method == "get_eos_ids" ? static_cast<int64_t>(contract_.eos_ids.size()) : 1;
+    meta.outputs = {TensorMeta{is_bool ? ScalarType::kBool : ScalarType::kInt64, {n}, false}};
+    return meta;
+  }
+  return error_status("program has no method '" + std::string(method) + "'");
+}
+
+Result<ConstantValue> LlamaProgram::execute_constant(std::string_view method) const {
+  const ModelConfig& c = model_->config();
+  if (method == "get_max_seq_len") return ConstantValue(contract_.max_seq_len);
+  if (method == "get_max_context_len") return ConstantValue(contract_.max_context_len);
+  if (method == "enable_dynamic_shape") return ConstantValue(contract_.dynamic_shape);
+  if (method == "use_kv_cache") return ConstantValue(contract_.use_kv_cache);
+  if (method == "use_sdpa_with_kv_cache") return ConstantValue(contract_.use_kv_cache);
+  if (method == "get_vocab_size") return ConstantValue(c.vocab_size);
+  if (method == "get_bos_id") return ConstantValue(contract_.bos_id);
+  if (method == "get_eos_ids") return ConstantValue(contract_.eos_ids);
+  if (method == "get_n_layers") return ConstantValue(c.n_layers);
+  if (method == "forward") return error_status("'forward' is not a constant method");
+  return error_status("program has no method '" + std::string(method) + "'");
+}
+
+Status LlamaProgram::check_forward_input(std::span<const int64_t> tokens, int64_t start_pos,
+                                         bool all_logits, int64_t n_valid) const {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  const int64_t b = contract_.token_bound;
+  if (n == 0) return error_status("forward: token input is empty, expected 1 to " + n_str(b) + " tokens");
+  if (contract_.dynamic_shape && n > b)
+    return error_status("forward: token input of " + n_str(n) + " exceeds its bound of " + n_str(b));
+  if (!contract_.dynamic_shape && n != b)
+    return error_status("forward: token input of " + n_str(n) + " does not match its static size of " + n_str(b));
+  if (n_valid < 1 || n_valid > n)
+    return error_status("forward: " + n_str(n_valid) + " valid tokens requested of " + n_str(n));
+  if (start_pos < 0) return error_status("forward: position " + n_str(start_pos) + " is negative");
+  if (!contract_.use_kv_cache && start_pos != 0)
+    return error_status("forward: a package without KV cache takes the whole sequence from position 0, got position " +
+                        n_str(start_pos));
+  const int64_t rows = transformer_->plan().cache_rows;
+  if (start_pos + n_valid > rows)
+    return error_status("forward: positions " + n_str(start_pos) + ".." + n_str(start_pos + n_valid - 1) +
+                        " exceed the context of " + n_str(rows) + " positions");
+  const int64_t vocab = model_->config().vocab_size;
+  for (int64_t i = 0; i < n_valid; ++i)
+    if (tokens[i] < 0 || tokens[i] >= vocab)
+      return error_status("forward: token id " + n_str(tokens[i]) + " at index " + n_str(i) +
+                          " is outside the vocabulary of " + n_str(vocab));
+  if (all_logits && n_valid > transformer_->plan().logits_rows)
+    return error_status("forward: " + n_str(n_valid) + " rows of logits requested, the program was loaded for " +
+                        n_str(transformer_->plan().logits_rows));
+  return ok_status();
+}
+
+Result<LogitsView> LlamaProgram::forward(std::span<const int64_t> tokens, int64_t start_pos,
+                                         bool all_logits, int64_t n_valid) {
+  if (n_valid < 0) n_valid = static_cast<int64_t>(tokens.size());
+  LLMPACK_RETURN_IF_ERROR(check_forward_input(tokens, start_pos, all_logits, n_valid));
+  // Padding of a static chunk (R4) is never computed: it could not change
+  // any valid token's result, and skipping it keeps the cache clean.
+  const int64_t n_logits = all_logits ? n_valid : 1;
+  auto logits = transformer_->forward(tokens.first(n_valid), start_pos, n_logits);
+  return LogitsView{logits.data(), n_logits, model_->config().vocab_size};
+}
+
+}  // namespace llmpack

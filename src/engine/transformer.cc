@@ -1,0 +1,166 @@
+#include "engine/transformer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace llmpack {
+
+KvCache::KvCache(int64_t n_layers, int64_t n_rows, int64_t kv_dim)
+    : n_layers_(n_layers), n_rows_(n_rows), kv_dim_(kv_dim),
+      k_(static_cast<size_t>(n_layers * n_rows * kv_dim)),
+      v_(static_cast<size_t>(n_layers * n_rows * kv_dim)) {}
+
+namespace {
+
+size_t max_scratch(const Model& model, int64_t n_tokens) {
+  size_t most = 0;
+  auto consider = [&](const kernels::WeightMatrix& w) {
+    most = std::max(most, kernels::matmul_scratch_bytes(w.dtype, w.cols, n_tokens));
+  };
+  const ModelWeights& w = model.weights();
+  consider(w.output);
+  for (const auto& l : w.layers)
+    for (const auto* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) consider(*m);
+  return most;
+}
+
+std::vector<float> rope_inverse_frequencies(const ModelConfig& c, const float* freq_factors) {
+  std::vector<float> inv(static_cast<size_t>(c.rope_dim / 2));
+  for (int64_t i = 0; i < c.rope_dim / 2; ++i) {
+    double f = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.rope_dim);
+    if (freq_factors) f /= freq_factors[i];  // llama3 scaling divides each frequency
+    inv[i] = static_cast<float>(f);
+  }
+  return inv;
+}
+
+}  // namespace
+
+Transformer::Transformer(const Model& model, const ForwardPlan& plan, ThreadPool& pool)
+    : model_(model), cfg_(model.config()), plan_(plan), pool_(pool),
+      cache_(cfg_.n_layers, plan.cache_rows, cfg_.kv_dim()) {
+  const int64_t b = plan_.max_tokens;
+  inv_freq_ = rope_inverse_frequencies(cfg_, model.weights().rope_freq_factors);
+  x_.resize(b * cfg_.dim);
+  xb_.resize(b * std::max(cfg_.dim, cfg_.q_dim()));
+  q_.resize(b * cfg_.q_dim());
+  k_.resize(b * cfg_.kv_dim());
+  v_.resize(b * cfg_.kv_dim());
+  att_.resize(b * cfg_.q_dim());
+  hb_.resize(b * cfg_.hidden_dim);
+  hb2_.resize(b * cfg_.hidden_dim);
+  scores_.resize(pool.n_threads() * plan_.cache_rows);
+  logits_.resize(plan_.logits_rows * cfg_.vocab_size);
+  scratch_.resize(std::max<size_t>(max_scratch(model, b), 64));
+}
+
+uint64_t Transformer::activation_bytes() const {
+  size_t floats = x_.size() + xb_.size() + q_.size() + k_.size() + v_.size() + att_.size() +
+                  hb_.size() + hb2_.size() + scores_.size() + logits_.size();
+  return floats * sizeof(float) + scratch_.size();
+}
+
+void Transformer::matmul(const kernels::WeightMatrix& w, const float* x, int64_t n, float* y) {
+  kernels::matmul(w, x, n, y, scratch_.data(), pool_);
+}
+
+void Transformer::rmsnorm_rows(float* out, const float* in, const float* weight, int64_t n,
+                               int64_t width) {
+  for (int64_t t = 0; t < n; ++t)
+    kernels::rmsnorm(out + t * width, in + t * width, weight, width, cfg_.norm_eps);
+}
+
+void Transformer::embed(std::span<const int64_t> tokens) {
+  for (size_t t = 0; t < tokens.size(); ++t)
+    kernels::dequantize_row(model_.weights().token_embedding, tokens[t], x_.data() + t * cfg_.dim);
+}
+
+std::span<const float> Transformer::forward(std::span<const int64_t> tokens, int64_t start_pos,
+                                            int64_t n_logits) {
+  const int64_t n = static_cast<int64_t>(tokens.size());
+  embed(tokens);
+  for (int64_t layer = 0; layer < cfg_.n_layers; ++layer) {
+    attention_block(layer, n, start_pos);
+    feed_forward_block(layer, n);
+  }
+  // Only the rows whose logits are wanted go through the output projection.
+  const int64_t first = n - n_logits;
+  const float* last_rows = x_.data() + first * cfg_.dim;
+  rmsnorm_rows(xb_.data(), last_rows, model_.weights().output_norm, n_logits, cfg_.dim);
+  matmul(model_.weights().output, xb_.data(), n_logits, logits_.data());
+  return {logits_.data(), static_cast<size_t>(n_logits * cfg_.vocab_size)};
+}
+
+// x += Wo · attention(rope(Wq·norm(x)), cache(rope(Wk·norm(x)), Wv·norm(x)))
+void Transformer::attention_block(int64_t layer, int64_t n, int64_t start_pos) {
+  const LayerWeights& w = model_.weights().layers[layer];
+  rmsnorm_rows(xb_.data(), x_.data(), w.attn_norm, n, cfg_.dim);
+  project_qkv(w, n);
+  rotate_and_cache(w, layer, n, start_pos);
+  attend(layer, n, start_pos);
+  matmul(w.wo, att_.data(), n, xb_.data());
+  for (int64_t i = 0; i < n * cfg_.dim; ++i) x_[i] += xb_[i];
+}
+
+// x += W_down · (silu(W_gate · norm(x)) * (W_up · norm(x)))
+void Transformer::feed_forward_block(int64_t layer, int64_t n) {
+  const LayerWeights& w = model_.weights().layers[layer];
+  rmsnorm_rows(xb_.data(), x_.data(), w.ffn_norm, n, cfg_.dim);
+  matmul(w.w_gate, xb_.data(), n, hb_.data());
+  matmul(w.w_up, xb_.data(), n, hb2_.data());
+  kernels::swiglu(hb_.data(), hb_.data(), hb2_.data(), n * cfg_.hidden_dim);
+  matmul(w.w_down, hb_.data(), n, xb_.data());
+  for (int64_t i = 0; i < n * cfg_.dim; ++i) x_[i] += xb_[i];
+}
+
+void Transformer::project_qkv(const LayerWeights& w, int64_t n) {
+  matmul(w.wq, xb_.data(), n, q_.data());
+  matmul(w.wk, xb_.data(), n, k_.data());
+  matmul(w.wv, xb_.data(), n, v_.data());
+  if (w.bq) {  // qwen2: biases on q, k and v
+    const int64_t qd = cfg_.q_dim(), kd = cfg_.kv_dim();
+    for (int64_t t = 0; t < n; ++t) {
+      for (int64_t i = 0; i < qd; ++i) q_[t * qd + i] += w.bq[i];
+      for (int64_t i = 0; i < kd; ++i) k_[t * kd + i] += w.bk[i];
+      for (int64_t i = 0; i < kd; ++i) v_[t * kd + i] += w.bv[i];
+    }
+  }
+}
+
+void Transformer::rotate_and_cache(const LayerWeights& w, int64_t layer, int64_t n, int64_t start_pos) {
+  const int64_t hd = cfg_.head_dim;
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t pos = start_pos + t;
+    for (int64_t h = 0; h < cfg_.n_heads; ++h) {
+      float* qh = q_.data() + (t * cfg_.n_heads + h) * hd;
+      if (w.q_norm) kernels::rmsnorm(qh, qh, w.q_norm, hd, cfg_.norm_eps);  // qwen3
+      kernels::rope(qh, hd, cfg_.rope_dim, pos, inv_freq_.data(), cfg_.rope_style);
+    }
+    for (int64_t h = 0; h < cfg_.n_kv_heads; ++h) {
+      float* kh = k_.data() + (t * cfg_.n_kv_heads + h) * hd;
+      if (w.k_norm) kernels::rmsnorm(kh, kh, w.k_norm, hd, cfg_.norm_eps);
+      kernels::rope(kh, hd, cfg_.rope_dim, pos, inv_freq_.data(), cfg_.rope_style);
+    }
+    std::copy_n(k_.data() + t * cfg_.kv_dim(), cfg_.kv_dim(), cache_.keys(layer, pos));
+    std::copy_n(v_.data() + t * cfg_.kv_dim(), cfg_.kv_dim(), cache_.values(layer, pos));
+  }
+}
+
+// Each (token, head) pair attends causally to positions 0..start_pos + t.
+void Transformer::attend(int64_t layer, int64_t n, int64_t start_pos) {
+  const int64_t hd = cfg_.head_dim;
+  const int64_t group = cfg_.n_heads / cfg_.n_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  pool_.parallel_for(n * cfg_.n_heads, [&](int thread, int64_t begin, int64_t end) {
+    float* scores = scores_.data() + thread * plan_.cache_rows;
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t t = i / cfg_.n_heads, h = i % cfg_.n_heads;
+      const int64_t kv_offset = (h / group) * hd;
+      kernels::attention_head(q_.data() + i * hd, cache_.keys(layer, 0) + kv_offset,
+                              cache_.values(layer, 0) + kv_offset, cfg_.kv_dim(), start_pos + t + 1, hd,
+                              scale, scores, att_.data() + i * hd);
+    }
+  });
+}
+
+}  // namespace llmpack

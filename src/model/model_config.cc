@@ -1,0 +1,92 @@
+#include "model/model_config.h"
+
+#include <string>
+
+#include "format/gguf.h"
+
+namespace llmpack {
+namespace {
+
+struct ArchEntry {
+  const char* name;
+  Architecture arch;
+  kernels::RopeStyle rope_style;
+  bool qkv_bias;
+  bool qk_norm;
+};
+
+// llama rotates adjacent pairs in GGUF's layout; qwen2/qwen3 rotate halves.
+constexpr ArchEntry kArchitectures[] = {
+    {"llama", Architecture::kLlama, kernels::RopeStyle::kAdjacentPairs, false, false},
+    {"qwen2", Architecture::kQwen2, kernels::RopeStyle::kHalves, true, false},
+    {"qwen3", Architecture::kQwen3, kernels::RopeStyle::kHalves, false, true},
+};
+
+Result<int64_t> required_positive(const GgufFile& gguf, const std::string& key) {
+  auto v = gguf.get_int(key);
+  if (!v) return error_status("missing metadata key '" + key + "'");
+  if (*v <= 0 || *v > (int64_t{1} << 32))
+    return error_status("metadata key '" + key + "' is " + std::to_string(*v) +
+                        ", expected a positive size");
+  return *v;
+}
+
+}  // namespace
+
+std::string supported_architectures() {
+  std::string out;
+  for (const auto& a : kArchitectures) {
+    if (!out.empty()) out += ", ";
+    out += a.name;
+  }
+  return out;
+}
+
+Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
+  ModelConfig c;
+  auto arch = gguf.get_string("general.architecture");
+  if (!arch) return error_status("missing metadata key 'general.architecture'");
+  const ArchEntry* entry = nullptr;
+  for (const auto& a : kArchitectures)
+    if (*arch == a.name) entry = &a;
+  if (!entry)
+    return error_status("unsupported architecture '" + *arch + "' (supported: " +
+                        supported_architectures() + ")");
+  c.arch = entry->arch;
+  c.arch_name = *arch;
+  c.rope_style = entry->rope_style;
+  c.has_qkv_bias = entry->qkv_bias;
+  c.has_qk_norm = entry->qk_norm;
+  c.name = gguf.get_string("general.name").value_or("");
+  const std::string p = *arch + ".";
+
+  LLMPACK_ASSIGN_OR_RETURN(c.dim, required_positive(gguf, p + "embedding_length"));
+  LLMPACK_ASSIGN_OR_RETURN(c.hidden_dim, required_positive(gguf, p + "feed_forward_length"));
+  LLMPACK_ASSIGN_OR_RETURN(c.n_layers, required_positive(gguf, p + "block_count"));
+  LLMPACK_ASSIGN_OR_RETURN(c.n_heads, required_positive(gguf, p + "attention.head_count"));
+  c.n_kv_heads = gguf.get_int(p + "attention.head_count_kv").value_or(c.n_heads);
+  if (c.n_kv_heads <= 0 || c.n_heads % c.n_kv_heads != 0)
+    return error_status(p + "attention.head_count_kv is " + std::to_string(c.n_kv_heads) +
+                        ", expected a positive divisor of head_count " + std::to_string(c.n_heads));
+  if (!gguf.find(p + "attention.key_length") && c.dim % c.n_heads != 0)
+    return error_status(p + "embedding_length " + std::to_string(c.dim) +
+                        " is not divisible by head_count " + std::to_string(c.n_heads));
+  c.head_dim = gguf.get_int(p + "attention.key_length").value_or(c.dim / c.n_heads);
+  if (c.head_dim <= 0 || c.head_dim % 2 != 0)
+    return error_status("head dimension " + std::to_string(c.head_dim) + " must be positive and even");
+  c.context_length = gguf.get_int(p + "context_length").value_or(2048);
+  if (c.context_length <= 0)
+    return error_status(p + "context_length must be positive, found " + std::to_string(c.context_length));
+  c.norm_eps = static_cast<float>(gguf.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
+  c.rope_theta = static_cast<float>(gguf.get_float(p + "rope.freq_base").value_or(10000.0));
+  c.rope_dim = gguf.get_int(p + "rope.dimension_count").value_or(c.head_dim);
+  if (c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0)
+    return error_status(p + "rope.dimension_count is " + std::to_string(c.rope_dim) +
+                        ", expected an even number in 2.." + std::to_string(c.head_dim));
+  // The vocabulary size comes from the embedding tensor (checked by the loader).
+  if (const auto* emb = gguf.find_tensor("token_embd.weight"); emb && emb->ne.size() == 2)
+    c.vocab_size = emb->ne[1];
+  return c;
+}
+
+}  // namespace llmpack

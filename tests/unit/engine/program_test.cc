@@ -1,0 +1,170 @@
+// The program contract (P3-P6) on tiny random packages built in memory.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "common/tiny_model.h"
+#include "unit/engine/alloc_counter.h"
+
+namespace llmpack {
+namespace {
+
+using testing::TinyContract;
+using testing::TinyModelSpec;
+
+LoadedPackage load(const TinyModelSpec& spec, ProgramOptions options = {}) {
+  options.cpu_threads = 2;
+  auto loaded = testing::load_tiny_package(spec, options);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().message();
+  return std::move(loaded).value();
+}
+
+TinyModelSpec with_contract(int64_t s, int64_t c, int64_t b, bool dynamic = true, std::string kv = "off_graph") {
+  TinyModelSpec spec;
+  spec.contract = TinyContract{s, c, b, dynamic, std::move(kv)};
+  return spec;
+}
+
+TEST(Program, P3_ExposesForwardAndEveryConstantMethod) {
+  auto pkg = load(with_contract(16, 64, 16));
+  auto names = pkg.program->method_names();
+  for (const char* m : {"forward", "get_max_seq_len", "get_max_context_len", "enable_dynamic_shape",
+                        "use_kv_cache", "use_sdpa_with_kv_cache", "get_vocab_size", "get_bos_id",
+                        "get_eos_ids", "get_n_layers"})
+    EXPECT_NE(std::find(names.begin(), names.end(), m), names.end()) << m;
+  EXPECT_EQ(get_int_constant(*pkg.program, "get_max_seq_len").value(), 16);
+  EXPECT_EQ(get_int_constant(*pkg.program, "get_max_context_len").value(), 64);
+  EXPECT_EQ(get_int_constant(*pkg.program, "get_vocab_size").value(), 300);
+  EXPECT_EQ(get_int_constant(*pkg.program, "get_bos_id").value(), 1);
+  EXPECT_EQ(get_int_constant(*pkg.program, "get_n_layers").value(), 2);
+  EXPECT_TRUE(get_bool_constant(*pkg.program, "use_kv_cache").value());
+  auto eos = pkg.program->execute_constant("get_eos_ids");
+  ASSERT_TRUE(eos.ok());
+  EXPECT_EQ(std::get<std::vector<int64_t>>(eos.value()), std::vector<int64_t>{2});
+  EXPECT_FALSE(pkg.program->execute_constant("get_nothing").ok());
+}
+
+TEST(Program, P4_MethodMetaReportsTheTokenBoundAndItsKind) {
+  auto dynamic = load(with_contract(16, 64, 15));
+  auto meta = dynamic.program->method_meta("forward");
+  ASSERT_TRUE(meta.ok());
+  ASSERT_EQ(meta->num_inputs(), 2u);
+  EXPECT_EQ(meta->inputs[0].sizes, (std::vector<int64_t>{1, 15}));
+  EXPECT_TRUE(meta->inputs[0].dynamic_dim1);
+  EXPECT_EQ(meta->inputs[0].dtype, ScalarType::kInt64);
+  auto fixed = load(with_contract(16, 64, 4, /*dynamic=*/false));
+  auto fixed_meta = fixed.program->method_meta("forward");
+  EXPECT_EQ(fixed_meta->inputs[0].sizes[1], 4);
+  EXPECT_FALSE(fixed_meta->inputs[0].dynamic_dim1);
+}
+
+TEST(Program, P2_PlainGgufGetsTheDocumentedDefaults) {
+  TinyModelSpec spec;  // no llmpack.* keys
+  spec.context_length = 100;
+  auto pkg = load(spec);
+  EXPECT_EQ(get_int_constant(*pkg.program, "get_max_context_len").value(), 100);
+  EXPECT_EQ(get_int_constant(*pkg.program, "get_max_seq_len").value(), 100);  // min(512, C)
+  EXPECT_EQ(pkg.program->method_meta("forward")->inputs[0].sizes[1], 100);
+  EXPECT_TRUE(get_bool_constant(*pkg.program, "enable_dynamic_shape").value());
+  ProgramOptions capped;
+  capped.defaults.max_seq_len = 32;
+  capped.defaults.max_context_len = 64;
+  auto small = load(spec, capped);
+  EXPECT_EQ(get_int_constant(*small.program, "get_max_seq_len").value(), 32);
+  EXPECT_EQ(get_int_constant(*small.program, "get_max_context_len").value(), 64);
+}
+
+TEST(Program, P5_RefusesInputBeyondTheBoundNamingBothNumbersAndKeepsState) {
+  auto pkg = load(with_contract(16, 64, 8));
+  std::vector<int64_t> prompt = {1, 300 - 1, 5, 9};
+  auto first = pkg.program->forward(prompt, 0);
+  ASSERT_TRUE(first.ok());
+  std::vector<int64_t> too_long(9, 7);
+  auto refused = pkg.program->forward(too_long, 4);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("token input of 9 exceeds its bound of 8"), std::string::npos)
+      << refused.status().message();
+  // The refused call touched nothing: continuing gives the same logits as a
+  // fresh program fed the same tokens.
+  std::vector<int64_t> next = {42};
+  auto continued = pkg.program->forward(next, 4);
+  ASSERT_TRUE(continued.ok());
+  std::vector<float> got(continued->last().begin(), continued->last().end());
+  auto fresh = load(with_contract(16, 64, 8));
+  ASSERT_TRUE(fresh.program->forward(prompt, 0).ok());
+  auto expected = fresh.program->forward(next, 4);
+  ASSERT_TRUE(expected.ok());
+  for (size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], expected->last()[i]);
+}
+
+TEST(Program, P5_StaticShapeRefusesAnyOtherLength) {
+  auto pkg = load(with_contract(16, 64, 4, /*dynamic=*/false));
+  std::vector<int64_t> three = {1, 2, 3};
+  auto refused = pkg.program->forward(three, 0);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("3 does not match its static size of 4"), std::string::npos);
+  std::vector<int64_t> four = {1, 2, 3, 4};
+  EXPECT_TRUE(pkg.program->forward(four, 0).ok());
+}
+
+TEST(Program, P5_RefusesBadPositionsAndTokenIds) {
+  auto pkg = load(with_contract(16, 32, 16));
+  std::vector<int64_t> bad_id = {1, 300};
+  auto r1 = pkg.program->forward(bad_id, 0);
+  ASSERT_FALSE(r1.ok());
+  EXPECT_NE(r1.status().message().find("token id 300"), std::string::npos);
+  std::vector<int64_t> two = {1, 2};
+  auto r2 = pkg.program->forward(two, 31);
+  ASSERT_FALSE(r2.ok());
+  EXPECT_NE(r2.status().message().find("exceed the context of 32"), std::string::npos);
+  EXPECT_FALSE(pkg.program->forward(two, -1).ok());
+  EXPECT_FALSE(pkg.program->forward(std::span<const int64_t>(), 0).ok());
+}
+
+TEST(Program, P5_PackageWithoutKvCacheOnlyStartsAtZero) {
+  auto pkg = load(with_contract(16, 16, 16, true, "none"));
+  std::vector<int64_t> seq = {1, 5, 6};
+  EXPECT_TRUE(pkg.program->forward(seq, 0).ok());
+  auto refused = pkg.program->forward(seq, 3);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("without KV cache"), std::string::npos);
+}
+
+TEST(Program, P6_ForwardMakesNoHeapAllocation) {
+  auto pkg = load(with_contract(16, 64, 16));
+  std::vector<int64_t> chunk = {1, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110, 120, 130, 140, 150, 160};
+  ASSERT_TRUE(pkg.program->forward(chunk, 0).ok());  // first call warms nothing up: still counted below
+  std::vector<int64_t> one = {7};
+  testing::AllocationCounter counter;
+  auto a = pkg.program->forward(chunk, 16);
+  auto b = pkg.program->forward(one, 32);
+  const int64_t allocations = counter.count();
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(allocations, 0);
+}
+
+TEST(Program, P6_CounterSeesAllocations) {  // the hook itself works
+  testing::AllocationCounter counter;
+  auto* p = new std::vector<int>(100);
+  const int64_t seen = counter.count();
+  delete p;
+  EXPECT_GE(seen, 2);
+}
+
+TEST(Program, StaticChunkPaddingDoesNotChangeLogits) {
+  auto dynamic = load(with_contract(16, 64, 16));
+  auto fixed = load(with_contract(16, 64, 4, /*dynamic=*/false));
+  std::vector<int64_t> prompt = {1, 77, 78, 79, 80, 81};  // 4 + 2 (padded to 4)
+  auto d = dynamic.program->forward(prompt, 0);
+  ASSERT_TRUE(d.ok());
+  std::vector<float> expected(d->last().begin(), d->last().end());
+  ASSERT_TRUE(fixed.program->forward(std::span(prompt).first(4), 0).ok());
+  std::vector<int64_t> padded = {80, 81, 81, 81};
+  auto f = fixed.program->forward(padded, 4, false, 2);
+  ASSERT_TRUE(f.ok());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(f->last()[i], expected[i], 1e-4f);
+}
+
+}  // namespace
+}  // namespace llmpack
