@@ -1,0 +1,67 @@
+// MappedFile: read-only mappings of real files, empty files, copies of buffers.
+#include "format/mapped_file.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "unit/format/format_test_util.h"
+
+namespace llmpack {
+namespace {
+
+using testing::HasText;
+using testing::TempDir;
+
+TEST(MappedFile, MapsFileContents) {
+  TempDir dir;
+  const std::string path = dir.file("data.bin");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "hello mapped world";
+  }
+  auto f = MappedFile::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ((*f)->size(), 18u);
+  EXPECT_EQ((*f)->path(), path);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>((*f)->data()), 18), "hello mapped world");
+  EXPECT_EQ((*f)->bytes().size(), 18u);
+}
+
+TEST(MappedFile, EmptyFileIsAnEmptyView) {
+  TempDir dir;
+  const std::string path = dir.file("empty.bin");
+  { std::ofstream out(path, std::ios::binary); }
+  auto f = MappedFile::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_EQ((*f)->size(), 0u);
+  EXPECT_TRUE((*f)->bytes().empty());
+}
+
+TEST(MappedFile, MissingFileNamesPathAndReason) {
+  auto f = MappedFile::open("/nonexistent_llmpack/x.bin");
+  ASSERT_FALSE(f.ok());
+  EXPECT_TRUE(HasText(f.status().message(), "'/nonexistent_llmpack/x.bin'"));
+  EXPECT_TRUE(HasText(f.status().message(), "No such file or directory"));
+}
+
+TEST(MappedFile, DirectoryRefused) {
+  TempDir dir;
+  auto f = MappedFile::open(dir.path().string());
+  ASSERT_FALSE(f.ok());
+  EXPECT_TRUE(HasText(f.status().message(), dir.path().string()));
+}
+
+TEST(MappedFile, FromBytesCopies) {
+  std::vector<uint8_t> src = {1, 2, 3, 4};
+  auto f = MappedFile::from_bytes(src);
+  src[0] = 9;  // the copy does not follow
+  ASSERT_EQ(f->size(), 4u);
+  EXPECT_EQ(f->data()[0], 1);
+  EXPECT_NE(f->data(), src.data());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(f->data()) % alignof(float), 0u);
+  EXPECT_EQ(MappedFile::from_bytes({})->size(), 0u);
+}
+
+}  // namespace
+}  // namespace llmpack
