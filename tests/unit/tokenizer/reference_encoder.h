@@ -14,9 +14,23 @@
 
 namespace llmpack::testing {
 
-inline std::vector<int32_t> reference_encode(const SpmVocab& vocab, bool meta_space, std::string_view text) {
-  std::unordered_map<std::string, int32_t> lookup;
-  for (size_t i = 0; i < vocab.pieces.size(); ++i) lookup.emplace(vocab.pieces[i], static_cast<int32_t>(i));
+class ReferenceEncoder {
+ public:
+  ReferenceEncoder(const SpmVocab& vocab, bool meta_space) : vocab_(vocab), meta_space_(meta_space) {
+    for (size_t i = 0; i < vocab.pieces.size(); ++i) lookup_.emplace(vocab.pieces[i], static_cast<int32_t>(i));
+  }
+  std::vector<int32_t> encode(std::string_view text) const;
+
+ private:
+  const SpmVocab& vocab_;
+  bool meta_space_;
+  std::unordered_map<std::string, int32_t> lookup_;
+};
+
+inline std::vector<int32_t> ReferenceEncoder::encode(std::string_view text) const {
+  const SpmVocab& vocab = vocab_;
+  const bool meta_space = meta_space_;
+  const auto& lookup = lookup_;
   const auto find = [&](const std::string& s) {
     auto it = lookup.find(s);
     return it == lookup.end() ? -1 : it->second;
@@ -61,6 +75,10 @@ inline std::vector<int32_t> reference_encode(const SpmVocab& vocab, bool meta_sp
     tokens.erase(tokens.begin() + best_idx + 1);
   }
   return tokens;
+}
+
+inline std::vector<int32_t> reference_encode(const SpmVocab& vocab, bool meta_space, std::string_view text) {
+  return ReferenceEncoder(vocab, meta_space).encode(text);
 }
 
 // Random valid UTF-8 text mixing words, spaces runs, punctuation, newlines,
