@@ -18,6 +18,11 @@ bool supports(DType dtype) {
     case DType::kF32:
     case DType::kF16:
     case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
       return true;
     default:
       return false;
@@ -42,7 +47,8 @@ void dequantize_elems(DType dtype, const void* src, int64_t n, float* out) {
       return;
     }
     default:
-      std::fill(out, out + n, 0.0f);  // callers check supports() first
+      if (!dequantize_quant(dtype, src, n, out))
+        std::fill(out, out + n, 0.0f);  // callers check supports() first
       return;
   }
 }

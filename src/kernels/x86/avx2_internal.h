@@ -7,6 +7,24 @@
 
 namespace llmpack::kernels::avx2 {
 
+// One 32-element block of activations quantized to int8: x[i] ~ q[i] * d,
+// qsum = sum of q (for the min terms of Q4_K).
+struct ActBlock {
+  float d;
+  int32_t qsum;
+  int8_t q[32];
+};
+static_assert(sizeof(ActBlock) == 40);
+
+// Quantizes one token's activations x[cols] (cols a multiple of 32) into
+// out[cols / 32].
+void quantize_activations(const float* x, int64_t cols, ActBlock* out);
+
+// Q8_0, Q4_0, Q4_K and Q6_K weights against activations quantized by
+// quantize_activations: act[t * (w.cols / 32) + b].
+void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
+                       int64_t row_begin, int64_t row_end);
+
 // F32, F16 and BF16 weights: register-blocked tiles of 4 rows x up to 3 tokens.
 void matmul_rows_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                        int64_t row_begin, int64_t row_end);

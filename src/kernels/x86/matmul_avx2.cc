@@ -3,34 +3,38 @@
 #include "kernels/x86/avx2_internal.h"
 
 namespace llmpack::kernels::avx2 {
+namespace {
 
-bool supports(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-    case DType::kF16:
-    case DType::kBF16:
-      return true;
-    default:
-      return false;
-  }
+bool is_float(DType dtype) {
+  return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
 }
 
-size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) { return 0; }
+bool is_quant(DType dtype) {
+  return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ4_K ||
+         dtype == DType::kQ6_K;
+}
+
+}  // namespace
+
+bool supports(DType dtype) { return is_float(dtype) || is_quant(dtype); }
+
+size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
+  if (!is_quant(dtype) || cols <= 0 || n_tokens <= 0) return 0;
+  return static_cast<size_t>(n_tokens) * static_cast<size_t>(cols / 32) * sizeof(ActBlock);
+}
 
 void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t t_begin,
-                         int64_t t_end, void* scratch) {}
+                         int64_t t_end, void* scratch) {
+  if (!is_quant(dtype)) return;
+  auto* act = static_cast<ActBlock*>(scratch);
+  for (int64_t t = t_begin; t < t_end; ++t) quantize_activations(x + t * cols, cols, act + t * (cols / 32));
+}
 
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                  const void* scratch, int64_t row_begin, int64_t row_end) {
-  switch (w.dtype) {
-    case DType::kF32:
-    case DType::kF16:
-    case DType::kBF16:
-      matmul_rows_float(w, x, n_tokens, y, row_begin, row_end);
-      return;
-    default:
-      return;
-  }
+  if (is_float(w.dtype)) return matmul_rows_float(w, x, n_tokens, y, row_begin, row_end);
+  if (is_quant(w.dtype))
+    return matmul_rows_quant(w, static_cast<const ActBlock*>(scratch), n_tokens, y, row_begin, row_end);
 }
 
 }  // namespace llmpack::kernels::avx2

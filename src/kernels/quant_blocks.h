@@ -1,0 +1,83 @@
+// Quantized block layouts, bit-exact with GGUF (ggml) so tensors of GGUF
+// files are used in place. Blocks need 2-byte alignment (every block size is
+// even and GGUF aligns tensor data to 32 bytes).
+#pragma once
+
+#include <cstdint>
+
+namespace llmpack::kernels {
+
+constexpr int kQK = 32;    // elements per Q8_0 / Q4_0 block
+constexpr int kQKK = 256;  // elements per K-quant super-block
+
+// value[i] = qs[i] * d
+struct BlockQ8_0 {
+  uint16_t d;  // f16
+  int8_t qs[kQK];
+};
+static_assert(sizeof(BlockQ8_0) == 34);
+
+// value[i] = ((qs[i] & 15) - 8) * d for i < 16, ((qs[i - 16] >> 4) - 8) * d after.
+struct BlockQ4_0 {
+  uint16_t d;  // f16
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockQ4_0) == 18);
+
+// 8 sub-blocks of 32 with 6-bit scale and min each, packed in `scales`
+// (see unpack_q4k_scale). Elements 64c..64c+31 are the low nibbles of
+// qs[32c..32c+31] (sub-block 2c), 64c+32..64c+63 the high nibbles (2c+1).
+// value = d * scale_j * q - dmin * min_j.
+struct BlockQ4_K {
+  uint16_t d;     // f16 super-scale of the scales
+  uint16_t dmin;  // f16 super-scale of the mins
+  uint8_t scales[12];
+  uint8_t qs[kQKK / 2];
+};
+static_assert(sizeof(BlockQ4_K) == 144);
+
+// As Q4_K plus a fifth bit per element: bit (2c) of qh[l] for element 64c+l,
+// bit (2c+1) for element 64c+32+l.
+struct BlockQ5_K {
+  uint16_t d;
+  uint16_t dmin;
+  uint8_t scales[12];
+  uint8_t qh[kQKK / 8];
+  uint8_t qs[kQKK / 2];
+};
+static_assert(sizeof(BlockQ5_K) == 176);
+
+// 16 sub-blocks of 16 with int8 scales; 6-bit quants q in 0..63, value =
+// d * scales[s] * (q - 32). Each half h (128 elements) uses ql[64h..], qh[32h..],
+// scales[8h..]; group g (0..3) of 32 inside it: low 4 bits from ql[64h + 32(g&1) + l]
+// (low nibble for g < 2, high for g >= 2), high 2 bits from (qh[32h + l] >> 2g) & 3,
+// scale scales[8h + 2g + l/16].
+struct BlockQ6_K {
+  uint8_t ql[kQKK / 2];
+  uint8_t qh[kQKK / 4];
+  int8_t scales[kQKK / 16];
+  uint16_t d;  // f16
+};
+static_assert(sizeof(BlockQ6_K) == 210);
+
+// 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block.
+inline void unpack_q4k_scale(const uint8_t* scales, int j, uint8_t* scale, uint8_t* min) {
+  if (j < 4) {
+    *scale = scales[j] & 63;
+    *min = scales[j + 4] & 63;
+  } else {
+    *scale = static_cast<uint8_t>((scales[j + 4] & 0x0F) | ((scales[j - 4] >> 6) << 4));
+    *min = static_cast<uint8_t>((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
+  }
+}
+
+// Inverse of unpack_q4k_scale for 8 scales and 8 mins, each in 0..63.
+inline void pack_q4k_scales(const uint8_t* scale, const uint8_t* min, uint8_t* scales) {
+  for (int j = 0; j < 4; ++j) {
+    scales[j] = static_cast<uint8_t>((scale[j] & 63) | ((scale[j + 4] >> 4) << 6));
+    scales[j + 4] = static_cast<uint8_t>((min[j] & 63) | ((min[j + 4] >> 4) << 6));
+    scales[j + 8] = static_cast<uint8_t>((scale[j + 4] & 0x0F) | ((min[j + 4] & 0x0F) << 4));
+  }
+}
+
+}  // namespace llmpack::kernels

@@ -1,0 +1,239 @@
+// Quantizers of the GGUF block types. Non-finite inputs are not expected
+// (weights of a model); they give unspecified but memory-safe output.
+#include "kernels/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/half.h"
+#include "kernels/quant_blocks.h"
+
+namespace llmpack::kernels {
+namespace {
+
+int clamp_round(float v, int lo, int hi) {
+  const float r = std::nearbyint(v);
+  if (!(r >= static_cast<float>(lo))) return lo;  // NaN -> lo
+  if (r > static_cast<float>(hi)) return hi;
+  return static_cast<int>(r);
+}
+
+void quantize_q8_0(const float* x, int64_t n_blocks, BlockQ8_0* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, x += kQK) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQK; ++j) amax = std::max(amax, std::fabs(x[j]));
+    const float d = amax / 127.0f;
+    const float id = d > 0.0f ? 1.0f / d : 0.0f;
+    out[i].d = f32_to_f16(d);
+    for (int j = 0; j < kQK; ++j) out[i].qs[j] = static_cast<int8_t>(clamp_round(x[j] * id, -127, 127));
+  }
+}
+
+// d = (signed value of largest magnitude) / -8, so that element maps to q = 0
+// and the 16 levels cover [-8d, 7d].
+void quantize_q4_0(const float* x, int64_t n_blocks, BlockQ4_0* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, x += kQK) {
+    float amax = 0.0f, vmax = 0.0f;
+    for (int j = 0; j < kQK; ++j) {
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        vmax = x[j];
+      }
+    }
+    const float d = vmax / -8.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    out[i].d = f32_to_f16(d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      const int q0 = clamp_round(x[j] * id + 8.0f, 0, 15);
+      const int q1 = clamp_round(x[j + kQK / 2] * id + 8.0f, 0, 15);
+      out[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
+    }
+  }
+}
+
+// Best (scale, min) for x[32] ~ scale * q - min, q in 0..15, min >= 0:
+// tries scales around (max - min) / 15 with min fixed at -min(x, 0), then
+// refits both by least squares for the chosen q.
+void fit_scale_min(const float* x, int n, float* scale, float* min) {
+  float lo = 0.0f, hi = 0.0f;
+  for (int i = 0; i < n; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  *min = -lo;
+  if (hi <= lo) {
+    *scale = 0.0f;
+    return;
+  }
+  float best_err = INFINITY;
+  float best_scale = (hi - lo) / 15.0f, best_min = -lo;
+  for (int k = -4; k <= 12; ++k) {
+    const float s = (hi - lo) / (15.0f + 0.25f * static_cast<float>(k));
+    // least-squares refit of (scale, min) given the levels q this scale picks
+    double sq = 0, sqq = 0, sx = 0, sqx = 0;
+    for (int i = 0; i < n; ++i) {
+      const int q = clamp_round((x[i] - lo) / s, 0, 15);
+      sq += q, sqq += double(q) * q, sx += x[i], sqx += double(q) * x[i];
+    }
+    const double det = n * sqq - sq * sq;
+    float fs = s, fm = -lo;
+    if (det > 0) {
+      fs = static_cast<float>((n * sqx - sq * sx) / det);
+      fm = static_cast<float>(-(sx * sqq - sq * sqx) / det);
+    }
+    if (fs <= 0.0f) continue;
+    if (fm < 0.0f) fm = 0.0f;  // the format subtracts a non-negative min
+    double err = 0;
+    for (int i = 0; i < n; ++i) {
+      const int q = clamp_round((x[i] + fm) / fs, 0, 15);
+      const double e = fs * q - fm - x[i];
+      err += e * e;
+    }
+    if (err < best_err) best_err = static_cast<float>(err), best_scale = fs, best_min = fm;
+  }
+  *scale = best_scale;
+  *min = best_min;
+}
+
+void quantize_q4_k(const float* x, int64_t n_blocks, BlockQ4_K* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, x += kQKK) {
+    float scales[8], mins[8];
+    float max_scale = 0.0f, max_min = 0.0f;
+    for (int j = 0; j < 8; ++j) {
+      fit_scale_min(x + 32 * j, 32, &scales[j], &mins[j]);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+    const float d = max_scale / 63.0f, dmin = max_min / 63.0f;
+    out[i].d = f32_to_f16(d);
+    out[i].dmin = f32_to_f16(dmin);
+    const float dq = f16_to_f32(out[i].d), dminq = f16_to_f32(out[i].dmin);
+    uint8_t sc[8], mn[8];
+    for (int j = 0; j < 8; ++j) {
+      sc[j] = static_cast<uint8_t>(dq > 0 ? clamp_round(scales[j] / dq, 0, 63) : 0);
+      mn[j] = static_cast<uint8_t>(dminq > 0 ? clamp_round(mins[j] / dminq, 0, 63) : 0);
+    }
+    pack_q4k_scales(sc, mn, out[i].scales);
+    uint8_t q[kQKK];
+    for (int j = 0; j < 8; ++j) {
+      const float s = dq * sc[j], m = dminq * mn[j];
+      for (int l = 0; l < 32; ++l)
+        q[32 * j + l] = static_cast<uint8_t>(s > 0 ? clamp_round((x[32 * j + l] + m) / s, 0, 15) : 0);
+    }
+    for (int c = 0; c < 4; ++c)
+      for (int l = 0; l < 32; ++l)
+        out[i].qs[32 * c + l] = static_cast<uint8_t>(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
+  }
+}
+
+// Best scale for x[16] ~ scale * q, q in -32..31: candidates around
+// (signed max) / -32, each refit by least squares for its levels.
+float fit_scale_q6(const float* x, int n) {
+  float amax = 0.0f, vmax = 0.0f;
+  for (int i = 0; i < n; ++i)
+    if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), vmax = x[i];
+  if (amax == 0.0f) return 0.0f;
+  float best = vmax / -32.0f;
+  double best_err = INFINITY;
+  for (int k = -6; k <= 6; ++k) {
+    const float s = vmax / (-32.0f + 0.25f * static_cast<float>(k));
+    double sqx = 0, sqq = 0;
+    for (int i = 0; i < n; ++i) {
+      const int q = clamp_round(x[i] / s, -32, 31);
+      sqx += double(q) * x[i], sqq += double(q) * q;
+    }
+    const float fs = sqq > 0 ? static_cast<float>(sqx / sqq) : s;
+    double err = 0;
+    for (int i = 0; i < n; ++i) {
+      const double e = fs * clamp_round(x[i] / fs, -32, 31) - x[i];
+      err += e * e;
+    }
+    if (err < best_err) best_err = err, best = fs;
+  }
+  return best;
+}
+
+void quantize_q6_k(const float* x, int64_t n_blocks, BlockQ6_K* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, x += kQKK) {
+    float scales[16], amax = 0.0f;
+    for (int s = 0; s < 16; ++s) {
+      scales[s] = fit_scale_q6(x + 16 * s, 16);
+      amax = std::max(amax, std::fabs(scales[s]));
+    }
+    out[i].d = f32_to_f16(amax / 127.0f);
+    const float d = f16_to_f32(out[i].d);
+    uint8_t q[kQKK];
+    for (int s = 0; s < 16; ++s) {
+      out[i].scales[s] = static_cast<int8_t>(d > 0 ? clamp_round(scales[s] / d, -127, 127) : 0);
+      const float step = d * out[i].scales[s];
+      for (int l = 0; l < 16; ++l)
+        q[16 * s + l] = static_cast<uint8_t>(
+            (step != 0.0f ? clamp_round(x[16 * s + l] / step, -32, 31) : 0) + 32);
+    }
+    std::memset(out[i].qh, 0, sizeof(out[i].qh));
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* qq = q + 128 * h;
+      for (int l = 0; l < 32; ++l) {
+        out[i].ql[64 * h + l] = static_cast<uint8_t>((qq[l] & 0x0F) | ((qq[l + 64] & 0x0F) << 4));
+        out[i].ql[64 * h + 32 + l] =
+            static_cast<uint8_t>((qq[l + 32] & 0x0F) | ((qq[l + 96] & 0x0F) << 4));
+        out[i].qh[32 * h + l] = static_cast<uint8_t>((qq[l] >> 4) | ((qq[l + 32] >> 4) << 2) |
+                                                     ((qq[l + 64] >> 4) << 4) | ((qq[l + 96] >> 4) << 6));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool quantize_supports(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+    case DType::kF16:
+    case DType::kBF16:
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_K:
+    case DType::kQ6_K:
+      return true;
+    default:
+      return false;
+  }
+}
+
+size_t quantize_row(DType dtype, const float* src, int64_t n, void* dst) {
+  const auto info = dtype_info(dtype);
+  if (!quantize_supports(dtype) || !info || n < 0 || n % info->block_elems != 0) return 0;
+  const int64_t n_blocks = n / info->block_elems;
+  auto* bytes = static_cast<uint8_t*>(dst);
+  switch (dtype) {
+    case DType::kF32:
+      std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+      break;
+    case DType::kF16:
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) {
+        const uint16_t h = dtype == DType::kF16 ? f32_to_f16(src[i]) : f32_to_bf16(src[i]);
+        std::memcpy(bytes + 2 * i, &h, 2);
+      }
+      break;
+    case DType::kQ8_0:
+      quantize_q8_0(src, n_blocks, static_cast<BlockQ8_0*>(dst));
+      break;
+    case DType::kQ4_0:
+      quantize_q4_0(src, n_blocks, static_cast<BlockQ4_0*>(dst));
+      break;
+    case DType::kQ4_K:
+      quantize_q4_k(src, n_blocks, static_cast<BlockQ4_K*>(dst));
+      break;
+    case DType::kQ6_K:
+      quantize_q6_k(src, n_blocks, static_cast<BlockQ6_K*>(dst));
+      break;
+    default:
+      return 0;
+  }
+  return static_cast<size_t>(row_bytes(*info, n));
+}
+
+}  // namespace llmpack::kernels

@@ -1,0 +1,21 @@
+// Quantizers: f32 rows into the GGUF block layouts (quant_blocks.h), used by
+// the exporter. Round-to-nearest; Q4_K and Q6_K search their sub-block scales
+// for the least squared error.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+
+namespace llmpack::kernels {
+
+// F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K.
+bool quantize_supports(DType dtype);
+
+// Writes n elements of src (n a multiple of the type's block size) as
+// `dtype` into dst (row_bytes(dtype, n) bytes). Returns the bytes written,
+// 0 when the type is not supported or n is not a multiple of its block.
+size_t quantize_row(DType dtype, const float* src, int64_t n, void* dst);
+
+}  // namespace llmpack::kernels

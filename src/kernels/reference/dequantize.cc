@@ -1,0 +1,110 @@
+// Scalar dequantizers of the GGUF block types (the layouts in quant_blocks.h).
+#include <cstring>
+
+#include "core/half.h"
+#include "kernels/quant_blocks.h"
+#include "kernels/reference/reference.h"
+
+namespace llmpack::kernels::ref {
+namespace {
+
+void dequant_q8_0(const BlockQ8_0* b, int64_t n_blocks, float* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, out += kQK) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < kQK; ++j) out[j] = b[i].qs[j] * d;
+  }
+}
+
+void dequant_q4_0(const BlockQ4_0* b, int64_t n_blocks, float* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, out += kQK) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      out[j] = ((b[i].qs[j] & 0x0F) - 8) * d;
+      out[j + kQK / 2] = ((b[i].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+void dequant_q4_k(const BlockQ4_K* b, int64_t n_blocks, float* out) {
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    const float dmin = f16_to_f32(b[i].dmin);
+    for (int c = 0; c < 4; ++c, out += 64) {
+      uint8_t sc0, m0, sc1, m1;
+      unpack_q4k_scale(b[i].scales, 2 * c, &sc0, &m0);
+      unpack_q4k_scale(b[i].scales, 2 * c + 1, &sc1, &m1);
+      const uint8_t* q = b[i].qs + 32 * c;
+      for (int l = 0; l < 32; ++l) {
+        out[l] = d * sc0 * (q[l] & 0x0F) - dmin * m0;
+        out[l + 32] = d * sc1 * (q[l] >> 4) - dmin * m1;
+      }
+    }
+  }
+}
+
+void dequant_q5_k(const BlockQ5_K* b, int64_t n_blocks, float* out) {
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    const float dmin = f16_to_f32(b[i].dmin);
+    for (int c = 0; c < 4; ++c, out += 64) {
+      uint8_t sc0, m0, sc1, m1;
+      unpack_q4k_scale(b[i].scales, 2 * c, &sc0, &m0);
+      unpack_q4k_scale(b[i].scales, 2 * c + 1, &sc1, &m1);
+      const uint8_t* q = b[i].qs + 32 * c;
+      for (int l = 0; l < 32; ++l) {
+        const int lo = (q[l] & 0x0F) | (((b[i].qh[l] >> (2 * c)) & 1) << 4);
+        const int hi = (q[l] >> 4) | (((b[i].qh[l] >> (2 * c + 1)) & 1) << 4);
+        out[l] = d * sc0 * lo - dmin * m0;
+        out[l + 32] = d * sc1 * hi - dmin * m1;
+      }
+    }
+  }
+}
+
+void dequant_q6_k(const BlockQ6_K* b, int64_t n_blocks, float* out) {
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    for (int h = 0; h < 2; ++h, out += 128) {
+      const uint8_t* ql = b[i].ql + 64 * h;
+      const uint8_t* qh = b[i].qh + 32 * h;
+      const int8_t* sc = b[i].scales + 8 * h;
+      for (int l = 0; l < 32; ++l) {
+        const int s = l / 16;
+        const int q0 = ((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        const int q1 = ((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        const int q2 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        const int q3 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        out[l] = d * sc[s] * q0;
+        out[l + 32] = d * sc[s + 2] * q1;
+        out[l + 64] = d * sc[s + 4] * q2;
+        out[l + 96] = d * sc[s + 6] * q3;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+bool dequantize_quant(DType dtype, const void* src, int64_t n, float* out) {
+  switch (dtype) {
+    case DType::kQ8_0:
+      dequant_q8_0(static_cast<const BlockQ8_0*>(src), n / kQK, out);
+      return true;
+    case DType::kQ4_0:
+      dequant_q4_0(static_cast<const BlockQ4_0*>(src), n / kQK, out);
+      return true;
+    case DType::kQ4_K:
+      dequant_q4_k(static_cast<const BlockQ4_K*>(src), n / kQKK, out);
+      return true;
+    case DType::kQ5_K:
+      dequant_q5_k(static_cast<const BlockQ5_K*>(src), n / kQKK, out);
+      return true;
+    case DType::kQ6_K:
+      dequant_q6_k(static_cast<const BlockQ6_K*>(src), n / kQKK, out);
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace llmpack::kernels::ref

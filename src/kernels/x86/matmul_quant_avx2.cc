@@ -1,0 +1,224 @@
+// AVX2 matmul for block-quantized weights (Q8_0, Q4_0, Q4_K, Q6_K).
+// Activations are first quantized per 32-element block to int8 with one f32
+// scale (ActBlock); each weight sub-block of 32 is unpacked to 32 int8 (or
+// uint8) lanes and dotted with _mm256_maddubs_epi16 + _mm256_madd_epi16.
+// A weight super-block is unpacked once and used for up to kTokenTile tokens
+// (prefill); with one token the rows simply stream (decode).
+#include <cstring>
+
+#include "kernels/quant_blocks.h"
+#include "kernels/x86/avx2_internal.h"
+#include "kernels/x86/simd_avx2.h"
+
+namespace llmpack::kernels::avx2 {
+namespace {
+
+constexpr int kTokenTile = 4;
+
+float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
+
+// One weight sub-block of 32 ready for the integer dot: ws is its float
+// scale, wm its min term (Q4_K), scale16 per-int16-lane multipliers (Q6_K's
+// 16-element scales; ones otherwise).
+struct Sub {
+  __m256i q;
+  __m256i scale16;
+  float ws;
+  float wm;
+};
+
+// sum over 32 lanes of w * a as 8 int32 lanes. Signed w uses the sign trick
+// (maddubs needs one unsigned operand): |w| * (a * sign(w)).
+template <bool kUnsigned>
+inline __m256i idot(const Sub& s, __m256i a) {
+  __m256i p16;
+  if constexpr (kUnsigned) {
+    p16 = _mm256_maddubs_epi16(s.q, a);
+  } else {
+    p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(s.q, s.q), _mm256_sign_epi8(a, s.q));
+  }
+  return _mm256_madd_epi16(p16, s.scale16);
+}
+
+// A function, not a namespace-scope constant: a static initializer would run
+// AVX2 code at startup, before dispatch checked the CPU.
+inline __m256i ones16() { return _mm256_set1_epi16(1); }
+
+struct Q8_0Dec {
+  static constexpr int kSubs = 1;
+  static constexpr int kBytes = sizeof(BlockQ8_0);
+  static constexpr bool kUnsigned = false;
+  static constexpr bool kHasMin = false;
+  static void unpack(const uint8_t* p, Sub* s) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
+    s[0].q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
+    s[0].scale16 = ones16();
+    s[0].ws = half_to_float(b->d);
+    s[0].wm = 0.0f;
+  }
+};
+
+struct Q4_0Dec {
+  static constexpr int kSubs = 1;
+  static constexpr int kBytes = sizeof(BlockQ4_0);
+  static constexpr bool kUnsigned = false;
+  static constexpr bool kHasMin = false;
+  static void unpack(const uint8_t* p, Sub* s) {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(p);
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    const __m128i lo = _mm_and_si128(raw, mask);                     // elements 0..15
+    const __m128i hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);  // elements 16..31
+    s[0].q = _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
+    s[0].scale16 = ones16();
+    s[0].ws = half_to_float(b->d);
+    s[0].wm = 0.0f;
+  }
+};
+
+struct Q4_KDec {
+  static constexpr int kSubs = 8;
+  static constexpr int kBytes = sizeof(BlockQ4_K);
+  static constexpr bool kUnsigned = true;
+  static constexpr bool kHasMin = true;
+  static void unpack(const uint8_t* p, Sub* s) {
+    const auto* b = reinterpret_cast<const BlockQ4_K*>(p);
+    const float d = half_to_float(b->d), dmin = half_to_float(b->dmin);
+    const __m256i mask = _mm256_set1_epi8(0x0F);
+    for (int c = 0; c < 4; ++c) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * c));
+      s[2 * c].q = _mm256_and_si256(raw, mask);
+      s[2 * c + 1].q = _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
+    }
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, mn;
+      unpack_q4k_scale(b->scales, j, &sc, &mn);
+      s[j].scale16 = ones16();
+      s[j].ws = d * sc;
+      s[j].wm = dmin * mn;
+    }
+  }
+};
+
+struct Q6_KDec {
+  static constexpr int kSubs = 8;
+  static constexpr int kBytes = sizeof(BlockQ6_K);
+  static constexpr bool kUnsigned = false;
+  static constexpr bool kHasMin = false;
+  static void unpack(const uint8_t* p, Sub* s) {
+    const auto* b = reinterpret_cast<const BlockQ6_K*>(p);
+    const float d = half_to_float(b->d);
+    const __m256i mask4 = _mm256_set1_epi8(0x0F), mask2 = _mm256_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * h));
+      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * h));
+      const __m256i lows[4] = {_mm256_and_si256(ql0, mask4), _mm256_and_si256(ql1, mask4),
+                               _mm256_and_si256(_mm256_srli_epi16(ql0, 4), mask4),
+                               _mm256_and_si256(_mm256_srli_epi16(ql1, 4), mask4)};
+      for (int g = 0; g < 4; ++g) {
+        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), mask2);
+        const __m256i q = _mm256_or_si256(lows[g], _mm256_slli_epi16(high, 4));
+        Sub& out = s[4 * h + g];
+        out.q = _mm256_sub_epi8(q, _mm256_set1_epi8(32));
+        const int8_t* sc = b->scales + 8 * h + 2 * g;
+        // int16 lanes 0..7 hold elements 0..15 (scale sc[0]), lanes 8..15 hold 16..31
+        out.scale16 = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
+        out.ws = d;
+        out.wm = 0.0f;
+      }
+    }
+  }
+};
+
+// y[t * ld_y] = row . act of token t, for T tokens. act: T rows of n_sub blocks.
+template <class D, int T>
+void row_tokens(const uint8_t* row, int64_t n_super, const ActBlock* act, int64_t n_sub,
+                float* y, int64_t ld_y) {
+  __m256 acc[T];
+  float min_acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps(), min_acc[t] = 0.0f;
+  Sub subs[D::kSubs];
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    D::unpack(row + sb * D::kBytes, subs);
+    for (int k = 0; k < D::kSubs; ++k) {
+      const int64_t b = sb * D::kSubs + k;
+      for (int t = 0; t < T; ++t) {
+        const ActBlock& a = act[t * n_sub + b];
+        const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q));
+        const __m256 p = _mm256_cvtepi32_ps(idot<D::kUnsigned>(subs[k], aq));
+        acc[t] = _mm256_fmadd_ps(p, _mm256_set1_ps(subs[k].ws * a.d), acc[t]);
+        if constexpr (D::kHasMin) min_acc[t] += subs[k].wm * a.d * static_cast<float>(a.qsum);
+      }
+    }
+  }
+  for (int t = 0; t < T; ++t) y[t * ld_y] = hsum(acc[t]) - min_acc[t];
+}
+
+template <class D>
+void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
+                  int64_t row_begin, int64_t row_end) {
+  const int64_t elems = D::kSubs * kQK;
+  const int64_t n_super = w.cols / elems;
+  const int64_t n_sub = w.cols / kQK;
+  const int64_t stride = n_super * D::kBytes;
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* row = base + r * stride;
+    int64_t t = 0;
+    for (; t + kTokenTile <= n_tokens; t += kTokenTile)
+      row_tokens<D, kTokenTile>(row, n_super, act + t * n_sub, n_sub, y + t * w.rows + r, w.rows);
+    for (; t < n_tokens; ++t)
+      row_tokens<D, 1>(row, n_super, act + t * n_sub, n_sub, y + t * w.rows + r, w.rows);
+  }
+}
+
+}  // namespace
+
+void quantize_activations(const float* x, int64_t cols, ActBlock* out) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < cols / kQK; ++b, x += kQK) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      v[i] = _mm256_loadu_ps(x + 8 * i);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[i]));
+    }
+    const float m = hmax(amax);
+    const float d = m / 127.0f;
+    const __m256 id = _mm256_set1_ps(d > 0.0f ? 127.0f / m : 0.0f);
+    __m256i q[4];
+    for (int i = 0; i < 4; ++i)  // round to nearest even (MXCSR default)
+      q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], id));
+    const __m256i sum = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
+    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i p = _mm256_packs_epi16(p01, p23);
+    // packs interleave 128-bit lanes; this puts the 4-element groups back in order
+    const __m256i ordered = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[b].q), ordered);
+    out[b].d = d;
+    __m128i s4 = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
+    s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
+    out[b].qsum = _mm_cvtsi128_si32(s4);
+  }
+}
+
+void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
+                       int64_t row_begin, int64_t row_end) {
+  switch (w.dtype) {
+    case DType::kQ8_0:
+      return matmul_typed<Q8_0Dec>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ4_0:
+      return matmul_typed<Q4_0Dec>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ4_K:
+      return matmul_typed<Q4_KDec>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ6_K:
+      return matmul_typed<Q6_KDec>(w, act, n_tokens, y, row_begin, row_end);
+    default:
+      return;
+  }
+}
+
+}  // namespace llmpack::kernels::avx2
