@@ -1,11 +1,26 @@
+// The llmpack command line: `llmpack <subcommand> [options]`.
 #include <cstdio>
-#include <cstring>
+
+#include "cli_common.h"
+#include "commands.h"
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--version") == 0) {
-    std::printf("llmpack %s\n", LLMPACK_VERSION);
-    return 0;
+  CLI::App app{"llmpack: run language models from self-describing packages on the CPU", "llmpack"};
+  app.set_version_flag("--version", std::string("llmpack ") + LLMPACK_VERSION);
+  app.require_subcommand(1);
+  std::function<int()> action;
+  llmpack::cli::register_run(app, action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "llmpack: %s (see llmpack --help)\n", e.what());
+    return 2;
   }
-  std::fprintf(stderr, "llmpack: no subcommand yet\n");
-  return 2;
+  return action ? action() : 2;
 }

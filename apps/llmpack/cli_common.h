@@ -1,0 +1,37 @@
+// Pieces shared by the llmpack subcommands: model-loading options declared
+// once, and the one-line error convention (stderr, non-zero exit).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/status.h"
+#include "engine/llama_program.h"
+
+namespace llmpack::cli {
+
+// Options every subcommand that loads a model shares.
+struct ModelOptions {
+  std::string model_path;
+  std::string tokenizer_path;
+  std::optional<int> cpu_threads;       // unset: all cores
+  int64_t max_seq_len = 0;              // plain GGUFs: S = B (0: 512)
+  int64_t max_context_len = 4096;       // plain GGUFs: cap on C
+};
+
+void add_model_options(CLI::App& app, ModelOptions& options);
+
+// ProgramOptions from the flags; logs a notice when threads exceed the cores.
+ProgramOptions program_options(const ModelOptions& options);
+
+// Prints "llmpack: <message>" on stderr and returns the exit code 1.
+int fail(const Status& status);
+int fail(const std::string& message);
+
+// Logs from the library go to stderr, prefixed with their level.
+LogSink stderr_log_sink();
+
+}  // namespace llmpack::cli

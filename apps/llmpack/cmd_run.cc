@@ -1,0 +1,117 @@
+// `llmpack run`: one prompt in, a streamed completion and the statistics
+// report out. Flags follow ExecuTorch's llama_main.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "core/clock.h"
+#include "runner/text_llm_runner.h"
+
+namespace llmpack::cli {
+namespace {
+
+struct RunOptions {
+  ModelOptions model;
+  std::string prompt;
+  std::string prompt_file;
+  GenerationConfig config;
+  std::optional<uint64_t> seed;
+  int warmup = 0;
+  bool no_echo = false;
+};
+
+Result<std::string> read_prompt(const RunOptions& o) {
+  if (o.prompt_file.empty()) return o.prompt;
+  std::ifstream in(o.prompt_file, std::ios::binary);
+  if (!in) return error_status("cannot read --prompt_file '" + o.prompt_file + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int execute(RunOptions& o) {
+  auto prompt = read_prompt(o);
+  if (!prompt.ok()) return fail(prompt.status());
+  o.config.seed = o.seed;
+  o.config.echo = !o.no_echo;
+  if (auto status = o.config.validate(); !status.ok()) return fail(status);
+
+  const int64_t load_start = time_in_ms();
+  auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, program_options(o.model));
+  if (!loaded.ok()) return fail(loaded.status());
+  TextLLMRunner runner(std::move(loaded->program), std::move(loaded->tokenizer), stderr_log_sink());
+  if (auto status = runner.load(); !status.ok()) return fail(status);
+  const int64_t load_end = time_in_ms();
+
+  if (o.warmup > 0) {
+    if (auto status = runner.warmup(*prompt, o.warmup); !status.ok()) return fail(status.with_context("warmup"));
+  }
+  Stats final_stats;
+  auto on_piece = [](const std::string& piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+  };
+  auto on_stats = [&](const Stats& s) { final_stats = s; };
+  if (auto status = runner.generate(*prompt, o.config, on_piece, on_stats); !status.ok()) {
+    std::fputc('\n', stdout);
+    return fail(status);
+  }
+  final_stats.model_load_start_ms = load_start;
+  final_stats.model_load_end_ms = load_end;
+  // Text, then the human report, then the machine-readable line tools parse (S1).
+  std::printf("\n");
+  std::fflush(stdout);
+  std::fprintf(stderr, "%s", final_stats.report().c_str());
+  std::printf("PyTorchObserver %s\n", final_stats.to_json_string().c_str());
+  return 0;
+}
+
+CLI::Validator non_negative() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        try {
+          if (std::stod(value) >= 0) return "";
+        } catch (...) {
+        }
+        return "expected a number >= 0, found " + value;
+      },
+      "NUMBER >= 0");
+}
+
+}  // namespace
+
+void register_run(CLI::App& app, std::function<int()>& action) {
+  auto* cmd = app.add_subcommand("run", "Generate text from one prompt");
+  auto o = std::make_shared<RunOptions>();
+  add_model_options(*cmd, o->model);
+  GenerationConfig& c = o->config;
+  cmd->add_option("-p,--prompt", o->prompt, "Prompt text")->default_val("Once upon a time");
+  cmd->add_option("--prompt_file", o->prompt_file, "Read the prompt from this file")->excludes("--prompt");
+  cmd->add_option("--temperature", c.temperature, "Sampling temperature (0 = greedy)")
+      ->default_val(0.8f)->check(non_negative());
+  cmd->add_option("-n,--max_new_tokens", c.max_new_tokens, "Tokens to generate (-1: until the context is full)")
+      ->default_val(-1)->check(CLI::Range(-1, 1 << 24));
+  cmd->add_option("--seq_len", c.seq_len, "Total budget of prompt + generated tokens (-1: none)")
+      ->default_val(-1)->check(CLI::Range(-1, 1 << 24));
+  cmd->add_option("--num_bos", c.num_bos, "BOS tokens before the prompt (default: the model's rule)")
+      ->check(CLI::Range(0, 16));
+  cmd->add_option("--num_eos", c.num_eos, "EOS tokens after the prompt")->default_val(0)->check(CLI::Range(0, 16));
+  cmd->add_option("--warmup", o->warmup, "Generate this many tokens once before the measured run")
+      ->default_val(0)->check(CLI::Range(0, 1 << 20));
+  cmd->add_flag("--ignore_eos", c.ignore_eos, "Keep generating past EOS");
+  cmd->add_flag("--no_echo", o->no_echo, "Do not print the prompt before the completion");
+  cmd->add_option("--seed", o->seed, "Random seed (default: from the clock)");
+  cmd->add_option("--top_k", c.top_k, "Keep the k most likely tokens (0: off)")->default_val(0)->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--top_p", c.top_p, "Nucleus sampling threshold in (0, 1]")->default_val(1.0f)
+      ->check(CLI::Range(1e-6f, 1.0f));
+  cmd->add_option("--min_p", c.min_p, "Drop tokens below min_p x the top probability")->default_val(0.0f)
+      ->check(CLI::Range(0.0f, 1.0f));
+  cmd->add_option("--repeat_penalty", c.repeat_penalty, "Penalty on recently generated tokens (1: off)")
+      ->default_val(1.0f)->check(CLI::Range(0.01f, 100.0f));
+  cmd->add_option("--stop", c.stop, "Stop before this string (repeatable)");
+  cmd->callback([&action, o] { action = [o] { return execute(*o); }; });
+}
+
+}  // namespace llmpack::cli

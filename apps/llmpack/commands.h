@@ -1,0 +1,12 @@
+// Each subcommand registers its options and, when chosen, the action to run.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace llmpack::cli {
+
+void register_run(CLI::App& app, std::function<int()>& action);
+
+}  // namespace llmpack::cli
