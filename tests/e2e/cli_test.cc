@@ -1,0 +1,135 @@
+// The CLI as a user runs it: the binary, its stdout, stderr and exit code.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "common/fixtures.h"
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Runs `llmpack ARGS` through the shell, capturing both streams.
+Outcome run_cli(const std::string& args) {
+  const std::string dir = ::testing::TempDir();
+  const std::string out = dir + "/llmpack_e2e_out.txt", err = dir + "/llmpack_e2e_err.txt";
+  const std::string cmd = std::string(LLMPACK_BINARY_PATH) + " " + args + " >" + out + " 2>" + err + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  Outcome o;
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = slurp(out);
+  o.err = slurp(err);
+  return o;
+}
+
+int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
+
+TEST(Cli, VersionAndHelp) {
+  auto v = run_cli("--version");
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_NE(v.out.find("llmpack 0."), std::string::npos);
+  auto h = run_cli("run --help");
+  EXPECT_EQ(h.exit_code, 0);
+  for (const char* flag : {"--model_path", "--tokenizer_path", "--prompt", "--prompt_file", "--temperature",
+                           "--seq_len", "--max_new_tokens", "--cpu_threads", "--num_bos", "--num_eos", "--warmup",
+                           "--ignore_eos", "--seed", "--top_k", "--top_p", "--min_p", "--repeat_penalty"})
+    EXPECT_NE(h.out.find(flag), std::string::npos) << flag;
+}
+
+TEST(Cli, RunGreedyStoryEqualsLlama2cTextWithReport) {
+  LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
+  LLMPACK_REQUIRE_FIXTURE(tok, "llama2c/tok512.bin");
+  auto r = run_cli("run -m " + model + " --tokenizer_path " + tok + " -p 'Once upon a time' -n 40 --temperature 0 -t 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("Once upon a time, there was a little girl named Lily. She loved to play outside in the park.", 0), 0u)
+      << r.out;
+  EXPECT_NE(r.err.find("Generated tokens: 40"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("Time to first token"), std::string::npos);
+  // S1: the observer line with its keys in order.
+  const auto at = r.out.find("PyTorchObserver ");
+  ASSERT_NE(at, std::string::npos);
+  const std::string line = r.out.substr(at + 16, r.out.find('\n', at) - at - 16);
+  auto json = nlohmann::ordered_json::parse(line);
+  std::vector<std::string> keys;
+  for (auto it = json.begin(); it != json.end(); ++it) keys.push_back(it.key());
+  const std::vector<std::string> expected = {
+      "prefill_token_per_sec", "decode_token_per_sec", "prompt_tokens", "generated_tokens", "model_load_start_ms",
+      "model_load_end_ms", "inference_start_ms", "inference_end_ms", "model_execution_start_ms",
+      "model_execution_end_ms", "prompt_eval_end_ms", "first_token_ms", "aggregate_sampling_time_ms",
+      "aggregate_model_execution_time_ms", "SCALING_FACTOR_UNITS_PER_SECOND"};
+  EXPECT_EQ(keys, expected);
+  EXPECT_EQ(json["generated_tokens"], 40);
+  EXPECT_EQ(json["prompt_tokens"], 5);
+}
+
+TEST(Cli, RunFromGgufMatchesBin) {
+  LLMPACK_REQUIRE_FIXTURE(gguf, "gguf/stories260K.gguf");
+  LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
+  LLMPACK_REQUIRE_FIXTURE(tok, "llama2c/tok512.bin");
+  auto a = run_cli("run -m " + gguf + " -p 'The cat' -n 30 --temperature 0 --no_echo");
+  auto b = run_cli("run -m " + bin + " --tokenizer_path " + tok + " -p 'The cat' -n 30 --temperature 0 --no_echo");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.out.substr(0, a.out.find("PyTorchObserver")), b.out.substr(0, b.out.find("PyTorchObserver")));
+}
+
+TEST(Cli, SeedMakesSamplingRepeatable) {
+  LLMPACK_REQUIRE_FIXTURE(gguf, "gguf/stories260K.gguf");
+  auto a = run_cli("run -m " + gguf + " -n 30 --temperature 1 --seed 7 --top_p 0.9");
+  auto b = run_cli("run -m " + gguf + " -n 30 --temperature 1 --seed 7 --top_p 0.9");
+  ASSERT_EQ(a.exit_code, 0);
+  EXPECT_EQ(a.out.substr(0, a.out.find("PyTorchObserver")), b.out.substr(0, b.out.find("PyTorchObserver")));
+}
+
+struct BadInput {
+  const char* label;
+  std::string args;
+  const char* expected;  // a fragment of the one-line error
+};
+
+TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
+  LLMPACK_REQUIRE_FIXTURE(gguf, "gguf/stories260K.gguf");
+  LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
+  LLMPACK_REQUIRE_FIXTURE(big_tok, "llama2c/tokenizer.bin");
+  const std::string damaged = ::testing::TempDir() + "/damaged.gguf";
+  {
+    std::string bytes = slurp(gguf);
+    std::ofstream(damaged, std::ios::binary) << bytes.substr(0, 5000);
+  }
+  const std::vector<BadInput> cases = {
+      {"missing model", "run -m /no/such/model.gguf", "does not exist"},
+      {"damaged file", "run -m " + damaged, "GGUF"},
+      {"llama2c without tokenizer", "run -m " + bin, "--tokenizer_path"},
+      {"vocab mismatch", "run -m " + bin + " --tokenizer_path " + big_tok, "32000"},
+      {"negative temperature", "run -m " + gguf + " --temperature -0.5", "--temperature"},
+      {"zero threads", "run -m " + gguf + " -t 0", "--cpu_threads"},
+      {"unknown flag", "run -m " + gguf + " --frobnicate", "frobnicate"},
+      {"empty prompt", "run -m " + gguf + " -p '' --num_bos 0", "prompt"},
+      {"no budget", "run -m " + gguf + " --seq_len 2 -n 5", "budget"},
+      {"prompt file missing", "run -m " + gguf + " --prompt_file /no/such/prompt.txt", "prompt_file"},
+  };
+  for (const auto& c : cases) {
+    auto r = run_cli(c.args);
+    EXPECT_NE(r.exit_code, 0) << c.label;
+    EXPECT_NE(r.exit_code, -1) << c.label << " crashed";
+    EXPECT_EQ(count_lines(r.err), 1) << c.label << ": " << r.err;
+    EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.label << ": " << r.err;
+  }
+}
+
+}  // namespace
