@@ -52,14 +52,26 @@ class Parser {
   Status read_array(GgufValue* v, const std::string& what);
   Status read_value(GgufValueType t, GgufValue* v, const std::string& what);
 
+  // One scalar stored in v->value as Stored (uint64_t, int64_t or double).
   template <typename Raw, typename Stored>
-  Status read_vector(uint64_t count, std::vector<Stored>* out, const std::string& what) {
-    out->reserve(static_cast<size_t>(count));
+  Status read_as(GgufValue* v, const std::string& what) {
+    Raw raw{};
+    LLMPACK_RETURN_IF_ERROR(cur_.read(&raw, what));
+    v->value = static_cast<Stored>(raw);
+    return ok_status();
+  }
+
+  // `count` elements (already checked against the bytes left) as vector<Stored>.
+  template <typename Raw, typename Stored>
+  Status read_vector(uint64_t count, GgufValue* v, const std::string& what) {
+    std::vector<Stored> out;
+    out.reserve(static_cast<size_t>(count));
     for (uint64_t i = 0; i < count; ++i) {
       Raw raw{};
       LLMPACK_RETURN_IF_ERROR(cur_.read(&raw, what));
-      out->push_back(static_cast<Stored>(raw));
+      out.push_back(static_cast<Stored>(raw));
     }
+    v->value = std::move(out);
     return ok_status();
   }
 
@@ -68,16 +80,16 @@ class Parser {
 
 Status Parser::read_scalar(GgufValueType t, GgufValue* v, const std::string& what) {
   switch (t) {
-    case GgufValueType::kU8: { uint8_t x; LLMPACK_RETURN_IF_ERROR(cur_.read(&x, what)); v->value = uint64_t{x}; break; }
-    case GgufValueType::kU16: { uint16_t x; LLMPACK_RETURN_IF_ERROR(cur_.read(&x, what)); v->value = uint64_t{x}; break; }
-    case GgufValueType::kU32: { uint32_t x; LLMPACK_RETURN_IF_ERROR(cur_.read(&x, what)); v->value = uint64_t{x}; break; }
-    case GgufValueType::kU64: { uint64_t x; LLMPACK_RETURN_IF_ERROR(cur_.read(&x, what)); v->value = x; break; }
-    case GgufValueType::kI8: { int8_t x; LLMPACK_RETURN_IF_ERROR(cur_.read(&x, what)); v->value = int64_t{x}; break; }
-    case GgufValueType::kI16: { int16_t x; LLMPACK_RETURN_IF_ERROR(cur_.read(&x, what)); v->value = int64_t{x}; break; }
-    case GgufValueType::kI32: { int32_t x; LLMPACK_RETURN_IF_ERROR(cur_.read(&x, what)); v->value = int64_t{x}; break; }
-    case GgufValueType::kI64: { int64_t x; LLMPACK_RETURN_IF_ERROR(cur_.read(&x, what)); v->value = x; break; }
-    case GgufValueType::kF32: { float x; LLMPACK_RETURN_IF_ERROR(cur_.read(&x, what)); v->value = double{x}; break; }
-    case GgufValueType::kF64: { double x; LLMPACK_RETURN_IF_ERROR(cur_.read(&x, what)); v->value = x; break; }
+    case GgufValueType::kU8: return read_as<uint8_t, uint64_t>(v, what);
+    case GgufValueType::kU16: return read_as<uint16_t, uint64_t>(v, what);
+    case GgufValueType::kU32: return read_as<uint32_t, uint64_t>(v, what);
+    case GgufValueType::kU64: return read_as<uint64_t, uint64_t>(v, what);
+    case GgufValueType::kI8: return read_as<int8_t, int64_t>(v, what);
+    case GgufValueType::kI16: return read_as<int16_t, int64_t>(v, what);
+    case GgufValueType::kI32: return read_as<int32_t, int64_t>(v, what);
+    case GgufValueType::kI64: return read_as<int64_t, int64_t>(v, what);
+    case GgufValueType::kF32: return read_as<float, double>(v, what);
+    case GgufValueType::kF64: return read_as<double, double>(v, what);
     case GgufValueType::kBool: {
       uint8_t x;
       LLMPACK_RETURN_IF_ERROR(cur_.read(&x, what));
@@ -121,16 +133,16 @@ Status Parser::read_array(GgufValue* v, const std::string& what) {
   v->array_type = et;
   const std::string elem = what + " element";
   switch (et) {
-    case GgufValueType::kU8: { std::vector<uint64_t> a; LLMPACK_RETURN_IF_ERROR((read_vector<uint8_t>(count, &a, elem))); v->value = std::move(a); break; }
-    case GgufValueType::kU16: { std::vector<uint64_t> a; LLMPACK_RETURN_IF_ERROR((read_vector<uint16_t>(count, &a, elem))); v->value = std::move(a); break; }
-    case GgufValueType::kU32: { std::vector<uint64_t> a; LLMPACK_RETURN_IF_ERROR((read_vector<uint32_t>(count, &a, elem))); v->value = std::move(a); break; }
-    case GgufValueType::kU64: { std::vector<uint64_t> a; LLMPACK_RETURN_IF_ERROR((read_vector<uint64_t>(count, &a, elem))); v->value = std::move(a); break; }
-    case GgufValueType::kI8: { std::vector<int64_t> a; LLMPACK_RETURN_IF_ERROR((read_vector<int8_t>(count, &a, elem))); v->value = std::move(a); break; }
-    case GgufValueType::kI16: { std::vector<int64_t> a; LLMPACK_RETURN_IF_ERROR((read_vector<int16_t>(count, &a, elem))); v->value = std::move(a); break; }
-    case GgufValueType::kI32: { std::vector<int64_t> a; LLMPACK_RETURN_IF_ERROR((read_vector<int32_t>(count, &a, elem))); v->value = std::move(a); break; }
-    case GgufValueType::kI64: { std::vector<int64_t> a; LLMPACK_RETURN_IF_ERROR((read_vector<int64_t>(count, &a, elem))); v->value = std::move(a); break; }
-    case GgufValueType::kF32: { std::vector<double> a; LLMPACK_RETURN_IF_ERROR((read_vector<float>(count, &a, elem))); v->value = std::move(a); break; }
-    case GgufValueType::kF64: { std::vector<double> a; LLMPACK_RETURN_IF_ERROR((read_vector<double>(count, &a, elem))); v->value = std::move(a); break; }
+    case GgufValueType::kU8: return read_vector<uint8_t, uint64_t>(count, v, elem);
+    case GgufValueType::kU16: return read_vector<uint16_t, uint64_t>(count, v, elem);
+    case GgufValueType::kU32: return read_vector<uint32_t, uint64_t>(count, v, elem);
+    case GgufValueType::kU64: return read_vector<uint64_t, uint64_t>(count, v, elem);
+    case GgufValueType::kI8: return read_vector<int8_t, int64_t>(count, v, elem);
+    case GgufValueType::kI16: return read_vector<int16_t, int64_t>(count, v, elem);
+    case GgufValueType::kI32: return read_vector<int32_t, int64_t>(count, v, elem);
+    case GgufValueType::kI64: return read_vector<int64_t, int64_t>(count, v, elem);
+    case GgufValueType::kF32: return read_vector<float, double>(count, v, elem);
+    case GgufValueType::kF64: return read_vector<double, double>(count, v, elem);
     case GgufValueType::kBool: {
       std::vector<bool> a;
       a.reserve(static_cast<size_t>(count));
@@ -265,11 +277,56 @@ Status read_alignment(const GgufValue& v, uint64_t* alignment) {
 
 }  // namespace
 
-Status GgufFile::parse() {
-  Parser p(file_->bytes());
-  uint64_t n_tensors = 0, n_kv = 0;
-  LLMPACK_RETURN_IF_ERROR(parse_header(p.cur_, &version_, &n_tensors, &n_kv));
+namespace {
 
+// Reads one tensor info: name, n_dims, ne[], type, offset. The name's
+// uniqueness and the data range are checked by the caller.
+Status read_tensor_info(Parser& p, uint64_t index, uint64_t alignment, GgufTensorInfo* t) {
+  LLMPACK_RETURN_IF_ERROR(
+      p.read_string(&t->name, "name of tensor " + std::to_string(index), kMaxNameBytes));
+  if (t->name.empty())
+    return Status::error("GGUF: tensor " + std::to_string(index) + " has an empty name");
+  const std::string what = "tensor " + quoted(t->name);
+  uint32_t n_dims = 0;
+  LLMPACK_RETURN_IF_ERROR(p.cur_.read(&n_dims, what + " n_dims"));
+  if (n_dims < 1 || n_dims > kMaxDims)
+    return Status::error("GGUF: " + what + " has " + std::to_string(n_dims) +
+                         " dimensions (expected 1 to 4)");
+  for (uint32_t d = 0; d < n_dims; ++d) {
+    uint64_t dim = 0;
+    LLMPACK_RETURN_IF_ERROR(p.cur_.read(&dim, what + " dimension " + std::to_string(d)));
+    if (dim == 0 || dim > static_cast<uint64_t>(INT64_MAX))
+      return Status::error("GGUF: " + what + " dimension " + std::to_string(d) + " is " +
+                           std::to_string(dim) + " (expected 1 to 2^63-1)");
+    t->ne.push_back(static_cast<int64_t>(dim));
+  }
+  int64_t n_elem = 0;
+  LLMPACK_RETURN_IF_ERROR(checked_elements(*t, &n_elem));
+  uint32_t raw_dtype = 0;
+  LLMPACK_RETURN_IF_ERROR(p.cur_.read(&raw_dtype, what + " type"));
+  const auto info = dtype_info(raw_dtype);
+  if (!info)
+    return Status::error("GGUF: " + what + " has unknown tensor type " + std::to_string(raw_dtype));
+  t->dtype = static_cast<DType>(raw_dtype);
+  if (t->ne[0] % info->block_elems != 0)
+    return Status::error("GGUF: " + what + " of type " + std::string(info->name) +
+                         " has rows of " + std::to_string(t->ne[0]) +
+                         " elements, not a multiple of its block size " +
+                         std::to_string(info->block_elems));
+  int64_t bytes = 0;  // f32/f64/i64 have more bytes than elements: check again
+  if (__builtin_mul_overflow(n_elem / info->block_elems, info->block_bytes, &bytes))
+    return Status::error("GGUF: " + what + " byte size overflows 64 bits");
+  t->n_bytes = static_cast<uint64_t>(bytes);
+  LLMPACK_RETURN_IF_ERROR(p.cur_.read(&t->offset, what + " offset"));
+  if (t->offset % alignment != 0)
+    return Status::error("GGUF: " + what + " offset " + std::to_string(t->offset) +
+                         " is not a multiple of the alignment " + std::to_string(alignment));
+  return ok_status();
+}
+
+using Metadata = std::map<std::string, GgufValue, std::less<>>;
+
+Status read_metadata(Parser& p, uint64_t n_kv, Metadata* metadata) {
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key;
     LLMPACK_RETURN_IF_ERROR(
@@ -284,65 +341,40 @@ Status GgufFile::parse() {
     GgufValue v;
     LLMPACK_RETURN_IF_ERROR(
         p.read_value(static_cast<GgufValueType>(raw_type), &v, "metadata key " + quoted(key)));
-    if (metadata_.count(key))
+    if (metadata->count(key))
       return Status::error("GGUF: duplicate metadata key " + quoted(key));
-    metadata_.emplace(std::move(key), std::move(v));
+    metadata->emplace(std::move(key), std::move(v));
   }
-  if (const GgufValue* a = find(kAlignmentKey)) LLMPACK_RETURN_IF_ERROR(read_alignment(*a, &alignment_));
+  return ok_status();
+}
+
+}  // namespace
+
+Status GgufFile::parse() {
+  Parser p(file_->bytes());
+  uint64_t n_tensors = 0, n_kv = 0;
+  LLMPACK_RETURN_IF_ERROR(parse_header(p.cur_, &version_, &n_tensors, &n_kv));
+  LLMPACK_RETURN_IF_ERROR(read_metadata(p, n_kv, &metadata_));
+  if (const GgufValue* a = find(kAlignmentKey))
+    LLMPACK_RETURN_IF_ERROR(read_alignment(*a, &alignment_));
 
   tensors_.reserve(static_cast<size_t>(n_tensors));
   for (uint64_t i = 0; i < n_tensors; ++i) {
     GgufTensorInfo t;
-    LLMPACK_RETURN_IF_ERROR(p.read_string(&t.name, "name of tensor " + std::to_string(i), kMaxNameBytes));
-    if (t.name.empty()) return Status::error("GGUF: tensor " + std::to_string(i) + " has an empty name");
-    if (tensor_index_.count(t.name)) return Status::error("GGUF: duplicate tensor name " + quoted(t.name));
-    const std::string what = "tensor " + quoted(t.name);
-    uint32_t n_dims = 0;
-    LLMPACK_RETURN_IF_ERROR(p.cur_.read(&n_dims, what + " n_dims"));
-    if (n_dims < 1 || n_dims > kMaxDims)
-      return Status::error("GGUF: " + what + " has " + std::to_string(n_dims) +
-                           " dimensions (expected 1 to 4)");
-    for (uint32_t d = 0; d < n_dims; ++d) {
-      uint64_t dim = 0;
-      LLMPACK_RETURN_IF_ERROR(p.cur_.read(&dim, what + " dimension " + std::to_string(d)));
-      if (dim == 0 || dim > static_cast<uint64_t>(INT64_MAX))
-        return Status::error("GGUF: " + what + " dimension " + std::to_string(d) + " is " +
-                             std::to_string(dim) + " (expected 1 to 2^63-1)");
-      t.ne.push_back(static_cast<int64_t>(dim));
-    }
-    int64_t n_elem = 0;
-    LLMPACK_RETURN_IF_ERROR(checked_elements(t, &n_elem));
-    uint32_t raw_dtype = 0;
-    LLMPACK_RETURN_IF_ERROR(p.cur_.read(&raw_dtype, what + " type"));
-    const auto info = dtype_info(raw_dtype);
-    if (!info)
-      return Status::error("GGUF: " + what + " has unknown tensor type " + std::to_string(raw_dtype));
-    t.dtype = static_cast<DType>(raw_dtype);
-    if (t.ne[0] % info->block_elems != 0)
-      return Status::error("GGUF: " + what + " of type " + std::string(info->name) +
-                           " has rows of " + std::to_string(t.ne[0]) +
-                           " elements, not a multiple of its block size " +
-                           std::to_string(info->block_elems));
-    // n_elem fits int64 and block_bytes <= block_elems * 8 for every known type
-    // except the small-block quants, so compute with an overflow check anyway.
-    int64_t bytes = 0;
-    if (__builtin_mul_overflow(n_elem / info->block_elems, info->block_bytes, &bytes))
-      return Status::error("GGUF: " + what + " byte size overflows 64 bits");
-    t.n_bytes = static_cast<uint64_t>(bytes);
-    LLMPACK_RETURN_IF_ERROR(p.cur_.read(&t.offset, what + " offset"));
-    if (t.offset % alignment_ != 0)
-      return Status::error("GGUF: " + what + " offset " + std::to_string(t.offset) +
-                           " is not a multiple of the alignment " + std::to_string(alignment_));
+    LLMPACK_RETURN_IF_ERROR(read_tensor_info(p, i, alignment_, &t));
+    if (tensor_index_.count(t.name))
+      return Status::error("GGUF: duplicate tensor name " + quoted(t.name));
     tensor_index_.emplace(t.name, tensors_.size());
     tensors_.push_back(std::move(t));
   }
 
+  // Tensor data: [data_start + offset, + n_bytes) must lie inside the file.
   uint64_t data_start = 0;
   if (!align_up(p.cur_.pos(), alignment_, &data_start))
     return Status::error("GGUF: data section offset overflows");
   const uint64_t size = file_->size();
+  const uint64_t avail = data_start <= size ? size - data_start : 0;
   for (GgufTensorInfo& t : tensors_) {
-    const uint64_t avail = data_start <= size ? size - data_start : 0;
     if (data_start > size || t.offset > avail || t.n_bytes > avail - t.offset)
       return Status::error("GGUF: tensor " + quoted(t.name) + " data [offset " +
                            std::to_string(t.offset) + ", " + std::to_string(t.n_bytes) +

@@ -38,20 +38,29 @@ Status type_mismatch(const std::string& key, const GgufValue& v) {
                        " but holds a value of another kind");
 }
 
+// Appends x as a T when it fits T's range.
+template <typename T>
+bool put_in_range(std::vector<uint8_t>& out, __int128 x) {
+  if (x < static_cast<__int128>(std::numeric_limits<T>::min()) ||
+      x > static_cast<__int128>(std::numeric_limits<T>::max()))
+    return false;
+  put<T>(out, static_cast<T>(x));
+  return true;
+}
+
 // Writes integer x as the GGUF integer type t, refusing values that do not fit.
 Status put_int(std::vector<uint8_t>& out, const std::string& key, GgufValueType t, __int128 x) {
-  auto fits = [&](auto lo, auto hi) { return x >= static_cast<__int128>(lo) && x <= static_cast<__int128>(hi); };
-  bool ok = true;
+  bool ok = false;
   switch (t) {
-    case GgufValueType::kU8: ok = fits(0, UINT8_MAX); if (ok) put<uint8_t>(out, uint8_t(x)); break;
-    case GgufValueType::kU16: ok = fits(0, UINT16_MAX); if (ok) put<uint16_t>(out, uint16_t(x)); break;
-    case GgufValueType::kU32: ok = fits(0, UINT32_MAX); if (ok) put<uint32_t>(out, uint32_t(x)); break;
-    case GgufValueType::kU64: ok = fits(0, UINT64_MAX); if (ok) put<uint64_t>(out, uint64_t(x)); break;
-    case GgufValueType::kI8: ok = fits(INT8_MIN, INT8_MAX); if (ok) put<int8_t>(out, int8_t(x)); break;
-    case GgufValueType::kI16: ok = fits(INT16_MIN, INT16_MAX); if (ok) put<int16_t>(out, int16_t(x)); break;
-    case GgufValueType::kI32: ok = fits(INT32_MIN, INT32_MAX); if (ok) put<int32_t>(out, int32_t(x)); break;
-    case GgufValueType::kI64: ok = fits(INT64_MIN, INT64_MAX); if (ok) put<int64_t>(out, int64_t(x)); break;
-    default: ok = false; break;
+    case GgufValueType::kU8: ok = put_in_range<uint8_t>(out, x); break;
+    case GgufValueType::kU16: ok = put_in_range<uint16_t>(out, x); break;
+    case GgufValueType::kU32: ok = put_in_range<uint32_t>(out, x); break;
+    case GgufValueType::kU64: ok = put_in_range<uint64_t>(out, x); break;
+    case GgufValueType::kI8: ok = put_in_range<int8_t>(out, x); break;
+    case GgufValueType::kI16: ok = put_in_range<int16_t>(out, x); break;
+    case GgufValueType::kI32: ok = put_in_range<int32_t>(out, x); break;
+    case GgufValueType::kI64: ok = put_in_range<int64_t>(out, x); break;
+    default: break;
   }
   if (!ok)
     return Status::error("GGUF writer: metadata key '" + key + "': value does not fit " +
@@ -101,9 +110,10 @@ Status put_array(std::vector<uint8_t>& out, const std::string& key, const GgufVa
     return Status::error("GGUF writer: metadata key '" + key +
                          "': arrays of arrays are not supported");
   put<uint32_t>(out, static_cast<uint32_t>(et));
-  if (const auto* s = std::get_if<std::vector<std::string>>(&v.value); s && et == GgufValueType::kString) {
-    put<uint64_t>(out, s->size());
-    for (const auto& x : *s) put_string(out, x);
+  const auto* strings = std::get_if<std::vector<std::string>>(&v.value);
+  if (strings && et == GgufValueType::kString) {
+    put<uint64_t>(out, strings->size());
+    for (const auto& x : *strings) put_string(out, x);
     return ok_status();
   }
   if (const auto* b = std::get_if<std::vector<bool>>(&v.value); b && et == GgufValueType::kBool) {
@@ -183,11 +193,21 @@ void GgufWriter::set(std::string key, GgufValue value) {
   metadata_.emplace_back(std::move(key), std::move(value));
 }
 
-void GgufWriter::set_u32(std::string key, uint32_t v) { set(std::move(key), scalar(GgufValueType::kU32, uint64_t{v})); }
-void GgufWriter::set_i32(std::string key, int32_t v) { set(std::move(key), scalar(GgufValueType::kI32, int64_t{v})); }
-void GgufWriter::set_u64(std::string key, uint64_t v) { set(std::move(key), scalar(GgufValueType::kU64, v)); }
-void GgufWriter::set_f32(std::string key, float v) { set(std::move(key), scalar(GgufValueType::kF32, double{v})); }
-void GgufWriter::set_bool(std::string key, bool v) { set(std::move(key), scalar(GgufValueType::kBool, v)); }
+void GgufWriter::set_u32(std::string key, uint32_t v) {
+  set(std::move(key), scalar(GgufValueType::kU32, uint64_t{v}));
+}
+void GgufWriter::set_i32(std::string key, int32_t v) {
+  set(std::move(key), scalar(GgufValueType::kI32, int64_t{v}));
+}
+void GgufWriter::set_u64(std::string key, uint64_t v) {
+  set(std::move(key), scalar(GgufValueType::kU64, v));
+}
+void GgufWriter::set_f32(std::string key, float v) {
+  set(std::move(key), scalar(GgufValueType::kF32, double{v}));
+}
+void GgufWriter::set_bool(std::string key, bool v) {
+  set(std::move(key), scalar(GgufValueType::kBool, v));
+}
 void GgufWriter::set_string(std::string key, std::string v) {
   set(std::move(key), scalar(GgufValueType::kString, std::move(v)));
 }
@@ -200,7 +220,9 @@ void GgufWriter::set_f32_array(std::string key, std::vector<float> v) {
 void GgufWriter::set_i32_array(std::string key, std::vector<int32_t> v) {
   set(std::move(key), array(GgufValueType::kI32, std::vector<int64_t>(v.begin(), v.end())));
 }
-void GgufWriter::set_alignment(uint32_t alignment) { set_u32(std::string(kAlignmentKey), alignment); }
+void GgufWriter::set_alignment(uint32_t alignment) {
+  set_u32(std::string(kAlignmentKey), alignment);
+}
 
 Status GgufWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t> ne,
                               std::span<const uint8_t> bytes) {
@@ -211,7 +233,8 @@ Status GgufWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t
   const auto info = dtype_info(dtype);
   if (!info) return Status::error(what + ": unknown dtype " + std::to_string(uint32_t(dtype)));
   if (ne.empty() || ne.size() > kMaxDims)
-    return Status::error(what + " has " + std::to_string(ne.size()) + " dimensions (expected 1 to 4)");
+    return Status::error(what + " has " + std::to_string(ne.size()) +
+                         " dimensions (expected 1 to 4)");
   int64_t n = 1;
   for (int64_t d : ne) {
     if (d <= 0) return Status::error(what + " has a dimension of " + std::to_string(d));
