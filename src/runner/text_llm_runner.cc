@@ -134,9 +134,11 @@ Status TextLLMRunner::generate(std::string_view prompt, const GenerationConfig& 
                         "pass a prompt or call prefill() first");
   }
   const int64_t n_prompt = static_cast<int64_t>(tokens.size());
+  // Both refusals come before any forward call: the prompt must fit (R5, R6),
+  // then leave room to generate (G1).
+  if (n_prompt > 0) LLMPACK_RETURN_IF_ERROR(prefiller_.check_fits(n_prompt));
   auto budget = config.resolve_max_new_tokens(limits_.context_len(), seq_.pos + n_prompt);
   if (!budget.ok()) return budget.status();
-  if (n_prompt > 0) LLMPACK_RETURN_IF_ERROR(prefiller_.check_fits(n_prompt));
   LLMPACK_RETURN_IF_ERROR(prepare_sampler(config));
   stats_.num_prompt_tokens = n_prompt;
 
