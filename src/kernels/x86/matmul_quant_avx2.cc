@@ -49,6 +49,7 @@ struct Q8_0Dec {
   static constexpr int kBytes = sizeof(BlockQ8_0);
   static constexpr bool kUnsigned = false;
   static constexpr bool kHasMin = false;
+  static constexpr bool kOffset8 = false;
   static void unpack(const uint8_t* p, Sub* s) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
     s[0].q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
@@ -61,15 +62,18 @@ struct Q8_0Dec {
 struct Q4_0Dec {
   static constexpr int kSubs = 1;
   static constexpr int kBytes = sizeof(BlockQ4_0);
-  static constexpr bool kUnsigned = false;
+  static constexpr bool kUnsigned = true;
   static constexpr bool kHasMin = false;
+  static constexpr bool kOffset8 = true;
   static void unpack(const uint8_t* p, Sub* s) {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(p);
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
     const __m128i mask = _mm_set1_epi8(0x0F);
     const __m128i lo = _mm_and_si128(raw, mask);                     // elements 0..15
     const __m128i hi = _mm_and_si128(_mm_srli_epi16(raw, 4), mask);  // elements 16..31
-    s[0].q = _mm256_sub_epi8(_mm256_set_m128i(hi, lo), _mm256_set1_epi8(8));
+    // kept unsigned (0..15): maddubs takes it directly, and the -8 offset is
+    // applied as -qsum on each of the 8 int32 lanes (8 * qsum in total)
+    s[0].q = _mm256_set_m128i(hi, lo);
     s[0].scale16 = ones16();
     s[0].ws = half_to_float(b->d);
     s[0].wm = 0.0f;
@@ -81,6 +85,7 @@ struct Q4_KDec {
   static constexpr int kBytes = sizeof(BlockQ4_K);
   static constexpr bool kUnsigned = true;
   static constexpr bool kHasMin = true;
+  static constexpr bool kOffset8 = false;
   static void unpack(const uint8_t* p, Sub* s) {
     const auto* b = reinterpret_cast<const BlockQ4_K*>(p);
     const float d = half_to_float(b->d), dmin = half_to_float(b->dmin);
@@ -105,6 +110,7 @@ struct Q6_KDec {
   static constexpr int kBytes = sizeof(BlockQ6_K);
   static constexpr bool kUnsigned = false;
   static constexpr bool kHasMin = false;
+  static constexpr bool kOffset8 = false;
   static void unpack(const uint8_t* p, Sub* s) {
     const auto* b = reinterpret_cast<const BlockQ6_K*>(p);
     const float d = half_to_float(b->d);
@@ -146,7 +152,9 @@ void row_tokens(const uint8_t* row, int64_t n_super, const ActBlock* act, int64_
       for (int t = 0; t < T; ++t) {
         const ActBlock& a = act[t * n_sub + b];
         const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q));
-        const __m256 p = _mm256_cvtepi32_ps(idot<D::kUnsigned>(subs[k], aq));
+        __m256i pi = idot<D::kUnsigned>(subs[k], aq);
+        if constexpr (D::kOffset8) pi = _mm256_sub_epi32(pi, _mm256_set1_epi32(a.qsum));
+        const __m256 p = _mm256_cvtepi32_ps(pi);
         acc[t] = _mm256_fmadd_ps(p, _mm256_set1_ps(subs[k].ws * a.d), acc[t]);
         if constexpr (D::kHasMin) min_acc[t] += subs[k].wm * a.d * static_cast<float>(a.qsum);
       }
