@@ -91,7 +91,7 @@ Status Parser::read_scalar(GgufValueType t, GgufValue* v, const std::string& wha
     case GgufValueType::kF32: return read_as<float, double>(v, what);
     case GgufValueType::kF64: return read_as<double, double>(v, what);
     case GgufValueType::kBool: {
-      uint8_t x;
+      uint8_t x = 0;
       LLMPACK_RETURN_IF_ERROR(cur_.read(&x, what));
       if (x > 1)
         return Status::error("GGUF: " + what + ": bool value " + std::to_string(x) +

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "format/gguf.h"
 #include "format/gguf_internal.h"
@@ -39,17 +40,16 @@ Status type_mismatch(const std::string& key, const GgufValue& v) {
 }
 
 // Appends x as a T when it fits T's range.
-template <typename T>
-bool put_in_range(std::vector<uint8_t>& out, __int128 x) {
-  if (x < static_cast<__int128>(std::numeric_limits<T>::min()) ||
-      x > static_cast<__int128>(std::numeric_limits<T>::max()))
-    return false;
+template <typename T, typename X>
+bool put_in_range(std::vector<uint8_t>& out, X x) {
+  if (!std::in_range<T>(x)) return false;
   put<T>(out, static_cast<T>(x));
   return true;
 }
 
 // Writes integer x as the GGUF integer type t, refusing values that do not fit.
-Status put_int(std::vector<uint8_t>& out, const std::string& key, GgufValueType t, __int128 x) {
+template <typename X>  // uint64_t or int64_t
+Status put_int(std::vector<uint8_t>& out, const std::string& key, GgufValueType t, X x) {
   bool ok = false;
   switch (t) {
     case GgufValueType::kU8: ok = put_in_range<uint8_t>(out, x); break;
