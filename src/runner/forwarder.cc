@@ -95,6 +95,7 @@ Result<ModelLimits> read_model_limits(const Program& program) {
 
 Result<LogitsView> Forwarder::step(std::span<const int64_t> tokens) {
   const auto n = static_cast<int64_t>(tokens.size());
+  if (program_ == nullptr) return error_status("forward: no program");
   if (n < 1 || n > limits_.token_bound) {
     return error_status("internal: a forward step takes 1.." + std::to_string(limits_.token_bound) +
                         " tokens, got " + std::to_string(n));
@@ -118,7 +119,7 @@ Result<LogitsView> Forwarder::step(std::span<const int64_t> tokens) {
     padded = true;
   }
   const double t0 = times_.now_ms();
-  auto logits = program_.forward(input_, start_pos, /*all_logits=*/false, padded ? n_valid : -1);
+  auto logits = program_->forward(input_, start_pos, /*all_logits=*/false, padded ? n_valid : -1);
   const double t1 = times_.now_ms();
   if (times_.first_execution_start_ms < 0) times_.first_execution_start_ms = t0;
   times_.last_execution_end_ms = t1;

@@ -62,7 +62,8 @@ struct RunTimes {
 
 class Forwarder {
  public:
-  Forwarder(Program& program, const ModelLimits& limits, SequenceState& seq, RunTimes& times)
+  // `program` may be null only if step() is never called (a runner that failed to load).
+  Forwarder(Program* program, const ModelLimits& limits, SequenceState& seq, RunTimes& times)
       : program_(program), limits_(limits), seq_(seq), times_(times) {}
 
   // One forward call that appends `tokens` (1..B of them) to the sequence:
@@ -76,7 +77,7 @@ class Forwarder {
   RunTimes& times() { return times_; }
 
  private:
-  Program& program_;
+  Program* program_;
   const ModelLimits& limits_;
   SequenceState& seq_;
   RunTimes& times_;

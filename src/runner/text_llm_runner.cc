@@ -27,7 +27,7 @@ TextLLMRunner::TextLLMRunner(std::unique_ptr<Program> program, std::unique_ptr<T
     : program_(std::move(program)),
       tokenizer_(std::move(tokenizer)),
       log_(log ? std::move(log) : null_log_sink()),
-      forwarder_(*program_, limits_, seq_, times_),
+      forwarder_(program_.get(), limits_, seq_, times_),
       prefiller_(forwarder_, log_) {
   times_.now_ms = wall_clock_ms;
 }
