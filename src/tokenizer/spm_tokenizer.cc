@@ -29,6 +29,27 @@ size_t valid_char_length(std::string_view text, size_t i) {
   return static_cast<size_t>(len);
 }
 
+// A key for a pair of adjacent UTF-8 characters (each at most 4 bytes).
+uint64_t char_pair_key(std::string_view a, std::string_view b) {
+  uint64_t ka = 0;
+  uint64_t kb = 0;
+  for (char c : a) ka = (ka << 8) | static_cast<unsigned char>(c);
+  for (char c : b) kb = (kb << 8) | static_cast<unsigned char>(c);
+  return (ka << 32) | kb;
+}
+
+// Calls f(offset, length) for each character of `piece`; invalid bytes
+// count as one-byte characters (as encode treats them).
+template <typename F>
+void for_each_char(std::string_view piece, F&& f) {
+  for (size_t i = 0; i < piece.size();) {
+    size_t len = valid_char_length(piece, i);
+    if (len == 0) len = 1;
+    f(i, len);
+    i += len;
+  }
+}
+
 std::string hex_byte(unsigned char b) {
   static const char* kDigits = "0123456789ABCDEF";
   return std::string("0x") + kDigits[b >> 4] + kDigits[b & 15];
@@ -100,8 +121,17 @@ Status SpmTokenizer::build() {
   }
   // llama2.c tokenizer.bin stores ' ' where SentencePiece has '▁'.
   meta_space_ = any_meta || !any_space;
-  has_byte_fallback_ = true;
-  for (int32_t id : byte_to_id_) has_byte_fallback_ = has_byte_fallback_ && id >= 0;
+  pair_keys_.reserve(n * 4);
+  for (const std::string& p : vocab_.pieces) {
+    const std::string_view piece = p;
+    size_t prev_at = 0;
+    size_t prev_len = 0;
+    for_each_char(piece, [&](size_t at, size_t len) {
+      if (prev_len > 0) pair_keys_.insert(char_pair_key(piece.substr(prev_at, prev_len), piece.substr(at, len)));
+      prev_at = at;
+      prev_len = len;
+    });
+  }
   return ok_status();
 }
 
@@ -207,13 +237,15 @@ Status SpmTokenizer::initial_symbols(std::string_view text, std::string* norm,
   return ok_status();
 }
 
-void SpmTokenizer::merge_symbols(std::string_view norm, std::vector<Symbol>* symbols_ptr) const {
+void SpmTokenizer::merge_symbols(std::string_view norm, std::vector<Symbol>* symbols_ptr, size_t begin,
+                                 size_t end) const {
   std::vector<Symbol>& sym = *symbols_ptr;
+  // The right symbol is sym[left].next: it changes only when left merges,
+  // which changes left's length, so `size` detects every stale pair.
   struct Pair {
     float score;
     int32_t left;
-    int32_t right;
-    size_t size;  // bytes of both symbols when queued; a mismatch marks it stale
+    uint32_t size;  // bytes of both symbols when queued
     int32_t id;
   };
   // Highest score first; on ties the leftmost pair (llama2.c scans left to
@@ -222,7 +254,9 @@ void SpmTokenizer::merge_symbols(std::string_view norm, std::vector<Symbol>* sym
     if (a.score != b.score) return a.score < b.score;
     return a.left > b.left;
   };
-  std::priority_queue<Pair, std::vector<Pair>, decltype(lower)> queue(lower);
+  std::vector<Pair> storage;
+  storage.reserve(end - begin);
+  std::priority_queue<Pair, std::vector<Pair>, decltype(lower)> queue(lower, std::move(storage));
   const auto try_pair = [&](int32_t l, int32_t r) {
     if (l < 0 || r < 0 || sym[l].fallback || sym[r].fallback) return;
     const size_t size = sym[l].len + sym[r].len;
@@ -230,15 +264,16 @@ void SpmTokenizer::merge_symbols(std::string_view norm, std::vector<Symbol>* sym
     if (id < 0) return;
     const float score = vocab_.scores[id];
     if (!(score > kMinMergeScore)) return;
-    queue.push(Pair{score, l, r, size, id});
+    queue.push(Pair{score, l, static_cast<uint32_t>(size), id});
   };
-  for (size_t k = 1; k < sym.size(); ++k) try_pair(static_cast<int32_t>(k) - 1, static_cast<int32_t>(k));
+  for (size_t k = begin + 1; k < end; ++k) try_pair(static_cast<int32_t>(k) - 1, static_cast<int32_t>(k));
   while (!queue.empty()) {
     const Pair p = queue.top();
     queue.pop();
     Symbol& l = sym[p.left];
-    Symbol& r = sym[p.right];
-    if (l.len == 0 || r.len == 0 || l.next != p.right || l.len + r.len != p.size) continue;  // stale
+    if (l.len == 0 || l.next < 0) continue;
+    Symbol& r = sym[l.next];
+    if (l.len + r.len != p.size) continue;  // stale: one side has merged since
     l.len += r.len;
     l.id = p.id;
     l.next = r.next;
@@ -254,7 +289,19 @@ Status SpmTokenizer::encode_text(std::string_view text, std::vector<int32_t>* ou
   std::string norm;
   std::vector<Symbol> symbols;
   LLMPACK_RETURN_IF_ERROR(initial_symbols(text, &norm, &symbols));
-  merge_symbols(norm, &symbols);
+  // Segments end where two neighbouring characters never meet inside a piece.
+  size_t begin = 0;
+  for (size_t k = 1; k <= symbols.size(); ++k) {
+    if (k < symbols.size()) {
+      const Symbol& a = symbols[k - 1];
+      const Symbol& b = symbols[k];
+      const bool cut = a.fallback || b.fallback ||
+                       !pair_keys_.contains(char_pair_key(norm.substr(a.start, a.len), norm.substr(b.start, b.len)));
+      if (!cut) continue;
+    }
+    merge_symbols(norm, &symbols, begin, k);
+    begin = k;
+  }
   for (int32_t k = 0; k >= 0; k = symbols[k].next) {
     const Symbol& s = symbols[k];
     if (s.fallback && s.id < 0) {

@@ -14,7 +14,8 @@
 //      only pieces scoring above -1e10 are merge candidates).
 // Step 3 runs with a priority queue over adjacent pairs and a linked list of
 // symbols: O(n log n) instead of the O(n^2) rescans of the plain loop, with
-// identical results (a test compares both on random text).
+// identical results (a test compares both on random text). The text is first
+// cut where no piece can span (see pair_keys_), so queues stay small.
 #pragma once
 
 #include <array>
@@ -23,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "core/status.h"
@@ -84,7 +86,8 @@ class SpmTokenizer final : public Tokenizer {
   // Appends the ids for `text` (no BOS/EOS).
   Status encode_text(std::string_view text, std::vector<int32_t>* out) const;
   Status initial_symbols(std::string_view text, std::string* norm, std::vector<Symbol>* symbols) const;
-  void merge_symbols(std::string_view normalized, std::vector<Symbol>* symbols) const;
+  // Merges symbols [begin, end) of the list (one segment, see pair_keys_).
+  void merge_symbols(std::string_view normalized, std::vector<Symbol>* symbols, size_t begin, size_t end) const;
 
   struct StringHash {
     using is_transparent = void;
@@ -95,7 +98,11 @@ class SpmTokenizer final : public Tokenizer {
   bool meta_space_ = true;
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> piece_to_id_;
   std::array<int32_t, 256> byte_to_id_{};  // -1 where the vocabulary lacks "<0xHH>"
-  bool has_byte_fallback_ = false;         // all 256 byte pieces present
+  // Every pair of adjacent characters inside some piece. A merge across the
+  // boundary of two characters whose pair is not here can never happen, so
+  // the text splits there into segments merged independently: same result,
+  // but small cache-friendly queues for long texts.
+  std::unordered_set<uint64_t> pair_keys_;
 };
 
 }  // namespace llmpack
