@@ -108,7 +108,9 @@ TEST_P(PrefillMatrix, R2_R6_GenerateAndPrefillMakeExactlyTheSpecifiedCalls) {
         check_calls(*h.program, e, where);
         // R4/R8 with the fake: the same sequence is in the cache whatever the kind.
         EXPECT_EQ(h.program->last_logits(), want_logits) << where;
-        if (!via_prefill) EXPECT_EQ(h.pieces.size(), 1u) << where;
+        if (!via_prefill) {
+          EXPECT_EQ(h.pieces.size(), 1u) << where;
+        }
       }
     }
   }
