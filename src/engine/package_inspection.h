@@ -1,0 +1,50 @@
+// What `llmpack inspect` reports about a package (docs/CONTRACT.md I1): the
+// model, its tensors, the contract as written and as the engine serves it,
+// forward's method meta, the tokenizer, and findings about inconsistencies.
+// Inspection never refuses a package: what loading would refuse becomes a finding.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/llama_program.h"
+
+namespace llmpack {
+
+struct PackageReport {
+  std::string path;
+  std::string format;  // "gguf" or "llama2c"
+  uint64_t file_bytes = 0;
+  ModelConfig config;
+  bool config_ok = false;
+  std::string config_error;
+  std::map<std::string, int64_t> dtype_tensor_counts;  // "q8_0" -> 32
+  std::map<std::string, uint64_t> dtype_bytes;
+  int64_t n_tensors = 0;
+  int64_t n_params = 0;
+  // The contract keys as written (absent keys are missing from the map).
+  nlohmann::ordered_json contract_keys = nlohmann::ordered_json::object();
+  bool has_contract_keys = false;
+  // The contract the engine serves (after P2 defaults), when it loads.
+  bool loads = false;
+  std::string load_error;
+  PackageContract contract;
+  MethodMeta forward_meta;
+  std::string tokenizer_kind;
+  int64_t tokenizer_vocab_size = 0;
+  std::string chat_template_name;  // "none" when absent
+  std::vector<std::string> findings;
+};
+
+// Inspects a GGUF package or a llama2.c checkpoint (tokenizer_path needed for the latter).
+Result<PackageReport> inspect_package(const std::string& path, const std::string& tokenizer_path,
+                                      const ContractDefaults& defaults);
+
+std::string report_to_text(const PackageReport& report);
+nlohmann::ordered_json report_to_json(const PackageReport& report);
+
+}  // namespace llmpack
