@@ -30,14 +30,27 @@ Result<std::unique_ptr<ChatTemplate>> ChatTemplate::parse(std::string_view sourc
 Result<std::string> ChatTemplate::render(const std::vector<ChatMessage>& messages, bool add_generation_prompt,
                                          const std::string& bos_token, const std::string& eos_token,
                                          const nlohmann::json& extra_context) const {
-  nlohmann::json list = nlohmann::json::array();
+  nlohmann::ordered_json list = nlohmann::ordered_json::array();
   for (const auto& m : messages) list.push_back({{"role", m.role}, {"content", m.content}});
-  return render_json(list, add_generation_prompt, bos_token, eos_token, extra_context);
+  return render_impl(list, add_generation_prompt, bos_token, eos_token, nlohmann::ordered_json(extra_context));
 }
 
 Result<std::string> ChatTemplate::render_json(const nlohmann::json& messages, bool add_generation_prompt,
                                               const std::string& bos_token, const std::string& eos_token,
                                               const nlohmann::json& extra_context) const {
+  return render_impl(messages, add_generation_prompt, bos_token, eos_token, extra_context);
+}
+
+Result<std::string> ChatTemplate::render_json(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                                              const std::string& bos_token, const std::string& eos_token,
+                                              const nlohmann::ordered_json& extra_context) const {
+  return render_impl(messages, add_generation_prompt, bos_token, eos_token, extra_context);
+}
+
+template <typename Json>
+Result<std::string> ChatTemplate::render_impl(const Json& messages, bool add_generation_prompt,
+                                              const std::string& bos_token, const std::string& eos_token,
+                                              const Json& extra_context) const {
   if (!messages.is_array()) {
     return error_status(std::string("chat template: messages must be a JSON array, found ") + messages.type_name());
   }

@@ -19,6 +19,7 @@ namespace llmpack {
 
 namespace jinja {
 struct Stmt;
+struct Value;
 }
 
 struct ChatMessage {
@@ -56,11 +57,18 @@ class ChatTemplate {
   Result<std::string> render_json(const nlohmann::json& messages, bool add_generation_prompt,
                                   const std::string& bos_token, const std::string& eos_token,
                                   const nlohmann::json& extra_context = {}) const;
+  // Objects keep their key order here (tojson output follows it).
+  Result<std::string> render_json(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                                  const std::string& bos_token, const std::string& eos_token,
+                                  const nlohmann::ordered_json& extra_context = {}) const;
 
   const std::string& source() const { return source_; }
 
  private:
   ChatTemplate() = default;
+  template <typename Json>
+  Result<std::string> render_impl(const Json& messages, bool add_generation_prompt, const std::string& bos_token,
+                                  const std::string& eos_token, const Json& extra_context) const;
   std::string source_;
   ChatTemplateOptions options_;
   std::vector<std::unique_ptr<jinja::Stmt>> body_;

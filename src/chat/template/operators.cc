@@ -51,9 +51,12 @@ Value arithmetic(std::string_view op, const Value& a, const Value& b) {
   if (is_integral(a) && is_integral(b)) {
     const int64_t x = int_of(a), y = int_of(b);
     int64_t r = 0;
-    if (op == "+") return checked(__builtin_add_overflow(x, y, &r), r);
-    if (op == "-") return checked(__builtin_sub_overflow(x, y, &r), r);
-    if (op == "*") return checked(__builtin_mul_overflow(x, y, &r), r);
+    if (op == "+" || op == "-" || op == "*") {
+      const bool overflow = op == "+"   ? __builtin_add_overflow(x, y, &r)
+                            : op == "-" ? __builtin_sub_overflow(x, y, &r)
+                                        : __builtin_mul_overflow(x, y, &r);
+      return checked(overflow, r);
+    }
     if (op == "/") {
       if (y == 0) throw TemplateError("division by zero");
       return Value::number(static_cast<double>(x) / static_cast<double>(y));

@@ -302,32 +302,41 @@ std::string to_repr(const Value& v) { return repr(v, 0); }
 std::string to_display_string(const Value& v) { return display(v, 0); }
 bool values_equal(const Value& a, const Value& b) { return equal(a, b, 0); }
 
-Value value_from_json(const nlohmann::json& j) {
+namespace {
+
+template <typename Json>
+Value from_json_impl(const Json& j) {
+  using json_value_t = nlohmann::detail::value_t;
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return Value::none();
-    case nlohmann::json::value_t::boolean: return Value::boolean(j.get<bool>());
-    case nlohmann::json::value_t::number_integer: return Value::integer(j.get<int64_t>());
-    case nlohmann::json::value_t::number_unsigned: {
-      const uint64_t u = j.get<uint64_t>();
+    case json_value_t::null: return Value::none();
+    case json_value_t::boolean: return Value::boolean(j.template get<bool>());
+    case json_value_t::number_integer: return Value::integer(j.template get<int64_t>());
+    case json_value_t::number_unsigned: {
+      const uint64_t u = j.template get<uint64_t>();
       if (u <= static_cast<uint64_t>(INT64_MAX)) return Value::integer(static_cast<int64_t>(u));
       return Value::number(static_cast<double>(u));
     }
-    case nlohmann::json::value_t::number_float: return Value::number(j.get<double>());
-    case nlohmann::json::value_t::string: return Value::string(j.get<std::string>());
-    case nlohmann::json::value_t::array: {
+    case json_value_t::number_float: return Value::number(j.template get<double>());
+    case json_value_t::string: return Value::string(j.template get<std::string>());
+    case json_value_t::array: {
       ValueList items;
       items.reserve(j.size());
-      for (const auto& e : j) items.push_back(value_from_json(e));
+      for (const auto& e : j) items.push_back(from_json_impl(e));
       return Value::from_list(std::move(items));
     }
-    case nlohmann::json::value_t::object: {
+    case json_value_t::object: {
       ValueDict items;
       items.reserve(j.size());
-      for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), value_from_json(it.value()));
+      for (auto it = j.begin(); it != j.end(); ++it) items.emplace_back(it.key(), from_json_impl(it.value()));
       return Value::from_dict(std::move(items));
     }
     default: return Value::none();
   }
 }
+
+}  // namespace
+
+Value value_from_json(const nlohmann::json& j) { return from_json_impl(j); }
+Value value_from_json(const nlohmann::ordered_json& j) { return from_json_impl(j); }
 
 }  // namespace llmpack::jinja

@@ -132,7 +132,10 @@ const char* kind_name(const Value& v);
 // indent < 0: no indent.
 std::string to_json_text(const Value& v, int indent);
 
+// Objects keep the JSON library's key order (sorted for nlohmann::json,
+// insertion order for nlohmann::ordered_json).
 Value value_from_json(const nlohmann::json& j);
+Value value_from_json(const nlohmann::ordered_json& j);
 
 // Code points of a UTF-8 string (Python str semantics for len/slicing);
 // invalid bytes count as one code point each.
