@@ -1,0 +1,53 @@
+// `llmpack export`: a checkpoint (GGUF, llama2.c .bin, PyTorch .pt/.pth,
+// Hugging Face folder) into a package (docs/CONTRACT.md E1-E5).
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "export/exporter.h"
+
+namespace llmpack::cli {
+namespace {
+
+int execute(const ExportOptions& o) {
+  const bool tty = isatty(fileno(stderr)) != 0;
+  auto progress = [tty](size_t done, size_t total, uint64_t bytes) {
+    if (!tty) return;
+    std::fprintf(stderr, "\r[%zu/%zu tensors, %.1f MB]", done, total, static_cast<double>(bytes) / 1e6);
+    if (done == total) std::fputc('\n', stderr);
+    std::fflush(stderr);
+  };
+  auto report = export_package(o, progress, stderr_log_sink());
+  if (!report.ok()) return fail(report.status().with_context("export"));
+  std::printf("%s\n", report->summary().c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_export(CLI::App& app, std::function<int()>& action) {
+  auto* cmd = app.add_subcommand("export", "Write a package from a GGUF, llama2.c, PyTorch or Hugging Face checkpoint");
+  auto o = std::make_shared<ExportOptions>();
+  cmd->add_option("--checkpoint", o->checkpoint, "GGUF, llama2.c .bin, PyTorch .pt/.pth, or a Hugging Face folder")
+      ->required();
+  cmd->add_option("--params", o->params_path, "Meta params.json (PyTorch checkpoints without model_args)");
+  cmd->add_option("--tokenizer_path", o->tokenizer_path, "tokenizer.bin, SentencePiece tokenizer.model or a GGUF");
+  cmd->add_option("-o,--output", o->output, "The package to write (.gguf)")->required();
+  cmd->add_option("--max_seq_length", o->max_seq_len, "S: tokens one forward call may take")->default_val(128);
+  cmd->add_option("--max_context_length", o->max_context_len, "C: positions the KV cache holds (default S)");
+  cmd->add_option("--kv_cache", o->kv_cache, "KV cache: in_graph, off_graph (chat needs it) or none")
+      ->default_val("off_graph");
+  auto dynamic_flag = std::make_shared<bool>(false);
+  auto* dynamic = cmd->add_flag("--dynamic_shape", *dynamic_flag, "Each call takes 1..S tokens (the default)");
+  auto* stat = cmd->add_flag("--static_shape", o->static_shape, "Each call takes exactly --static_chunk tokens");
+  dynamic->excludes(stat);
+  cmd->add_option("--static_chunk", o->static_chunk, "N: tokens per call with --static_shape (default 1)");
+  cmd->add_option("--dtype", o->dtype, "Weights: f32, f16, bf16, q8_0, q4_0, q4_k_m (default: the source's types)");
+  cmd->add_option("--name", o->name, "general.name to write");
+  cmd->add_option("--token_bound", o->token_bound, "B override (legacy packages for tests)")->group("");
+  cmd->callback([&action, o, dynamic_flag] { action = [o] { return execute(*o); }; });
+}
+
+}  // namespace llmpack::cli

@@ -1,0 +1,58 @@
+// What `llmpack export` is asked to write (docs/CONTRACT.md E2, E3), and the
+// checks that refuse a bad combination before anything is read or written.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "engine/package_contract.h"
+
+namespace llmpack {
+
+struct ExportOptions {
+  std::string checkpoint;        // GGUF, llama2.c .bin, .pt/.pth, or a Hugging Face folder
+  std::string params_path;       // Meta params.json (PyTorch checkpoints without model_args)
+  std::string tokenizer_path;    // tokenizer.bin, tokenizer.model or a GGUF; overrides the source's
+  std::string output;            // the package (.gguf)
+  int64_t max_seq_len = 128;     // S
+  int64_t max_context_len = 0;   // C; 0: S
+  std::string kv_cache = "off_graph";  // in_graph | off_graph | none
+  bool static_shape = false;
+  int64_t static_chunk = 0;      // N (static shape only); 0: unset, meaning 1
+  std::string dtype;             // f32 | f16 | bf16 | q8_0 | q4_0 | q4_k_m; "": keep the source's types
+  int64_t token_bound = 0;       // B override (legacy packages in tests); 0: derived (E3)
+  std::string name;              // general.name; "": from the source
+};
+
+// The weight types an export writes: matrices get `matrix`, except where
+// q4_k_m asks for Q6_K (output, half the attn_v / ffn_down layers).
+struct DTypePlan {
+  bool keep = true;              // --dtype absent: keep the source's types
+  bool q4_k_m = false;
+  DType matrix = DType::kF32;
+  std::string name;              // as given ("q4_k_m")
+};
+
+// The contract the package will carry, derived from the options.
+struct PackageShape {
+  int64_t max_seq_len = 0;       // S
+  int64_t max_context_len = 0;   // C
+  int64_t token_bound = 0;       // B
+  bool dynamic_shape = true;
+  KvCacheKind kv_cache = KvCacheKind::kOffGraph;
+  DTypePlan dtype;
+};
+
+// Validates the options and derives S, C, B: with a KV cache, dynamic shape
+// gives B = S and static shape B = N; without a KV cache every call takes the
+// whole sequence, so B = S and C = S (a larger C would be unreachable).
+// Errors name the option and both numbers.
+Result<PackageShape> resolve_export_options(const ExportOptions& options);
+
+// llama.cpp's general.file_type number for the plan (0 all F32, 1 F16, ...).
+uint32_t gguf_file_type(const DTypePlan& plan);
+
+}  // namespace llmpack

@@ -1,0 +1,143 @@
+#include "export/exporter.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <deque>
+#include <filesystem>
+
+#include "export/model_source.h"
+#include "export/tensor_convert.h"
+
+namespace llmpack {
+namespace {
+
+void write_hyperparameters(GgufWriter& w, const SourceHyperparameters& h, const std::string& name) {
+  const std::string a = h.arch + ".";
+  w.set_string("general.architecture", h.arch);
+  w.set_string("general.name", name);
+  w.set_u32(a + "embedding_length", static_cast<uint32_t>(h.dim));
+  w.set_u32(a + "block_count", static_cast<uint32_t>(h.n_layers));
+  w.set_u32(a + "feed_forward_length", static_cast<uint32_t>(h.hidden_dim));
+  w.set_u32(a + "attention.head_count", static_cast<uint32_t>(h.n_heads));
+  w.set_u32(a + "attention.head_count_kv", static_cast<uint32_t>(h.n_kv_heads));
+  w.set_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(h.norm_eps));
+  w.set_f32(a + "rope.freq_base", static_cast<float>(h.rope_theta));
+  w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(h.head_dim));
+  w.set_u32(a + "vocab_size", static_cast<uint32_t>(h.vocab_size));
+  if (h.head_dim * h.n_heads != h.dim) {
+    w.set_u32(a + "attention.key_length", static_cast<uint32_t>(h.head_dim));
+    w.set_u32(a + "attention.value_length", static_cast<uint32_t>(h.head_dim));
+  }
+}
+
+void write_contract(GgufWriter& w, const PackageShape& p, const std::vector<int64_t>& eos_ids) {
+  namespace k = contract_keys;
+  w.set_u32(std::string(k::kVersion), 1);
+  w.set_u32(std::string(k::kMaxSeqLen), static_cast<uint32_t>(p.max_seq_len));
+  w.set_u32(std::string(k::kMaxContextLen), static_cast<uint32_t>(p.max_context_len));
+  w.set_u32(std::string(k::kTokenBound), static_cast<uint32_t>(p.token_bound));
+  w.set_bool(std::string(k::kDynamicShape), p.dynamic_shape);
+  w.set_bool(std::string(k::kUseKvCache), p.kv_cache != KvCacheKind::kNone);
+  w.set_string(std::string(k::kKvCache), std::string(kv_cache_kind_name(p.kv_cache)));
+  std::vector<int32_t> ids(eos_ids.begin(), eos_ids.end());
+  w.set_i32_array(std::string(k::kEosIds), ids);
+  w.set_string(std::string(k::kPositionInput), "start_pos");
+}
+
+// The tokenizer to package: --tokenizer_path, else the source's own, else
+// one found beside the weights.
+Result<TokenizerMetadata> choose_tokenizer(const ExportOptions& o, const ModelSource& s) {
+  if (!o.tokenizer_path.empty()) return read_tokenizer_metadata(o.tokenizer_path);
+  if (s.tokenizer) return *s.tokenizer;
+  if (!s.tokenizer_file.empty()) return read_tokenizer_metadata(s.tokenizer_file);
+  if (!s.tokenizer_json.empty())
+    return error_status("this folder's tokenizer.json is a byte-level BPE tokenizer, which llmpack cannot run yet: "
+                        "pass --tokenizer_path with a SentencePiece tokenizer.model, a tokenizer.bin or a GGUF vocabulary");
+  return error_status("the " + s.kind + " checkpoint carries no tokenizer: pass --tokenizer_path "
+                      "(tokenizer.bin, tokenizer.model or a GGUF)");
+}
+
+std::string megabytes(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f MB", static_cast<double>(bytes) / 1e6);
+  return buf;
+}
+
+// Converts every tensor into the plan's types and hands it to the writer.
+Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, std::deque<std::vector<uint8_t>>* owned,
+                   ExportReport* report) {
+  std::map<std::string, int> fallbacks;  // "f16" -> count
+  int64_t fallback_cols = 0;
+  for (const SourceTensor& t : s.tensors) {
+    bool fell_back = false;
+    const DType type = plan_tensor_type(t, plan, s.hp.n_layers, &fell_back);
+    if (fell_back) {
+      ++fallbacks[std::string(dtype_name(type))];
+      fallback_cols = t.ne[0];
+    }
+    auto bytes = convert_tensor(t, type, owned);
+    if (!bytes.ok()) return bytes.status();
+    LLMPACK_RETURN_IF_ERROR(w.add_tensor(t.name, type, t.ne, *bytes));
+    ++report->dtype_counts[std::string(dtype_name(type))];
+    ++report->n_tensors;
+  }
+  for (const auto& [type, n] : fallbacks)
+    report->notices.push_back(std::to_string(n) + " matrices (e.g. rows of " + std::to_string(fallback_cols) +
+                              ") do not fit " + plan.name + " blocks: written as " + type);
+  return ok_status();
+}
+
+}  // namespace
+
+std::string ExportReport::summary() const {
+  std::string mix;
+  for (const auto& [type, n] : dtype_counts) mix += (mix.empty() ? "" : ", ") + type + " " + std::to_string(n);
+  return "wrote " + output + ": " + megabytes(file_bytes) + ", " + std::to_string(n_tensors) + " tensors (" + mix +
+         "), S " + std::to_string(shape.max_seq_len) + ", C " + std::to_string(shape.max_context_len) + ", B " +
+         std::to_string(shape.token_bound) + ", " + (shape.dynamic_shape ? "dynamic" : "static") + " shape, " +
+         std::string(kv_cache_kind_name(shape.kv_cache)) + " KV cache";
+}
+
+Result<ExportReport> export_package(const ExportOptions& o, const GgufWriter::Progress& progress, const LogSink& log) {
+  ExportReport report;
+  LLMPACK_ASSIGN_OR_RETURN(report.shape, resolve_export_options(o));
+  const PackageShape& p = report.shape;
+  report.output = o.output;
+  LLMPACK_ASSIGN_OR_RETURN(ModelSource src, open_model_source(o.checkpoint, o.params_path));
+  report.source_kind = src.kind;
+  report.notices = src.notices;
+  LLMPACK_RETURN_IF_ERROR(check_source_tensors(src).with_context(src.kind + " checkpoint " + o.checkpoint));
+  auto tok = choose_tokenizer(o, src);
+  if (!tok.ok()) return tok.status();
+  report.tokenizer = tok->description;
+  if (tok->vocab_size > src.hp.vocab_size)
+    return error_status("the tokenizer has " + std::to_string(tok->vocab_size) + " tokens but the model's embedding " +
+                        "only " + std::to_string(src.hp.vocab_size) + " rows");
+  if (src.hp.context_length > 0 && p.max_context_len > src.hp.context_length)
+    report.notices.push_back("--max_context_length " + std::to_string(p.max_context_len) +
+                             " exceeds the " + std::to_string(src.hp.context_length) + " positions the model was trained for");
+
+  GgufWriter w;
+  for (const auto& [key, value] : src.metadata) w.set(key, value);
+  if (src.metadata.empty()) write_hyperparameters(w, src.hp, src.name);
+  if (!o.name.empty()) w.set_string("general.name", o.name);
+  if (!p.dtype.keep) w.set_u32("general.file_type", gguf_file_type(p.dtype));
+  w.set_u32(src.hp.arch + ".context_length", static_cast<uint32_t>(p.max_context_len));
+  for (const auto& [key, value] : tok->keys) w.set(key, value);
+  if (src.chat_template) w.set_string("tokenizer.chat_template", *src.chat_template);
+  std::vector<int64_t> eos;
+  if (tok->eos_id >= 0) eos.push_back(tok->eos_id);
+  for (int64_t id : src.eos_ids)
+    if (id >= 0 && id < src.hp.vocab_size && std::find(eos.begin(), eos.end(), id) == eos.end()) eos.push_back(id);
+  write_contract(w, p, eos);
+
+  std::deque<std::vector<uint8_t>> owned;
+  LLMPACK_RETURN_IF_ERROR(add_tensors(w, src, p.dtype, &owned, &report));
+  for (const auto& n : report.notices) log(LogLevel::kInfo, n);
+  LLMPACK_RETURN_IF_ERROR(w.write(o.output, progress).with_context("writing " + o.output));
+  std::error_code ec;
+  report.file_bytes = std::filesystem::file_size(o.output, ec);
+  return report;
+}
+
+}  // namespace llmpack

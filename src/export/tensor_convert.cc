@@ -1,0 +1,113 @@
+#include "export/tensor_convert.h"
+
+#include <cstring>
+
+#include "core/half.h"
+#include "kernels/kernels.h"
+#include "kernels/quantize.h"
+
+namespace llmpack {
+namespace {
+
+bool is_vector(const SourceTensor& t) {
+  int64_t rows = 1;
+  for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
+  return t.ne.size() <= 1 || rows == 1;
+}
+
+// llama.cpp's Q4_K_M gives these layers of attn_v / ffn_down more bits.
+bool more_bits_layer(int64_t layer, int64_t n_layers) {
+  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
+}
+
+int64_t layer_of(const std::string& name) {
+  if (name.rfind("blk.", 0) != 0) return -1;
+  return std::strtoll(name.c_str() + 4, nullptr, 10);
+}
+
+bool fits(DType t, int64_t cols) { return cols % dtype_info(t)->block_elems == 0; }
+
+// One row of the source as f32.
+void decode_row(const SourceTensor& t, int64_t rows, int64_t cols, int64_t r, float* out) {
+  const uint8_t* base = t.bytes.data();
+  switch (t.dtype) {
+    case DType::kF32:
+      std::memcpy(out, base + r * cols * 4, cols * 4);
+      return;
+    case DType::kF16:
+    case DType::kBF16:
+      for (int64_t c = 0; c < cols; ++c) {
+        uint16_t h;
+        std::memcpy(&h, base + (r * cols + c) * 2, 2);
+        out[c] = t.dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+      }
+      return;
+    default:
+      kernels::dequantize_row(kernels::WeightMatrix{t.dtype, rows, cols, base}, r, out);
+  }
+}
+
+}  // namespace
+
+DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers, bool* fallback) {
+  *fallback = false;
+  if (is_vector(t)) return DType::kF32;
+  if (plan.keep) return t.dtype;
+  DType want = plan.matrix;
+  if (plan.q4_k_m) {
+    const int64_t layer = layer_of(t.name);
+    const bool v_or_down = t.name.find("attn_v.weight") != std::string::npos ||
+                           t.name.find("ffn_down.weight") != std::string::npos;
+    if (t.name == "output.weight" || (v_or_down && more_bits_layer(layer, n_layers))) want = DType::kQ6_K;
+  }
+  const int64_t cols = t.ne[0];
+  if (fits(want, cols)) return want;
+  *fallback = true;
+  if ((want == DType::kQ4_K || want == DType::kQ6_K) && fits(DType::kQ8_0, cols)) return DType::kQ8_0;
+  return DType::kF16;
+}
+
+Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target,
+                                                std::deque<std::vector<uint8_t>>* owned) {
+  if (target == t.dtype && t.unpermute_heads == 0) return t.bytes;
+  const bool vec = t.ne.size() <= 1;
+  // Vectors to un-permute go element by element (rows of one column).
+  const bool per_element = vec && t.unpermute_heads > 0;
+  int64_t rows = 1, cols = t.ne.empty() ? 1 : t.ne[0];
+  for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
+  if (per_element) std::swap(rows, cols);
+  const auto in_info = dtype_info(t.dtype);
+  const auto out_info = dtype_info(target);
+  if (!in_info || !out_info || !kernels::quantize_supports(target))
+    return error_status("tensor '" + t.name + "': cannot convert " + std::string(dtype_name(t.dtype)) + " to " +
+                        std::string(dtype_name(target)));
+  if (t.dtype != DType::kF32 && t.dtype != DType::kF16 && t.dtype != DType::kBF16 &&
+      !kernels::matmul_supports(t.dtype))
+    return error_status("tensor '" + t.name + "' has type " + std::string(dtype_name(t.dtype)) +
+                        ", which this build cannot decode");
+  if (cols % in_info->block_elems != 0 || cols % out_info->block_elems != 0 ||
+      static_cast<uint64_t>(row_bytes(*in_info, cols) * rows) != t.bytes.size())
+    return error_status("tensor '" + t.name + "': its size does not match its shape and type");
+  int64_t head_rows = 0;
+  if (t.unpermute_heads > 0) {
+    head_rows = rows / t.unpermute_heads;
+    if (rows % t.unpermute_heads != 0 || head_rows % 2 != 0)
+      return error_status("tensor '" + t.name + "': " + std::to_string(rows) + " rows do not split into " +
+                          std::to_string(t.unpermute_heads) + " heads of even size");
+  }
+  const int64_t out_row = row_bytes(*out_info, cols);
+  auto& out = owned->emplace_back(static_cast<size_t>(out_row * rows));
+  std::vector<float> buf(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    int64_t src = r;
+    if (head_rows > 0) {  // output row h*hs + 2i + j comes from row h*hs + j*hs/2 + i
+      const int64_t h = r / head_rows, k = r % head_rows, i = k / 2, j = k % 2;
+      src = h * head_rows + j * (head_rows / 2) + i;
+    }
+    decode_row(t, rows, cols, src, buf.data());
+    kernels::quantize_row(target, buf.data(), cols, out.data() + r * out_row);
+  }
+  return std::span<const uint8_t>(out);
+}
+
+}  // namespace llmpack

@@ -1,0 +1,29 @@
+// Converting source tensors into the package's types: decode each row to
+// f32 (any type the kernels can dequantize), undo Hugging Face's rotate_half
+// row order where asked, and quantize (src/kernels/quantize.h).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "export/export_options.h"
+#include "export/model_source.h"
+
+namespace llmpack {
+
+// The type `t` is written as under `plan`. A matrix whose rows do not fit the
+// type's block falls back (K types to q8_0 when rows fit 32-blocks, else f16)
+// and `*fallback` is set. Vectors (norms, biases) are always f32.
+DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers, bool* fallback);
+
+// The bytes of `t` as `target`: a view of the source when nothing changes,
+// else a buffer appended to `owned`.
+Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target,
+                                                std::deque<std::vector<uint8_t>>* owned);
+
+}  // namespace llmpack

@@ -1,0 +1,141 @@
+// Tokenizer files -> the tokenizer.* GGUF keys of a SentencePiece-style
+// vocabulary (tokenizer.ggml.model "llama"), so the tokenizer travels inside
+// the package (E4).
+#include <cstring>
+
+#include "export/model_source.h"
+#include "format/mapped_file.h"
+#include "format/sentencepiece_model.h"
+#include "tokenizer/tokenizer_loader.h"
+
+namespace llmpack {
+namespace {
+
+GgufValue string_array(std::vector<std::string> v) {
+  GgufValue g;
+  g.type = GgufValueType::kArray;
+  g.array_type = GgufValueType::kString;
+  g.value = std::move(v);
+  return g;
+}
+GgufValue float_array(const std::vector<float>& v) {
+  GgufValue g;
+  g.type = GgufValueType::kArray;
+  g.array_type = GgufValueType::kF32;
+  g.value = std::vector<double>(v.begin(), v.end());
+  return g;
+}
+GgufValue int_array(const std::vector<int32_t>& v) {
+  GgufValue g;
+  g.type = GgufValueType::kArray;
+  g.array_type = GgufValueType::kI32;
+  g.value = std::vector<int64_t>(v.begin(), v.end());
+  return g;
+}
+GgufValue u32(int64_t v) {
+  GgufValue g;
+  g.type = GgufValueType::kU32;
+  g.value = static_cast<uint64_t>(v);
+  return g;
+}
+GgufValue boolean(bool b) {
+  GgufValue g;
+  g.type = GgufValueType::kBool;
+  g.value = b;
+  return g;
+}
+GgufValue text(std::string s) {
+  GgufValue g;
+  g.type = GgufValueType::kString;
+  g.value = std::move(s);
+  return g;
+}
+
+TokenizerMetadata spm_metadata(std::vector<std::string> pieces, const std::vector<float>& scores,
+                               const std::vector<int32_t>& types, int64_t bos, int64_t eos, int64_t unk,
+                               bool add_space_prefix) {
+  TokenizerMetadata m;
+  m.vocab_size = static_cast<int64_t>(pieces.size());
+  m.bos_id = bos;
+  m.eos_id = eos;
+  m.keys.emplace_back("tokenizer.ggml.model", text("llama"));
+  m.keys.emplace_back("tokenizer.ggml.tokens", string_array(std::move(pieces)));
+  m.keys.emplace_back("tokenizer.ggml.scores", float_array(scores));
+  m.keys.emplace_back("tokenizer.ggml.token_type", int_array(types));
+  if (bos >= 0) m.keys.emplace_back("tokenizer.ggml.bos_token_id", u32(bos));
+  if (eos >= 0) m.keys.emplace_back("tokenizer.ggml.eos_token_id", u32(eos));
+  if (unk >= 0) m.keys.emplace_back("tokenizer.ggml.unknown_token_id", u32(unk));
+  m.keys.emplace_back("tokenizer.ggml.add_bos_token", boolean(true));
+  m.keys.emplace_back("tokenizer.ggml.add_eos_token", boolean(false));
+  m.keys.emplace_back("tokenizer.ggml.add_space_prefix", boolean(add_space_prefix));
+  return m;
+}
+
+// llama2.c tokenizer.bin spells a space ' ' and BOS/EOS "\n<s>\n"; GGUF
+// vocabularies use SentencePiece's '▁' and "<s>", "</s>".
+Result<TokenizerMetadata> from_llama2c(std::span<const uint8_t> bytes) {
+  LLMPACK_ASSIGN_OR_RETURN(auto tok, parse_llama2c_tokenizer(bytes, -1));
+  const SpmVocab& v = tok->vocab();
+  std::vector<std::string> pieces;
+  std::vector<int32_t> types;
+  for (size_t i = 0; i < v.pieces.size(); ++i) {
+    std::string p = v.pieces[i];
+    if (static_cast<int32_t>(i) == v.bos_id) p = "<s>";
+    else if (static_cast<int32_t>(i) == v.eos_id) p = "</s>";
+    else if (static_cast<int32_t>(i) == v.unk_id) p = "<unk>";
+    else if (v.types[i] != TokenType::kByte) {
+      std::string out;
+      for (char c : p) out += c == ' ' ? std::string("\xE2\x96\x81") : std::string(1, c);
+      p = std::move(out);
+    }
+    pieces.push_back(std::move(p));
+    types.push_back(static_cast<int32_t>(v.types[i]));
+  }
+  auto m = spm_metadata(std::move(pieces), v.scores, types, v.bos_id, v.eos_id, v.unk_id, true);
+  m.description = "llama2.c tokenizer.bin (" + std::to_string(m.vocab_size) + " tokens)";
+  return m;
+}
+
+Result<TokenizerMetadata> from_sentencepiece(const SentencePieceModel& spm) {
+  if (spm.model_type != 2)
+    return error_status("SentencePiece model type " + std::to_string(spm.model_type) +
+                        " is not supported (only BPE, type 2, runs here)");
+  auto m = spm_metadata(spm.pieces, spm.scores, spm.types, spm.bos_id, spm.eos_id, spm.unk_id, spm.add_dummy_prefix);
+  m.description = "SentencePiece BPE model (" + std::to_string(m.vocab_size) + " pieces)";
+  return m;
+}
+
+Result<TokenizerMetadata> from_gguf(const std::string& path) {
+  auto gguf = GgufFile::open(path);
+  if (!gguf.ok()) return gguf.status();
+  TokenizerMetadata m;
+  for (const auto& [key, value] : (*gguf)->metadata())
+    if (key.rfind("tokenizer.", 0) == 0 && key != "tokenizer.chat_template") m.keys.emplace_back(key, value);
+  const auto* tokens = (*gguf)->get_string_array("tokenizer.ggml.tokens");
+  if (!tokens) return error_status("GGUF has no tokenizer.ggml.tokens");
+  m.vocab_size = static_cast<int64_t>(tokens->size());
+  m.bos_id = (*gguf)->get_int("tokenizer.ggml.bos_token_id").value_or(-1);
+  m.eos_id = (*gguf)->get_int("tokenizer.ggml.eos_token_id").value_or(-1);
+  m.description = "GGUF vocabulary (" + std::to_string(m.vocab_size) + " tokens)";
+  return m;
+}
+
+}  // namespace
+
+Result<TokenizerMetadata> read_tokenizer_metadata(const std::string& path) {
+  const std::string context = "reading tokenizer " + path;
+  auto file = MappedFile::open(path);
+  if (!file.ok()) return file.status().with_context(context);
+  const auto bytes = (*file)->bytes();
+  if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0) return from_gguf(path).with_context(context);
+  // A SentencePiece protobuf parses cleanly only when it is one; a
+  // tokenizer.bin fails at once (its first bytes are not a valid field).
+  auto spm = parse_sentencepiece_model(bytes);
+  if (spm.ok()) return from_sentencepiece(*spm).with_context(context);
+  auto bin = from_llama2c(bytes);
+  if (bin.ok()) return bin;
+  return error_status(context + ": neither a SentencePiece model (" + spm.status().message() +
+                      ") nor a llama2.c tokenizer.bin (" + bin.status().message() + ")");
+}
+
+}  // namespace llmpack

@@ -1,0 +1,128 @@
+// E1: stories260K exported from every kind of source loads as a package and
+// reproduces the golden greedy ids (../shared/fixtures/llama2c/stories260K_greedy_256.json).
+#include <gtest/gtest.h>
+
+#include "export_test_util.h"
+#include "export/model_source.h"
+#include "format/gguf.h"
+
+namespace llmpack {
+namespace {
+
+using testing::ScratchDir;
+
+struct SourceCase {
+  const char* label;
+  const char* checkpoint;   // relative to the fixtures
+  const char* tokenizer;    // "" : none
+  const char* params;       // "" : none
+  bool exact;               // bf16 weights: compare logits loosely instead
+};
+
+class ExportSource : public ::testing::TestWithParam<SourceCase> {};
+
+TEST_P(ExportSource, E1_PackageReproducesGoldenGreedyIds) {
+  const SourceCase& c = GetParam();
+  LLMPACK_REQUIRE_FIXTURE(checkpoint, c.checkpoint);
+  LLMPACK_REQUIRE_FIXTURE(golden, "llama2c/stories260K_greedy_256.json");
+  ScratchDir dir;
+  ExportOptions o;
+  o.checkpoint = checkpoint;
+  if (*c.tokenizer) o.tokenizer_path = testing::fixture_path(c.tokenizer);
+  if (*c.params) o.params_path = testing::fixture_path(c.params);
+  o.output = dir.file("out.gguf");
+  auto report = export_package(o);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->n_tensors, 47u + (std::string(c.label) == "meta_pth" || std::string(c.label) == "bf16_pth" ||
+                                              std::string(c.label) == "gguf" ? 1u : 0u));
+  auto pkg = testing::load(o.output);
+  ASSERT_TRUE(pkg.ok()) << pkg.status().message();
+  const auto& contract = pkg->program->contract();
+  EXPECT_TRUE(contract.from_keys);
+  EXPECT_EQ(contract.max_seq_len, 128);
+  EXPECT_EQ(contract.max_context_len, 128);
+  EXPECT_EQ(contract.token_bound, 128);  // E3: never S - 1
+  EXPECT_EQ(pkg->tokenizer->vocab_size(), 512);
+  EXPECT_EQ(pkg->tokenizer->bos_id(), 1);
+  EXPECT_EQ(pkg->tokenizer->eos_id(), 2);
+  if (c.exact) {
+    EXPECT_EQ(testing::greedy(*pkg->program, 64), testing::golden_ids(64));
+  } else {
+    // bf16 rounding moves logits a little; the first step's ranking holds.
+    auto logits = testing::first_logits(*pkg->program);
+    ASSERT_EQ(logits.size(), 512u);
+    EXPECT_EQ(testing::argmax(logits), 403);
+    EXPECT_NEAR(logits[403], 17.0235f, 0.3f);
+    EXPECT_NEAR(logits[385], 15.4062f, 0.3f);
+  }
+  // The tokenizer travels inside (E4): it encodes like the fixture's.
+  auto ids = pkg->tokenizer->encode("Once upon a time", 1, 0);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ((*ids)[0], 1);
+  EXPECT_GT(ids->size(), 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Stories260K, ExportSource,
+    ::testing::Values(SourceCase{"bin_tokbin", "llama2c/stories260K.bin", "llama2c/tok512.bin", "", true},
+                      SourceCase{"bin_spm", "llama2c/stories260K.bin", "llama2c/tok512.model", "", true},
+                      SourceCase{"llama2c_pt", "pytorch/stories260K.pt", "llama2c/tok512.model", "", true},
+                      SourceCase{"llama2c_pt_params", "pytorch/stories260K.pt", "llama2c/tok512.bin",
+                                 "pytorch/params.json", true},
+                      SourceCase{"meta_pth", "pytorch/consolidated.00.pth", "llama2c/tok512.model",
+                                 "pytorch/params.json", true},
+                      SourceCase{"bf16_pth", "pytorch/consolidated.bf16.pth", "llama2c/tok512.model",
+                                 "pytorch/params.json", false},
+                      SourceCase{"hf", "safetensors/stories260K-hf", "llama2c/tok512.model", "", true},
+                      SourceCase{"gguf", "gguf/stories260K.gguf", "", "", true}),
+    [](const auto& info) { return std::string(info.param.label); });
+
+// tokenizer.bin and tokenizer.model give the same vocabulary in the package,
+// and it equals the one in stories260K.gguf.
+TEST(ExportTokenizer, E4_TokenizerBinAndModelGiveTheSameGgufVocabulary) {
+  LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/tok512.bin");
+  LLMPACK_REQUIRE_FIXTURE(spm, "llama2c/tok512.model");
+  LLMPACK_REQUIRE_FIXTURE(gguf_path, "gguf/stories260K.gguf");
+  auto a = read_tokenizer_metadata(bin);
+  auto b = read_tokenizer_metadata(spm);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  ASSERT_TRUE(b.ok()) << b.status().message();
+  auto gguf = GgufFile::open(gguf_path);
+  ASSERT_TRUE(gguf.ok());
+  auto tokens = [](const TokenizerMetadata& m) {
+    for (const auto& [k, v] : m.keys)
+      if (k == "tokenizer.ggml.tokens") return std::get<std::vector<std::string>>(v.value);
+    return std::vector<std::string>{};
+  };
+  EXPECT_EQ(tokens(*a), *(*gguf)->get_string_array("tokenizer.ggml.tokens"));
+  EXPECT_EQ(tokens(*b), *(*gguf)->get_string_array("tokenizer.ggml.tokens"));
+  EXPECT_EQ(a->eos_id, 2);
+  EXPECT_EQ(b->bos_id, 1);
+}
+
+TEST(ExportTokenizer, HfFolderWithoutTokenizerAsksForOne) {
+  LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
+  ScratchDir dir;
+  ExportOptions o;
+  o.checkpoint = hf;
+  o.output = dir.file("out.gguf");
+  auto report = export_package(o);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("--tokenizer_path"), std::string::npos) << report.status().message();
+  EXPECT_FALSE(std::filesystem::exists(o.output));
+}
+
+TEST(ExportTokenizer, MetaCheckpointWithoutParamsAsksForThem) {
+  LLMPACK_REQUIRE_FIXTURE(pth, "pytorch/consolidated.00.pth");
+  ScratchDir dir;
+  ExportOptions o;
+  o.checkpoint = pth;
+  o.output = dir.file("out.gguf");
+  auto report = export_package(o);
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("--params"), std::string::npos) << report.status().message();
+  EXPECT_EQ(dir.n_files(), 0u);
+}
+
+}  // namespace
+}  // namespace llmpack
