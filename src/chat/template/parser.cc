@@ -90,7 +90,7 @@ class Parser {
     while (true) {
       const Token& t = peek();
       if (t.kind == TK::kEof) {
-        if (!ends.empty()) fail("unexpected end of template: expected '{% " + ends.front() + " %}'");
+        if (!ends.empty()) fail("unexpected end of template: expected '{% " + ends.back() + " %}'");
         return body;
       }
       if (t.kind == TK::kText) {
