@@ -52,6 +52,13 @@ class GgufFile {
   static Result<std::unique_ptr<GgufFile>> open(const std::string& path);
   // Parses a buffer (tests and fuzzing); the buffer is copied into the file.
   static Result<std::unique_ptr<GgufFile>> from_bytes(std::span<const uint8_t> bytes);
+  // Adopts `bytes` without copying (in-memory models of gigabytes). After
+  // parsing, `fill` (when given) is called once per tensor, in file order, with
+  // that tensor's bytes writable: a synthetic model writes its weights in place
+  // instead of holding a second copy. Tensors are read-only afterwards.
+  using TensorFill = std::function<Status(const GgufTensorInfo&, std::span<uint8_t>)>;
+  static Result<std::unique_ptr<GgufFile>> from_owned_bytes(std::vector<uint8_t> bytes,
+                                                            const TensorFill& fill = nullptr);
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }

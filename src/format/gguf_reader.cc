@@ -218,6 +218,21 @@ Result<std::unique_ptr<GgufFile>> GgufFile::from_bytes(std::span<const uint8_t> 
   return f;
 }
 
+Result<std::unique_ptr<GgufFile>> GgufFile::from_owned_bytes(std::vector<uint8_t> bytes, const TensorFill& fill) {
+  std::unique_ptr<GgufFile> f(new GgufFile());
+  f->file_ = MappedFile::from_owned(std::move(bytes));
+  f->path_ = f->file_->path();
+  LLMPACK_RETURN_IF_ERROR(f->parse());
+  if (!fill) return f;
+  for (const GgufTensorInfo& t : f->tensors_) {
+    // The bytes are the vector adopted above (not a read-only mapping), so
+    // writing through them is well defined; parse() checked each range.
+    std::span<uint8_t> writable(const_cast<uint8_t*>(t.data), static_cast<size_t>(t.n_bytes));
+    LLMPACK_RETURN_IF_ERROR(fill(t, writable));
+  }
+  return f;
+}
+
 namespace {
 
 Status parse_header(ByteCursor& cur, uint32_t* version, uint64_t* n_tensors, uint64_t* n_kv) {

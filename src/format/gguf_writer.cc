@@ -300,7 +300,12 @@ Status GgufWriter::emit(const Sink& sink, const Progress& progress) const {
 }
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {
+  // A counting pass first, so a file of gigabytes is allocated once at its
+  // exact size instead of growing (and copying) geometrically.
+  uint64_t total = 0;
+  if (!emit([&](std::span<const uint8_t> b) { total += b.size(); return ok_status(); }, nullptr).ok()) return {};
   std::vector<uint8_t> out;
+  out.reserve(static_cast<size_t>(total));
   Status s = emit(
       [&](std::span<const uint8_t> b) {
         out.insert(out.end(), b.begin(), b.end());

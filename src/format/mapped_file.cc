@@ -62,6 +62,15 @@ std::unique_ptr<MappedFile> MappedFile::from_bytes(std::span<const uint8_t> byte
   return file;
 }
 
+std::unique_ptr<MappedFile> MappedFile::from_owned(std::vector<uint8_t> bytes) {
+  std::unique_ptr<MappedFile> file(new MappedFile());
+  file->owned_ = std::move(bytes);
+  file->data_ = file->owned_.data();
+  file->size_ = file->owned_.size();
+  file->path_ = "<memory>";
+  return file;
+}
+
 MappedFile::~MappedFile() {
   if (mapping_ != nullptr) ::munmap(mapping_, static_cast<size_t>(size_));
 }

@@ -17,6 +17,8 @@ class MappedFile {
   static Result<std::unique_ptr<MappedFile>> open(const std::string& path);
   // Owns a copy of `bytes` (tests, fuzzing, in-memory models).
   static std::unique_ptr<MappedFile> from_bytes(std::span<const uint8_t> bytes);
+  // Takes `bytes` over without copying.
+  static std::unique_ptr<MappedFile> from_owned(std::vector<uint8_t> bytes);
   ~MappedFile();
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
