@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -26,14 +27,20 @@ std::string slurp(const std::string& path) {
 
 // Runs `llmpack ARGS` through the shell, capturing both streams.
 Outcome run_cli(const std::string& args) {
-  const std::string dir = ::testing::TempDir();
-  const std::string out = dir + "/llmpack_e2e_out.txt", err = dir + "/llmpack_e2e_err.txt";
+  // Unique names: ctest runs tests of this binary in parallel processes.
+  static int call = 0;
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::string stem = ::testing::TempDir() + "/llmpack_e2e_" + std::to_string(getpid()) + "_" +
+                           (test ? test->name() : "x") + "_" + std::to_string(call++);
+  const std::string out = stem + ".out", err = stem + ".err";
   const std::string cmd = std::string(LLMPACK_BINARY_PATH) + " " + args + " >" + out + " 2>" + err + " </dev/null";
   const int status = std::system(cmd.c_str());
   Outcome o;
   o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   o.out = slurp(out);
   o.err = slurp(err);
+  std::remove(out.c_str());
+  std::remove(err.c_str());
   return o;
 }
 
@@ -106,7 +113,7 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
   LLMPACK_REQUIRE_FIXTURE(gguf, "gguf/stories260K.gguf");
   LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
   LLMPACK_REQUIRE_FIXTURE(big_tok, "llama2c/tokenizer.bin");
-  const std::string damaged = ::testing::TempDir() + "/damaged.gguf";
+  const std::string damaged = ::testing::TempDir() + "/damaged_" + std::to_string(getpid()) + ".gguf";
   {
     std::string bytes = slurp(gguf);
     std::ofstream(damaged, std::ios::binary) << bytes.substr(0, 5000);
