@@ -62,7 +62,18 @@ class SpmTokenizer final : public Tokenizer {
   // the lookup tables.
   static Result<std::unique_ptr<SpmTokenizer>> create(SpmVocab vocab);
 
+  using Tokenizer::encode;  // the EncodeOptions form (special_tokens.cc)
   Result<std::vector<int32_t>> encode(std::string_view text, int n_bos, int n_eos) const override;
+  // Control and user-defined pieces (what parse_special recognizes).
+  std::vector<int32_t> special_token_ids() const override {
+    std::vector<int32_t> ids;
+    for (size_t i = 0; i < vocab_.types.size(); ++i) {
+      if (vocab_.types[i] == TokenType::kControl || vocab_.types[i] == TokenType::kUserDefined) {
+        ids.push_back(static_cast<int32_t>(i));
+      }
+    }
+    return ids;
+  }
   Result<std::string> decode(int32_t prev_id, int32_t id) const override;
   int32_t vocab_size() const override { return static_cast<int32_t>(vocab_.pieces.size()); }
   int32_t bos_id() const override { return vocab_.bos_id; }

@@ -12,6 +12,17 @@
 
 namespace llmpack {
 
+// Options of Tokenizer::encode beyond the text.
+struct EncodeOptions {
+  int n_bos = 0;  // BOS ids before the text
+  int n_eos = 0;  // EOS ids after the text
+  // Whether special-token text in the input ("<|eot_id|>") becomes the single
+  // special id. Off, it is tokenized as plain text, so user text cannot
+  // forge control tokens. (Non-special added tokens, such as Qwen's
+  // "<think>", always match, as in HF tokenizers and llama.cpp.)
+  bool parse_special = false;
+};
+
 class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
@@ -20,6 +31,16 @@ class Tokenizer {
   // Text that cannot be tokenized (invalid UTF-8 where no byte fallback
   // exists) is an error naming the byte offset.
   virtual Result<std::vector<int32_t>> encode(std::string_view text, int n_bos, int n_eos) const = 0;
+
+  // encode() with options; encode(text, {n_bos, n_eos}) equals the 3-argument
+  // form. The default implementation cuts the text at special_token_ids()
+  // pieces when options.parse_special and encodes the rest piecewise
+  // (special_tokens.cc). A subclass that overrides only the 3-argument form
+  // should add `using Tokenizer::encode;` to keep this one visible.
+  virtual Result<std::vector<int32_t>> encode(std::string_view text, const EncodeOptions& options) const;
+
+  // Ids of control / added tokens whose text parse_special recognizes.
+  virtual std::vector<int32_t> special_token_ids() const { return {}; }
 
   // The raw bytes token `id` stands for when it follows `prev_id` (SentencePiece
   // drops the leading space of the first piece after BOS; byte pieces
@@ -30,8 +51,10 @@ class Tokenizer {
   virtual int32_t vocab_size() const = 0;
   virtual int32_t bos_id() const = 0;  // -1 when the vocabulary has none
   virtual int32_t eos_id() const = 0;  // -1 when the vocabulary has none
-  // Further ids that end a turn (<|eot_id|>, <|im_end|>); may be empty.
-  virtual std::vector<int32_t> end_of_turn_ids() const { return {}; }
+  // Further ids that end a turn (<|eot_id|>, <|im_end|>); may be empty. The
+  // default picks, among special_token_ids(), the pieces that chat models
+  // use to end a turn (special_tokens.cc, kEndOfTurnPieces).
+  virtual std::vector<int32_t> end_of_turn_ids() const;
   // How many BOS the model's own rule adds to a prompt (GGUF
   // tokenizer.ggml.add_bos_token; 1 for SentencePiece and llama2.c vocabularies).
   virtual int default_num_bos() const { return 1; }

@@ -4,6 +4,9 @@
 
 #include "format/byte_cursor.h"
 #include "format/mapped_file.h"
+#include "tokenizer/hf_tokenizer_json.h"
+#include "tokenizer/pretokenizer.h"
+#include "tokenizer/tiktoken.h"
 
 namespace llmpack {
 namespace {
@@ -168,6 +171,109 @@ Result<std::unique_ptr<SpmTokenizer>> load_spm_from_gguf(const GgufFile& gguf) {
   return SpmTokenizer::create(std::move(vocab)).with_context("GGUF tokenizer");
 }
 
+Result<std::unique_ptr<BpeTokenizer>> load_bpe_from_gguf(const GgufFile& gguf) {
+  const std::optional<std::string> model = gguf.get_string("tokenizer.ggml.model");
+  if (model != "gpt2") {
+    return Status::error("GGUF tokenizer: expected tokenizer.ggml.model \"gpt2\", found " +
+                         (model ? "\"" + *model + "\"" : std::string("none")));
+  }
+  const std::vector<std::string>* tokens = gguf.get_string_array("tokenizer.ggml.tokens");
+  if (tokens == nullptr) return Status::error("GGUF tokenizer: tokenizer.ggml.tokens is missing or not a string array");
+  const size_t n = tokens->size();
+  if (n == 0) return Status::error("GGUF tokenizer: tokenizer.ggml.tokens is empty");
+  BpeVocab vocab;
+  vocab.tokens = *tokens;
+  SpmVocab types_holder;
+  Status st = read_gguf_types(gguf, n, &types_holder);
+  if (!st.ok()) return st.with_context("GGUF tokenizer");
+  vocab.types = std::move(types_holder.types);
+  const std::vector<std::string>* merges = gguf.get_string_array("tokenizer.ggml.merges");
+  if (merges == nullptr) return Status::error("GGUF tokenizer: tokenizer.ggml.merges is missing or not a string array");
+  vocab.merges.reserve(merges->size());
+  for (size_t i = 0; i < merges->size(); ++i) {
+    const std::string& m = (*merges)[i];
+    const size_t space = m.find(' ', 1);
+    if (space == std::string::npos) {
+      return Status::error("GGUF tokenizer: merge " + std::to_string(i) + " \"" + m +
+                           "\" is not two tokens separated by a space");
+    }
+    vocab.merges.emplace_back(m.substr(0, space), m.substr(space + 1));
+  }
+  const std::string pre = gguf.get_string("tokenizer.ggml.pre").value_or("default");
+  auto regexes = pretokenizer_regexes(pre);
+  if (!regexes.ok()) return regexes.status().with_context("GGUF tokenizer (tokenizer.ggml.pre)");
+  vocab.pretokenizer_regexes = std::move(*regexes);
+  // llama.cpp's rule: only Llama 3 maps whole pre-tokens that are tokens.
+  vocab.ignore_merges = pre == "llama-bpe" || pre == "llama3";
+  auto bos = gguf_special_id(gguf, "tokenizer.ggml.bos_token_id", -1, n);
+  auto eos = gguf_special_id(gguf, "tokenizer.ggml.eos_token_id", -1, n);
+  auto eot = gguf_special_id(gguf, "tokenizer.ggml.eot_token_id", -1, n);
+  auto eom = gguf_special_id(gguf, "tokenizer.ggml.eom_token_id", -1, n);
+  for (auto* r : {&bos, &eos, &eot, &eom}) {
+    if (!r->ok()) return r->status().with_context("GGUF tokenizer");
+  }
+  vocab.bos_id = *bos;
+  vocab.eos_id = *eos;
+  for (int32_t id : {*eot, *eom}) {
+    if (id >= 0 && id != vocab.eos_id) vocab.eot_ids.push_back(id);
+  }
+  if (gguf.find("tokenizer.ggml.add_bos_token") != nullptr) {
+    const std::optional<bool> b = gguf.get_bool("tokenizer.ggml.add_bos_token");
+    if (!b) return Status::error("GGUF tokenizer: tokenizer.ggml.add_bos_token: expected a bool");
+    vocab.add_bos = *b && vocab.bos_id >= 0;
+  }
+  return BpeTokenizer::create(std::move(vocab)).with_context("GGUF tokenizer");
+}
+
+Result<std::unique_ptr<Tokenizer>> load_tokenizer_from_gguf(const GgufFile& gguf) {
+  const std::optional<std::string> model = gguf.get_string("tokenizer.ggml.model");
+  if (model == "gpt2") {
+    auto tok = load_bpe_from_gguf(gguf);
+    if (!tok.ok()) return tok.status();
+    return std::unique_ptr<Tokenizer>(std::move(*tok));
+  }
+  if (model && *model != "llama") {
+    return Status::error("GGUF tokenizer: tokenizer.ggml.model \"" + *model +
+                         "\" is not supported (\"llama\" SentencePiece BPE or \"gpt2\" byte-level BPE)");
+  }
+  auto tok = load_spm_from_gguf(gguf);
+  if (!tok.ok()) return tok.status();
+  return std::unique_ptr<Tokenizer>(std::move(*tok));
+}
+
+Result<std::unique_ptr<SpmTokenizer>> spm_from_sentencepiece_model(const SentencePieceModel& model) {
+  if (model.model_type != 2) {
+    return Status::error("SentencePiece model: model_type " + std::to_string(model.model_type) +
+                         (model.model_type == 1 ? " (unigram)" : "") + " is not supported (only 2, BPE)");
+  }
+  const size_t n = model.pieces.size();
+  SpmVocab vocab;
+  vocab.pieces = model.pieces;
+  vocab.scores = model.scores;
+  vocab.types.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const int32_t t = i < model.types.size() ? model.types[i] : 1;
+    vocab.types[i] = t >= 1 && t <= 6 ? static_cast<TokenType>(t) : TokenType::kNormal;
+  }
+  const auto id = [&](int32_t v) { return v >= 0 && static_cast<size_t>(v) < n ? v : -1; };
+  vocab.bos_id = id(model.bos_id);
+  vocab.eos_id = id(model.eos_id);
+  vocab.unk_id = id(model.unk_id);
+  vocab.add_bos = vocab.bos_id >= 0;
+  vocab.add_dummy_prefix = model.add_dummy_prefix;
+  return SpmTokenizer::create(std::move(vocab)).with_context("SentencePiece model");
+}
+
+namespace {
+
+template <typename T>
+Result<std::unique_ptr<Tokenizer>> as_tokenizer(Result<std::unique_ptr<T>> r, const std::string& context) {
+  if (!r.ok()) return context.empty() ? r.status() : r.status().with_context(context);
+  return std::unique_ptr<Tokenizer>(std::move(*r));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path) {
   const std::string context = "loading tokenizer " + path;
   auto file = MappedFile::open(path);
@@ -176,13 +282,28 @@ Result<std::unique_ptr<Tokenizer>> load_tokenizer(const std::string& path) {
   if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0) {
     auto gguf = GgufFile::open(path);
     if (!gguf.ok()) return gguf.status().with_context(context);
-    auto tok = load_spm_from_gguf(**gguf);
-    if (!tok.ok()) return tok.status().with_context(context);
-    return std::unique_ptr<Tokenizer>(std::move(*tok));
+    return as_tokenizer(load_tokenizer_from_gguf(**gguf), context);
+  }
+  size_t first = 0;
+  while (first < bytes.size() && (bytes[first] == ' ' || bytes[first] == '\n' || bytes[first] == '\r' ||
+                                  bytes[first] == '\t')) {
+    ++first;
+  }
+  if ((bytes.size() >= 2 && bytes[0] == 0x1F && bytes[1] == 0x8B) || (first < bytes.size() && bytes[first] == '{')) {
+    // load_hf_tokenizer_json adds the path to its messages itself.
+    return as_tokenizer(load_hf_tokenizer_json(path), "");
+  }
+  if (looks_like_tiktoken(bytes)) return as_tokenizer(load_tiktoken(path), "");
+  // A SentencePiece ModelProto starts with field 1 (a piece), wire type 2.
+  if (!bytes.empty() && bytes[0] == 0x0A) {
+    auto model = parse_sentencepiece_model(bytes);
+    if (model.ok()) return as_tokenizer(spm_from_sentencepiece_model(*model), context);
   }
   auto tok = parse_llama2c_tokenizer(bytes, -1);
   if (!tok.ok()) {
-    return tok.status().with_context(context + " (not GGUF, so read as a llama2.c tokenizer.bin)");
+    return tok.status().with_context(context +
+                                     " (not GGUF, tokenizer.json, tiktoken or SentencePiece, so read as a llama2.c "
+                                     "tokenizer.bin)");
   }
   return std::unique_ptr<Tokenizer>(std::move(*tok));
 }

@@ -1,0 +1,307 @@
+#include "tokenizer/bpe_tokenizer.h"
+
+#include <algorithm>
+#include <queue>
+
+#include "tokenizer/pretokenizer_nfc.h"
+
+namespace llmpack {
+namespace {
+
+// Inverse of byte_to_unicode for code points below 0x144 (the largest it
+// produces), -1 elsewhere.
+std::array<int16_t, 0x144> make_unicode_to_byte() {
+  std::array<int16_t, 0x144> inv;
+  inv.fill(-1);
+  for (int b = 0; b < 256; ++b) inv[byte_to_unicode(static_cast<uint8_t>(b))] = static_cast<int16_t>(b);
+  return inv;
+}
+
+// The raw bytes a byte-level piece stands for; characters outside the
+// mapping (not byte-level text) are kept as they are.
+std::string byte_level_to_raw(std::string_view piece) {
+  static const std::array<int16_t, 0x144> inv = make_unicode_to_byte();
+  std::string out;
+  out.reserve(piece.size());
+  for (size_t i = 0; i < piece.size();) {
+    const auto c0 = static_cast<unsigned char>(piece[i]);
+    uint32_t cp = c0;
+    size_t len = 1;
+    if (c0 >= 0xC0 && c0 < 0xE0 && i + 1 < piece.size()) {
+      cp = ((c0 & 0x1Fu) << 6) | (static_cast<unsigned char>(piece[i + 1]) & 0x3Fu);
+      len = 2;
+    }
+    if (cp < inv.size() && inv[cp] >= 0 && (len == 2 || cp < 0x80)) {
+      out += static_cast<char>(inv[cp]);
+    } else {
+      out.append(piece.substr(i, len));
+    }
+    i += len;
+  }
+  return out;
+}
+
+std::string hex_byte(unsigned b) {
+  static const char* kDigits = "0123456789ABCDEF";
+  return std::string("0x") + kDigits[(b >> 4) & 15] + kDigits[b & 15];
+}
+
+bool is_added(TokenType t) { return t == TokenType::kControl || t == TokenType::kUserDefined; }
+
+}  // namespace
+
+uint32_t byte_to_unicode(uint8_t b) {
+  // Printable bytes ('!'..'~', '¡'..'¬', '®'..'ÿ') stand for themselves; the
+  // other 68 bytes take U+0100.. in byte order.
+  const auto printable = [](unsigned x) { return (x >= 33 && x <= 126) || (x >= 161 && x <= 172) || x >= 174; };
+  if (printable(b)) return b;
+  uint32_t n = 0;
+  for (unsigned x = 0; x < b; ++x) n += printable(x) ? 0 : 1;
+  return 256 + n;
+}
+
+// One symbol of a word being merged; a merged-away symbol has id -1.
+struct BpeTokenizer::Symbol {
+  int32_t id;
+  int32_t prev;
+  int32_t next;
+};
+
+Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(BpeVocab vocab) {
+  std::unique_ptr<BpeTokenizer> tok(new BpeTokenizer(std::move(vocab)));
+  LLMPACK_RETURN_IF_ERROR(tok->build());
+  return tok;
+}
+
+Status BpeTokenizer::build() {
+  const size_t n = vocab_.tokens.size();
+  if (n == 0) return Status::error("BPE vocabulary: expected at least one token, found none");
+  if (n > static_cast<size_t>(INT32_MAX)) return Status::error("BPE vocabulary: too many tokens");
+  if (vocab_.types.empty()) vocab_.types.assign(n, TokenType::kNormal);
+  if (vocab_.types.size() != n) {
+    return Status::error("BPE vocabulary: " + std::to_string(n) + " tokens but " +
+                         std::to_string(vocab_.types.size()) + " token types");
+  }
+  const auto check_id = [&](int32_t id, const std::string& what) -> Status {
+    if (id < -1 || id >= static_cast<int32_t>(n)) {
+      return Status::error("BPE vocabulary: " + what + " id " + std::to_string(id) +
+                           " is outside the vocabulary of " + std::to_string(n) + " tokens");
+    }
+    return ok_status();
+  };
+  LLMPACK_RETURN_IF_ERROR(check_id(vocab_.bos_id, "BOS"));
+  LLMPACK_RETURN_IF_ERROR(check_id(vocab_.eos_id, "EOS"));
+  for (int32_t id : vocab_.eot_ids) LLMPACK_RETURN_IF_ERROR(check_id(id, "end-of-turn"));
+
+  raw_.resize(n);
+  raw_to_id_.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const std::string& t = vocab_.tokens[i];
+    const bool added = is_added(vocab_.types[i]);
+    raw_[i] = (vocab_.byte_level_pieces && !added) ? byte_level_to_raw(t) : t;
+    if (added) {
+      all_added_.add(t, static_cast<int32_t>(i));
+      if (vocab_.types[i] == TokenType::kUserDefined) always_added_.add(t, static_cast<int32_t>(i));
+    } else {
+      raw_to_id_.emplace(raw_[i], static_cast<int32_t>(i));  // the lowest id wins for duplicates
+    }
+  }
+  for (int b = 0; b < 256; ++b) {
+    const auto it = raw_to_id_.find(std::string(1, static_cast<char>(b)));
+    if (it == raw_to_id_.end()) {
+      return Status::error("BPE vocabulary: byte " + hex_byte(b) +
+                           " has no token (a byte-level vocabulary needs all 256)");
+    }
+    byte_to_id_[b] = it->second;
+  }
+  LLMPACK_RETURN_IF_ERROR(build_merges());
+  auto pre = Pretokenizer::create(vocab_.pretokenizer_regexes);
+  if (!pre.ok()) return pre.status();
+  pretokenizer_ = std::move(*pre);
+  return ok_status();
+}
+
+void BpeTokenizer::add_merge(int32_t left, int32_t right, int32_t result, int32_t rank) {
+  merge_rank_.emplace(pair_key(left, right), Merge{rank, result});  // the first (best) rank wins
+}
+
+Status BpeTokenizer::build_merges() {
+  const size_t n = vocab_.tokens.size();
+  if (vocab_.merges_from_ranks) {
+    // Every split of a token into two tokens is a merge ranked by the token.
+    for (size_t t = 0; t < n; ++t) {
+      if (is_added(vocab_.types[t])) continue;
+      const std::string_view raw = raw_[t];
+      for (size_t k = 1; k < raw.size(); ++k) {
+        const auto a = raw_to_id_.find(raw.substr(0, k));
+        if (a == raw_to_id_.end()) continue;
+        const auto b = raw_to_id_.find(raw.substr(k));
+        if (b == raw_to_id_.end()) continue;
+        add_merge(a->second, b->second, static_cast<int32_t>(t), static_cast<int32_t>(t));
+      }
+    }
+    return ok_status();
+  }
+  if (vocab_.merges.size() > static_cast<size_t>(INT32_MAX)) return Status::error("BPE vocabulary: too many merges");
+  // Merges name tokens by their stored text.
+  std::unordered_map<std::string_view, int32_t> stored;
+  stored.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (!is_added(vocab_.types[i])) stored.emplace(vocab_.tokens[i], static_cast<int32_t>(i));
+  }
+  merge_rank_.reserve(vocab_.merges.size());
+  std::string joined;
+  for (size_t r = 0; r < vocab_.merges.size(); ++r) {
+    const auto& [a, b] = vocab_.merges[r];
+    joined.assign(a).append(b);
+    const auto ia = stored.find(a);
+    const auto ib = stored.find(b);
+    const auto ij = stored.find(joined);
+    if (ia == stored.end() || ib == stored.end() || ij == stored.end()) {
+      const std::string& missing = ia == stored.end() ? a : ib == stored.end() ? b : joined;
+      return Status::error("BPE vocabulary: merge " + std::to_string(r) + " (\"" + a + "\" + \"" + b +
+                           "\") names \"" + missing + "\", which is not a token");
+    }
+    add_merge(ia->second, ib->second, ij->second, static_cast<int32_t>(r));
+  }
+  return ok_status();
+}
+
+int32_t BpeTokenizer::find_token(std::string_view bytes) const {
+  const auto it = raw_to_id_.find(bytes);
+  if (it != raw_to_id_.end()) return it->second;
+  for (size_t i = 0; i < raw_.size(); ++i) {
+    if (is_added(vocab_.types[i]) && raw_[i] == bytes) return static_cast<int32_t>(i);
+  }
+  return -1;
+}
+
+std::string BpeTokenizer::piece(int32_t id) const {
+  if (id < 0 || id >= vocab_size()) return {};
+  return vocab_.tokens[id];
+}
+
+std::vector<int32_t> BpeTokenizer::special_token_ids() const {
+  std::vector<int32_t> ids;
+  for (size_t i = 0; i < vocab_.types.size(); ++i) {
+    if (is_added(vocab_.types[i])) ids.push_back(static_cast<int32_t>(i));
+  }
+  return ids;
+}
+
+std::vector<int32_t> BpeTokenizer::end_of_turn_ids() const {
+  std::vector<int32_t> ids = vocab_.eot_ids;
+  for (int32_t id : Tokenizer::end_of_turn_ids()) {
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  ids.erase(std::remove(ids.begin(), ids.end(), vocab_.eos_id), ids.end());
+  return ids;
+}
+
+Result<std::string> BpeTokenizer::decode(int32_t prev_id, int32_t id) const {
+  if (id < 0 || id >= vocab_size()) {
+    return Status::error("decode: token id " + std::to_string(id) + " is outside the vocabulary of " +
+                         std::to_string(vocab_size()) + " tokens");
+  }
+  if (vocab_.types[id] == TokenType::kControl) return std::string();
+  return raw_[id];
+}
+
+Result<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, int n_bos, int n_eos) const {
+  EncodeOptions options;
+  options.n_bos = n_bos;
+  options.n_eos = n_eos;
+  return encode_impl(text, options);
+}
+
+Result<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, const EncodeOptions& options) const {
+  return encode_impl(text, options);
+}
+
+Result<std::vector<int32_t>> BpeTokenizer::encode_impl(std::string_view text, const EncodeOptions& options) const {
+  if (options.n_bos < 0 || options.n_eos < 0) {
+    return Status::error("encode: expected n_bos >= 0 and n_eos >= 0, found " + std::to_string(options.n_bos) +
+                         " and " + std::to_string(options.n_eos));
+  }
+  if (options.n_bos > 0 && vocab_.bos_id < 0) {
+    return Status::error("encode: BOS requested but the vocabulary has no BOS token");
+  }
+  if (options.n_eos > 0 && vocab_.eos_id < 0) {
+    return Status::error("encode: EOS requested but the vocabulary has no EOS token");
+  }
+  std::vector<int32_t> ids(static_cast<size_t>(options.n_bos), vocab_.bos_id);
+  ids.reserve(text.size() / 3 + 8);
+  const SpecialTokenMatcher& matcher = options.parse_special ? all_added_ : always_added_;
+  if (matcher.empty()) {
+    LLMPACK_RETURN_IF_ERROR(encode_plain(text, &ids));
+  } else {
+    for (const SpecialTokenMatcher::Segment& seg : matcher.split(text)) {
+      if (seg.id >= 0) {
+        ids.push_back(seg.id);
+      } else {
+        LLMPACK_RETURN_IF_ERROR(encode_plain(seg.text, &ids));
+      }
+    }
+  }
+  ids.insert(ids.end(), static_cast<size_t>(options.n_eos), vocab_.eos_id);
+  return ids;
+}
+
+Status BpeTokenizer::encode_plain(std::string_view text, std::vector<int32_t>* out) const {
+  std::string normalized;
+  if (vocab_.nfc) {
+    normalized = nfc_normalize(text);
+    text = normalized;
+  }
+  auto words = pretokenizer_->split(text);
+  if (!words.ok()) return words.status();
+  for (std::string_view w : *words) encode_word(w, out);
+  return ok_status();
+}
+
+void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>* out) const {
+  if (word.size() == 1) {
+    out->push_back(byte_to_id_[static_cast<unsigned char>(word[0])]);
+    return;
+  }
+  if (vocab_.ignore_merges) {
+    const auto it = raw_to_id_.find(word);
+    if (it != raw_to_id_.end()) {
+      out->push_back(it->second);
+      return;
+    }
+  }
+  const auto n = static_cast<int32_t>(word.size());
+  std::vector<Symbol> sym(static_cast<size_t>(n));
+  for (int32_t i = 0; i < n; ++i) sym[i] = {byte_to_id_[static_cast<unsigned char>(word[i])], i - 1, i + 1};
+  sym[n - 1].next = -1;
+  struct Candidate {
+    int32_t rank, left, right, left_id, right_id, result;
+  };
+  // Lowest rank first, then leftmost.
+  const auto worse = [](const Candidate& x, const Candidate& y) {
+    return x.rank > y.rank || (x.rank == y.rank && x.left > y.left);
+  };
+  std::priority_queue<Candidate, std::vector<Candidate>, decltype(worse)> queue(worse);
+  const auto try_pair = [&](int32_t l, int32_t r) {
+    if (l < 0 || r < 0) return;
+    const auto it = merge_rank_.find(pair_key(sym[l].id, sym[r].id));
+    if (it != merge_rank_.end()) queue.push({it->second.rank, l, r, sym[l].id, sym[r].id, it->second.result});
+  };
+  for (int32_t i = 0; i + 1 < n; ++i) try_pair(i, i + 1);
+  while (!queue.empty()) {
+    const Candidate c = queue.top();
+    queue.pop();
+    // Stale when either side merged since the pair was queued.
+    if (sym[c.left].id != c.left_id || sym[c.right].id != c.right_id || sym[c.left].next != c.right) continue;
+    sym[c.left].id = c.result;
+    sym[c.right].id = -1;
+    sym[c.left].next = sym[c.right].next;
+    if (sym[c.right].next >= 0) sym[sym[c.right].next].prev = c.left;
+    try_pair(sym[c.left].prev, c.left);
+    try_pair(c.left, sym[c.left].next);
+  }
+  for (int32_t i = 0; i >= 0; i = sym[i].next) out->push_back(sym[i].id);
+}
+
+}  // namespace llmpack

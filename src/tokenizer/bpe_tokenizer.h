@@ -1,0 +1,116 @@
+// Byte-level BPE tokenizer (GPT-2, Llama 3, Qwen2/3, DeepSeek, Falcon,
+// StarCoder, ...): GGUF tokenizer.ggml.model "gpt2", HF tokenizer.json with
+// a BPE model and ByteLevel pre-tokenizer, tiktoken files.
+//
+// Encoding:
+//   1. added / special tokens are cut out of the text first (special ones only
+//      with parse_special; non-special added tokens always, as HF does);
+//   2. the optional NFC normalizer runs on the remaining text;
+//   3. the pre-tokenizer (regexes, pretokenizer.h) cuts it into words;
+//   4. each word's bytes become one symbol per byte (the token spelled by the
+//      byte's GPT-2 bytes_to_unicode character); with ignore_merges a word that
+//      is itself a token maps straight to it (Llama 3, tiktoken);
+//   5. adjacent symbols merge by rank, lowest first (leftmost on ties), with a
+//      priority queue over pairs and a linked list of symbols, as in
+//      SpmTokenizer; merges are looked up by (left id, right id).
+// Decoding maps each character of a piece back to its byte.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.h"
+#include "tokenizer/pretokenizer.h"
+#include "tokenizer/special_tokens.h"
+#include "tokenizer/spm_tokenizer.h"  // TokenType
+#include "tokenizer/tokenizer.h"
+
+namespace llmpack {
+
+struct BpeVocab {
+  // [n_vocab] token text as stored: GPT-2 byte-level characters ("Ġthe") when
+  // byte_level_pieces, else raw bytes (tiktoken). Control / user-defined
+  // tokens are plain text ("<|eot_id|>") either way.
+  std::vector<std::string> tokens;
+  std::vector<TokenType> types;  // [n_vocab]; empty: all normal
+  // Merges in priority order (rank = index), each a pair of token texts.
+  std::vector<std::pair<std::string, std::string>> merges;
+  // No merge list: the pair (a, b) merges with the rank of the token a+b
+  // (tiktoken's rule; ranks are ids).
+  bool merges_from_ranks = false;
+  bool byte_level_pieces = true;
+  bool ignore_merges = false;
+  bool nfc = false;  // NFC-normalize text before pre-tokenizing (Qwen2/3)
+  std::vector<std::string> pretokenizer_regexes;
+  int32_t bos_id = -1;  // -1: none
+  int32_t eos_id = -1;
+  std::vector<int32_t> eot_ids;  // extra end-of-turn ids (GGUF eot/eom); more are found by name
+  bool add_bos = false;
+};
+
+// GPT-2's bytes_to_unicode: the code point standing for byte `b` (printable
+// Latin-1 bytes stand for themselves, the rest for U+0100 onwards).
+uint32_t byte_to_unicode(uint8_t b);
+
+class BpeTokenizer final : public Tokenizer {
+ public:
+  // Validates the vocabulary (sizes, ids in range, merges naming tokens,
+  // every byte reachable) and compiles the pre-tokenizer.
+  static Result<std::unique_ptr<BpeTokenizer>> create(BpeVocab vocab);
+
+  using Tokenizer::encode;
+  Result<std::vector<int32_t>> encode(std::string_view text, int n_bos, int n_eos) const override;
+  Result<std::vector<int32_t>> encode(std::string_view text, const EncodeOptions& options) const override;
+  Result<std::string> decode(int32_t prev_id, int32_t id) const override;
+  int32_t vocab_size() const override { return static_cast<int32_t>(vocab_.tokens.size()); }
+  int32_t bos_id() const override { return vocab_.bos_id; }
+  int32_t eos_id() const override { return vocab_.eos_id; }
+  std::vector<int32_t> end_of_turn_ids() const override;
+  int default_num_bos() const override { return vocab_.add_bos ? 1 : 0; }
+  std::string piece(int32_t id) const override;
+  std::vector<int32_t> special_token_ids() const override;
+
+  const BpeVocab& vocab() const { return vocab_; }
+  // Id of the token whose raw bytes are `bytes` (specials by their text), or -1.
+  int32_t find_token(std::string_view bytes) const;
+  size_t num_merges() const { return merge_rank_.size(); }
+
+ private:
+  struct Symbol;
+  struct Merge {
+    int32_t rank;
+    int32_t result;
+  };
+  explicit BpeTokenizer(BpeVocab vocab) : vocab_(std::move(vocab)) {}
+  Status build();
+  Status build_merges();
+  void add_merge(int32_t left, int32_t right, int32_t result, int32_t rank);
+  // Appends the ids of plain text (no added tokens inside).
+  Status encode_plain(std::string_view text, std::vector<int32_t>* out) const;
+  void encode_word(std::string_view word, std::vector<int32_t>* out) const;
+  Result<std::vector<int32_t>> encode_impl(std::string_view text, const EncodeOptions& options) const;
+  static uint64_t pair_key(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  }
+
+  struct StringHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+
+  BpeVocab vocab_;
+  std::unique_ptr<Pretokenizer> pretokenizer_;
+  std::vector<std::string> raw_;  // [n_vocab] the bytes each token stands for
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> raw_to_id_;
+  std::array<int32_t, 256> byte_to_id_{};  // token of each single byte
+  std::unordered_map<uint64_t, Merge> merge_rank_;
+  SpecialTokenMatcher all_added_;     // control + user-defined (parse_special)
+  SpecialTokenMatcher always_added_;  // user-defined only (matched even without parse_special)
+};
+
+}  // namespace llmpack
