@@ -41,11 +41,6 @@ std::string byte_level_to_raw(std::string_view piece) {
   return out;
 }
 
-std::string hex_byte(unsigned b) {
-  static const char* kDigits = "0123456789ABCDEF";
-  return std::string("0x") + kDigits[(b >> 4) & 15] + kDigits[b & 15];
-}
-
 bool is_added(TokenType t) { return t == TokenType::kControl || t == TokenType::kUserDefined; }
 
 }  // namespace
@@ -95,24 +90,25 @@ Status BpeTokenizer::build() {
 
   raw_.resize(n);
   raw_to_id_.reserve(n);
+  text_to_id_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const std::string& t = vocab_.tokens[i];
     const bool added = is_added(vocab_.types[i]);
     raw_[i] = (vocab_.byte_level_pieces && !added) ? byte_level_to_raw(t) : t;
+    text_to_id_.emplace(t, static_cast<int32_t>(i));  // the lowest id wins for duplicates
     if (added) {
       all_added_.add(t, static_cast<int32_t>(i));
       if (vocab_.types[i] == TokenType::kUserDefined) always_added_.add(t, static_cast<int32_t>(i));
     } else {
-      raw_to_id_.emplace(raw_[i], static_cast<int32_t>(i));  // the lowest id wins for duplicates
+      raw_to_id_.emplace(raw_[i], static_cast<int32_t>(i));
     }
   }
+  // A byte's symbol is the token spelled like it (any type, as llama.cpp
+  // looks tokens up by text); a vocabulary without one (Falcon lacks some
+  // control bytes) drops that byte, as llama.cpp does.
   for (int b = 0; b < 256; ++b) {
-    const auto it = raw_to_id_.find(std::string(1, static_cast<char>(b)));
-    if (it == raw_to_id_.end()) {
-      return Status::error("BPE vocabulary: byte " + hex_byte(b) +
-                           " has no token (a byte-level vocabulary needs all 256)");
-    }
-    byte_to_id_[b] = it->second;
+    const auto it = text_to_id_.find(stored_form(std::string(1, static_cast<char>(b))));
+    byte_to_id_[b] = it == text_to_id_.end() ? -1 : it->second;
   }
   LLMPACK_RETURN_IF_ERROR(build_merges());
   auto pre = Pretokenizer::create(vocab_.pretokenizer_regexes);
@@ -126,8 +122,8 @@ void BpeTokenizer::add_merge(int32_t left, int32_t right, int32_t result, int32_
 }
 
 Status BpeTokenizer::build_merges() {
-  const size_t n = vocab_.tokens.size();
   if (vocab_.merges_from_ranks) {
+    const size_t n = vocab_.tokens.size();
     // Every split of a token into two tokens is a merge ranked by the token.
     for (size_t t = 0; t < n; ++t) {
       if (is_added(vocab_.types[t])) continue;
@@ -143,12 +139,9 @@ Status BpeTokenizer::build_merges() {
     return ok_status();
   }
   if (vocab_.merges.size() > static_cast<size_t>(INT32_MAX)) return Status::error("BPE vocabulary: too many merges");
-  // Merges name tokens by their stored text.
-  std::unordered_map<std::string_view, int32_t> stored;
-  stored.reserve(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (!is_added(vocab_.types[i])) stored.emplace(vocab_.tokens[i], static_cast<int32_t>(i));
-  }
+  // Merges name tokens by their stored text. One whose parts or result are
+  // not tokens can never apply to token symbols; it is skipped (counted).
+  const auto& stored = text_to_id_;
   merge_rank_.reserve(vocab_.merges.size());
   std::string joined;
   for (size_t r = 0; r < vocab_.merges.size(); ++r) {
@@ -158,9 +151,8 @@ Status BpeTokenizer::build_merges() {
     const auto ib = stored.find(b);
     const auto ij = stored.find(joined);
     if (ia == stored.end() || ib == stored.end() || ij == stored.end()) {
-      const std::string& missing = ia == stored.end() ? a : ib == stored.end() ? b : joined;
-      return Status::error("BPE vocabulary: merge " + std::to_string(r) + " (\"" + a + "\" + \"" + b +
-                           "\") names \"" + missing + "\", which is not a token");
+      ++skipped_merges_;
+      continue;
     }
     add_merge(ia->second, ib->second, ij->second, static_cast<int32_t>(r));
   }
@@ -259,14 +251,31 @@ Status BpeTokenizer::encode_plain(std::string_view text, std::vector<int32_t>* o
   return ok_status();
 }
 
+std::string BpeTokenizer::stored_form(std::string_view raw) const {
+  if (!vocab_.byte_level_pieces) return std::string(raw);
+  std::string out;
+  out.reserve(raw.size() * 2);
+  for (char c : raw) {
+    const uint32_t cp = byte_to_unicode(static_cast<uint8_t>(c));
+    if (cp < 0x80) {
+      out += static_cast<char>(cp);
+    } else {
+      out += static_cast<char>(0xC0 | (cp >> 6));
+      out += static_cast<char>(0x80 | (cp & 0x3F));
+    }
+  }
+  return out;
+}
+
 void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>* out) const {
   if (word.size() == 1) {
-    out->push_back(byte_to_id_[static_cast<unsigned char>(word[0])]);
+    const int32_t id = byte_to_id_[static_cast<unsigned char>(word[0])];
+    if (id >= 0) out->push_back(id);
     return;
   }
   if (vocab_.ignore_merges) {
-    const auto it = raw_to_id_.find(word);
-    if (it != raw_to_id_.end()) {
+    const auto it = text_to_id_.find(stored_form(word));
+    if (it != text_to_id_.end()) {
       out->push_back(it->second);
       return;
     }
@@ -284,7 +293,7 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>* out)
   };
   std::priority_queue<Candidate, std::vector<Candidate>, decltype(worse)> queue(worse);
   const auto try_pair = [&](int32_t l, int32_t r) {
-    if (l < 0 || r < 0) return;
+    if (l < 0 || r < 0 || sym[l].id < 0 || sym[r].id < 0) return;
     const auto it = merge_rank_.find(pair_key(sym[l].id, sym[r].id));
     if (it != merge_rank_.end()) queue.push({it->second.rank, l, r, sym[l].id, sym[r].id, it->second.result});
   };
@@ -301,7 +310,9 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>* out)
     try_pair(sym[c.left].prev, c.left);
     try_pair(c.left, sym[c.left].next);
   }
-  for (int32_t i = 0; i >= 0; i = sym[i].next) out->push_back(sym[i].id);
+  for (int32_t i = 0; i >= 0; i = sym[i].next) {
+    if (sym[i].id >= 0) out->push_back(sym[i].id);  // -1: a byte without a token
+  }
 }
 
 }  // namespace llmpack

@@ -59,8 +59,8 @@ uint32_t byte_to_unicode(uint8_t b);
 
 class BpeTokenizer final : public Tokenizer {
  public:
-  // Validates the vocabulary (sizes, ids in range, merges naming tokens,
-  // every byte reachable) and compiles the pre-tokenizer.
+  // Validates the vocabulary (sizes, ids in range) and compiles the
+  // pre-tokenizer.
   static Result<std::unique_ptr<BpeTokenizer>> create(BpeVocab vocab);
 
   using Tokenizer::encode;
@@ -79,6 +79,8 @@ class BpeTokenizer final : public Tokenizer {
   // Id of the token whose raw bytes are `bytes` (specials by their text), or -1.
   int32_t find_token(std::string_view bytes) const;
   size_t num_merges() const { return merge_rank_.size(); }
+  // Merges dropped because a part or the result is not a token.
+  size_t skipped_merges() const { return skipped_merges_; }
 
  private:
   struct Symbol;
@@ -93,6 +95,8 @@ class BpeTokenizer final : public Tokenizer {
   // Appends the ids of plain text (no added tokens inside).
   Status encode_plain(std::string_view text, std::vector<int32_t>* out) const;
   void encode_word(std::string_view word, std::vector<int32_t>* out) const;
+  // Raw bytes spelled as the vocabulary stores them (byte-level characters).
+  std::string stored_form(std::string_view raw) const;
   Result<std::vector<int32_t>> encode_impl(std::string_view text, const EncodeOptions& options) const;
   static uint64_t pair_key(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
@@ -107,7 +111,10 @@ class BpeTokenizer final : public Tokenizer {
   std::unique_ptr<Pretokenizer> pretokenizer_;
   std::vector<std::string> raw_;  // [n_vocab] the bytes each token stands for
   std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> raw_to_id_;
-  std::array<int32_t, 256> byte_to_id_{};  // token of each single byte
+  // Stored token text -> id, every type (how llama.cpp looks tokens up).
+  std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>> text_to_id_;
+  std::array<int32_t, 256> byte_to_id_{};  // token of each single byte; -1: none
+  size_t skipped_merges_ = 0;
   std::unordered_map<uint64_t, Merge> merge_rank_;
   SpecialTokenMatcher all_added_;     // control + user-defined (parse_special)
   SpecialTokenMatcher always_added_;  // user-defined only (matched even without parse_special)
