@@ -66,14 +66,14 @@ std::string megabytes(uint64_t bytes) {
 // Converts every tensor into the plan's types and hands it to the writer.
 Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, std::deque<std::vector<uint8_t>>* owned,
                    ExportReport* report) {
-  std::map<std::string, int> fallbacks;  // "f16" -> count
-  int64_t fallback_cols = 0;
+  std::map<std::string, std::pair<int, int64_t>> fallbacks;  // "f16" -> (count, a row length)
   for (const SourceTensor& t : s.tensors) {
     bool fell_back = false;
     const DType type = plan_tensor_type(t, plan, s.hp.n_layers, &fell_back);
     if (fell_back) {
-      ++fallbacks[std::string(dtype_name(type))];
-      fallback_cols = t.ne[0];
+      auto& f = fallbacks[std::string(dtype_name(type))];
+      ++f.first;
+      f.second = t.ne[0];
     }
     auto bytes = convert_tensor(t, type, owned);
     if (!bytes.ok()) return bytes.status();
@@ -81,9 +81,9 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
     ++report->dtype_counts[std::string(dtype_name(type))];
     ++report->n_tensors;
   }
-  for (const auto& [type, n] : fallbacks)
-    report->notices.push_back(std::to_string(n) + " matrices (e.g. rows of " + std::to_string(fallback_cols) +
-                              ") do not fit " + plan.name + " blocks: written as " + type);
+  for (const auto& [type, f] : fallbacks)
+    report->notices.push_back(std::to_string(f.first) + " matrices with rows that do not fit " + plan.name +
+                              " blocks (e.g. rows of " + std::to_string(f.second) + ") written as " + type);
   return ok_status();
 }
 
@@ -133,7 +133,7 @@ Result<ExportReport> export_package(const ExportOptions& o, const GgufWriter::Pr
 
   std::deque<std::vector<uint8_t>> owned;
   LLMPACK_RETURN_IF_ERROR(add_tensors(w, src, p.dtype, &owned, &report));
-  for (const auto& n : report.notices) log(LogLevel::kInfo, n);
+  for (const auto& n : report.notices) log(LogLevel::kWarning, n);
   LLMPACK_RETURN_IF_ERROR(w.write(o.output, progress).with_context("writing " + o.output));
   std::error_code ec;
   report.file_bytes = std::filesystem::file_size(o.output, ec);

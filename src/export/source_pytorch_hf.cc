@@ -109,6 +109,12 @@ std::vector<float> llama3_rope_factors(const HfRopeScaling& r, int64_t head_dim,
   return f;
 }
 
+void note_skipped(const std::vector<std::string>& skipped, ModelSource* s) {
+  if (skipped.empty()) return;
+  s->notices.push_back("skipped " + std::to_string(skipped.size()) + " tensors that are not model weights (e.g. '" +
+                       skipped[0] + "')");
+}
+
 }  // namespace
 
 Result<ModelSource> open_pytorch_source(const std::string& path, const std::string& params_path) {
@@ -139,16 +145,18 @@ Result<ModelSource> open_pytorch_source(const std::string& path, const std::stri
                         "n_heads); found dim " + std::to_string(h.dim) + ", n_layers " + std::to_string(h.n_layers) +
                         ", n_heads " + std::to_string(h.n_heads) + ", n_kv_heads " + std::to_string(h.n_kv_heads));
   h.head_dim = h.dim / h.n_heads;
+  std::vector<std::string> skipped;
   for (const TorchTensor& t : ckpt->tensors) {
     const std::string name = meta_to_gguf(t.name);
     if (name.empty()) {
-      s.notices.push_back("skipped tensor '" + t.name + "' (not part of the model)");
+      skipped.push_back(t.name);
       continue;
     }
     // llama2.c ties output.weight to the embedding by sharing its storage.
     if (name == "output.weight" && t.storage_key == emb->storage_key && t.storage_offset == emb->storage_offset) continue;
     s.tensors.push_back({name, torch_to_dtype(t.dtype), to_ne(t.shape), t.bytes, 0});
   }
+  note_skipped(skipped, &s);
   s.keep_alive.push_back(ckpt);
   return s;
 }
@@ -182,11 +190,12 @@ Result<ModelSource> open_hf_source(const std::string& dir) {
   const SafetensorsTensor* emb = model->find("model.embed_tokens.weight");
   if (!emb || emb->shape.size() != 2) return error_status("Hugging Face folder " + dir + ": no 2-D model.embed_tokens.weight");
   h.vocab_size = emb->shape[0];
+  std::vector<std::string> skipped;
   for (const auto& shard : model->shards) {
     for (const SafetensorsTensor& t : shard->tensors()) {
       const std::string name = hf_to_gguf(t.name);
       if (name.empty()) {
-        s.notices.push_back("skipped tensor '" + t.name + "' (not part of the model)");
+        skipped.push_back(t.name);
         continue;
       }
       if (name == "output.weight" && c.tie_word_embeddings) continue;
@@ -197,6 +206,7 @@ Result<ModelSource> open_hf_source(const std::string& dir) {
       s.tensors.push_back(std::move(st));
     }
   }
+  note_skipped(skipped, &s);
   if (c.rope_scaling.type == "llama3") {
     auto f = llama3_rope_factors(c.rope_scaling, h.head_dim, h.rope_theta);
     auto& bytes = s.owned.emplace_back(f.size() * 4);

@@ -1,0 +1,88 @@
+// E2: quantized exports load and stay close to f32; matrices whose rows do
+// not fit the type's blocks fall back, with a notice.
+#include <gtest/gtest.h>
+
+#include "export_test_util.h"
+#include "format/gguf.h"
+
+namespace llmpack {
+namespace {
+
+using testing::ScratchDir;
+
+struct QuantCase {
+  const char* dtype;
+  float max_diff;         // max |logit - f32 logit| after BOS (logits span about +-20)
+  DType matrix_type;      // the type of 64-wide matrices (attn_q)
+  DType wide_type;        // the type of the 172-wide ffn_down rows
+};
+
+class ExportQuant : public ::testing::TestWithParam<QuantCase> {};
+
+TEST_P(ExportQuant, E2_QuantizedPackageIsCloseToF32) {
+  LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
+  const QuantCase& q = GetParam();
+  ScratchDir dir;
+  ExportOptions o;
+  o.checkpoint = model;
+  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+  o.output = dir.file("f32.gguf");
+  ASSERT_TRUE(export_package(o).ok());
+  o.output = dir.file("q.gguf");
+  o.dtype = q.dtype;
+  std::vector<std::string> logged;
+  auto report = export_package(o, nullptr, [&](LogLevel, std::string_view m) { logged.emplace_back(m); });
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  // stories260K's 172-wide ffn_down rows fit no 32- or 256-element block.
+  ASSERT_FALSE(logged.empty());
+  const std::string& f16_notice = logged[0];  // notices come in type order: f16 first
+  EXPECT_NE(f16_notice.find("rows of 172) written as f16"), std::string::npos) << f16_notice;
+  EXPECT_NE(f16_notice.find(q.dtype), std::string::npos) << f16_notice;
+  EXPECT_EQ(report->notices, logged);
+
+  auto gguf = GgufFile::open(o.output);
+  ASSERT_TRUE(gguf.ok());
+  EXPECT_EQ((*gguf)->find_tensor("blk.0.attn_q.weight")->dtype, q.matrix_type);
+  EXPECT_EQ((*gguf)->find_tensor("blk.0.ffn_down.weight")->dtype, q.wide_type);
+  EXPECT_EQ((*gguf)->find_tensor("blk.0.attn_norm.weight")->dtype, DType::kF32);
+
+  auto f32 = testing::load(dir.file("f32.gguf"));
+  auto quant = testing::load(o.output);
+  ASSERT_TRUE(f32.ok() && quant.ok());
+  const auto a = testing::first_logits(*f32->program);
+  const auto b = testing::first_logits(*quant->program);
+  EXPECT_LT(testing::max_abs_diff(a, b), q.max_diff);
+  EXPECT_GT(testing::max_abs_diff(a, b), 0.0f);  // it really is quantized
+  EXPECT_EQ(testing::argmax(b), 403);
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, ExportQuant,
+                         ::testing::Values(QuantCase{"q8_0", 0.25f, DType::kQ8_0, DType::kF16},
+                                           QuantCase{"q4_0", 2.5f, DType::kQ4_0, DType::kF16},
+                                           QuantCase{"q4_k_m", 0.25f, DType::kQ8_0, DType::kF16}),
+                         [](const auto& info) { return std::string(info.param.dtype); });
+
+TEST(ExportQuantTypes, FloatTypesKeepEveryMatrixAndGreedyIds) {
+  LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
+  for (const char* dtype : {"f16", "bf16"}) {
+    ScratchDir dir;
+    ExportOptions o;
+    o.checkpoint = model;
+    o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+    o.output = dir.file("out.gguf");
+    o.dtype = dtype;
+    auto report = export_package(o);
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    EXPECT_TRUE(report->notices.empty()) << dtype;
+    EXPECT_EQ(report->dtype_counts[dtype], 36) << dtype;  // 1 embedding + 5 x 7 matrices
+    auto gguf = GgufFile::open(o.output);
+    ASSERT_TRUE(gguf.ok());
+    EXPECT_EQ((*gguf)->get_int("general.file_type"), std::string(dtype) == "f16" ? 1 : 32);
+    auto pkg = testing::load(o.output);
+    ASSERT_TRUE(pkg.ok());
+    EXPECT_EQ(testing::argmax(testing::first_logits(*pkg->program)), 403);
+  }
+}
+
+}  // namespace
+}  // namespace llmpack
