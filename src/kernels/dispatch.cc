@@ -64,8 +64,9 @@ std::atomic<KernelPath>& path_state() {
 
 bool use_avx2() { return path_state().load(std::memory_order_relaxed) == KernelPath::kAvx2; }
 
-// Rows per parallel_for grain: a multiple of the 4-row register tiles.
-constexpr int64_t kRowGrain = 16;
+// Rows per parallel_for grain: a multiple of the 4-row register tiles and of
+// the 32-row packed panels of the prefill path.
+constexpr int64_t kRowGrain = 32;
 
 }  // namespace
 

@@ -25,6 +25,14 @@ void quantize_activations(const float* x, int64_t cols, ActBlock* out);
 void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
                        int64_t row_begin, int64_t row_end);
 
+// Prefill path of matmul_rows_quant for Q4_0, Q8_0 and Q4_K: rows packed 8 at a
+// time into row-interleaved panels on the stack, tiles of 8 rows x 4 tokens.
+bool packed_supports(DType dtype);
+void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
+                        int64_t row_begin, int64_t row_end);
+// Fewest tokens for which packing pays off (below it rows stream, as in decode).
+constexpr int64_t kPackedMinTokens = 4;
+
 // F32, F16 and BF16 weights: register-blocked tiles of 4 rows x up to 3 tokens.
 void matmul_rows_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                        int64_t row_begin, int64_t row_end);

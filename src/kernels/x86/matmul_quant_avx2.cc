@@ -215,6 +215,8 @@ void quantize_activations(const float* x, int64_t cols, ActBlock* out) {
 
 void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
                        int64_t row_begin, int64_t row_end) {
+  if (n_tokens >= kPackedMinTokens && packed_supports(w.dtype))
+    return matmul_rows_packed(w, act, n_tokens, y, row_begin, row_end);
   switch (w.dtype) {
     case DType::kQ8_0:
       return matmul_typed<Q8_0Dec>(w, act, n_tokens, y, row_begin, row_end);

@@ -86,6 +86,21 @@ TEST_P(MatmulQuantTest, OddShapesMatchReference) {
       }
 }
 
+// The prefill path packs rows 8 at a time into panels of 32 rows and columns
+// 1024 at a time: shapes that leave partial panels, several column chunks and
+// token tails (n_tokens % 4), split over 1 and 2 threads.
+TEST_P(MatmulQuantTest, PackedPrefillPanelsChunksAndTails) {
+  ThreadPool pool1(1), pool2(2);
+  const int64_t block = dtype_info(GetParam())->block_elems;
+  const int64_t cols = block == 32 ? 41 * 32 : 5 * 256;  // > one 1024-column chunk
+  for (int64_t rows : {8, 13, 40, 71})
+    for (int64_t n_tokens : {4, 6, 11}) {
+      check(GetParam(), rows, cols, n_tokens, rows % 2 ? pool1 : pool2);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+  check(GetParam(), 33, 2048 + block, 8, pool2);  // three column chunks, a 1-row panel
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantTest,
                          ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });

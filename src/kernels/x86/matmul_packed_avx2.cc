@@ -1,0 +1,277 @@
+// AVX2 prefill GEMM for Q4_0, Q8_0 and Q4_K weights (several tokens at once).
+//
+// Rows are packed, 8 at a time, into a row-interleaved panel on the stack
+// (BLIS-style packing; the weights in memory are never changed): for each
+// 32-element unit, int32 lane r of vector g holds elements 4g..4g+3 of row r
+// as unsigned bytes. One broadcast of 4 activation bytes then feeds 8 rows
+// with one vpmaddubsw, and the 8 results land in the 8 lanes of one vector:
+// no horizontal sums, and each weight vector is reused for kTile tokens.
+//
+// Every type becomes "unsigned quants q, per-row scale ws and min wm":
+//   row . x = sum_units a.d * (ws * sum(q * a.q) - wm * sum(a.q))
+//   Q4_0: q = nibble (0..15), ws = d, wm = 8d
+//   Q4_K: q = nibble, ws = d * scale_j, wm = dmin * min_j
+//   Q8_0: q + 128 = 16 hi + lo with hi, lo in 0..15 (two planes), ws = d, wm = 128d
+// With q <= 15 and |a.q| <= 127 a vpmaddubsw lane is at most 2 * 15 * 127 = 3810,
+// so the 8 products of a unit add up in int16 (<= 30480) before one vpmaddwd.
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/quant_blocks.h"
+#include "kernels/x86/avx2_internal.h"
+#include "kernels/x86/simd_avx2.h"
+
+namespace llmpack::kernels::avx2 {
+namespace {
+
+constexpr int kPanelRows = 8;      // rows per interleaved panel (one ymm of int32 lanes)
+constexpr int kPanels = 4;         // panels packed together (32 rows)
+constexpr int kChunkUnits = 32;    // units of 32 columns packed at once (1024 columns)
+constexpr int kTile = 4;           // tokens per register tile
+
+// One unit (32 columns) of 8 rows: q[plane][g] is a 32-byte vector whose
+// int32 lane r holds row r's elements 4g..4g+3.
+template <int kPlanes>
+struct alignas(32) Unit {
+  uint8_t q[kPlanes][8][32];
+  float ws[kPanelRows];
+  float wm[kPanelRows];
+};
+
+inline float half(uint16_t h) { return _cvtsh_ss(h); }
+
+// Each packer gives, for one block of a row, the 32 unpacked quants of unit j,
+// plane p as one vector (int32 lane g = elements 4g..4g+3), and the row's
+// scales and mins of the block's units.
+struct Q4_0Pack {
+  static constexpr int kPlanes = 1, kUnitsPerBlock = 1, kBytes = sizeof(BlockQ4_0);
+  static __m256i expand(const uint8_t* block, int, int) {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(block);
+    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
+    const __m128i mask = _mm_set1_epi8(0x0F);
+    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), _mm_and_si128(raw, mask));
+  }
+  static void scales(const uint8_t* block, float* ws, float* wm) {
+    const auto* b = reinterpret_cast<const BlockQ4_0*>(block);
+    ws[0] = half(b->d);
+    wm[0] = 8.0f * ws[0];
+  }
+};
+
+struct Q8_0Pack {
+  static constexpr int kPlanes = 2, kUnitsPerBlock = 1, kBytes = sizeof(BlockQ8_0);
+  static __m256i expand(const uint8_t* block, int, int p) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(block);
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
+    const __m256i biased = _mm256_xor_si256(raw, _mm256_set1_epi8(static_cast<char>(0x80)));
+    const __m256i mask = _mm256_set1_epi8(0x0F);
+    // plane 0: high nibble of q + 128, plane 1: low nibble
+    return p == 0 ? _mm256_and_si256(_mm256_srli_epi16(biased, 4), mask)
+                  : _mm256_and_si256(biased, mask);
+  }
+  static void scales(const uint8_t* block, float* ws, float* wm) {
+    const auto* b = reinterpret_cast<const BlockQ8_0*>(block);
+    ws[0] = half(b->d);
+    wm[0] = 128.0f * ws[0];
+  }
+};
+
+struct Q4_KPack {
+  static constexpr int kPlanes = 1, kUnitsPerBlock = 8, kBytes = sizeof(BlockQ4_K);
+  static __m256i expand(const uint8_t* block, int j, int) {
+    const auto* b = reinterpret_cast<const BlockQ4_K*>(block);
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * (j / 2)));
+    const __m256i mask = _mm256_set1_epi8(0x0F);
+    return (j % 2) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask) : _mm256_and_si256(raw, mask);
+  }
+  static void scales(const uint8_t* block, float* ws, float* wm) {
+    const auto* b = reinterpret_cast<const BlockQ4_K*>(block);
+    const float d = half(b->d), dmin = half(b->dmin);
+    for (int j = 0; j < 8; ++j) {
+      uint8_t sc, mn;
+      unpack_q4k_scale(b->scales, j, &sc, &mn);
+      ws[j] = d * sc;
+      wm[j] = dmin * mn;
+    }
+  }
+};
+
+// 8x8 transpose of int32 lanes: out[g] lane r = in[r] lane g.
+inline void transpose8(const __m256i* in, __m256i* out) {
+  __m256i t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {  // rows 4h..4h+3
+    const __m256i* th = t + 4 * h;
+    u[4 * h + 0] = _mm256_unpacklo_epi64(th[0], th[2]);  // groups 0 / 4
+    u[4 * h + 1] = _mm256_unpackhi_epi64(th[0], th[2]);  // 1 / 5
+    u[4 * h + 2] = _mm256_unpacklo_epi64(th[1], th[3]);  // 2 / 6
+    u[4 * h + 3] = _mm256_unpackhi_epi64(th[1], th[3]);  // 3 / 7
+  }
+  for (int g = 0; g < 4; ++g) {
+    out[g] = _mm256_permute2x128_si256(u[g], u[4 + g], 0x20);
+    out[g + 4] = _mm256_permute2x128_si256(u[g], u[4 + g], 0x31);
+  }
+}
+
+// Packs rows [r0, r0 + n_rows) (n_rows <= 8; missing rows are zero) over
+// blocks [blk0, blk0 + n_blk) into units u[n_blk * kUnitsPerBlock].
+template <class P>
+void pack_panel(const uint8_t* base, int64_t stride, int64_t r0, int n_rows, int64_t blk0,
+                int64_t n_blk, Unit<P::kPlanes>* u) {
+  const uint8_t* rows[kPanelRows];
+  for (int r = 0; r < n_rows; ++r) rows[r] = base + (r0 + r) * stride + blk0 * P::kBytes;
+  for (int64_t b = 0; b < n_blk; ++b) {
+    Unit<P::kPlanes>* ub = u + b * P::kUnitsPerBlock;
+    for (int j = 0; j < P::kUnitsPerBlock; ++j)
+      for (int r = n_rows; r < kPanelRows; ++r) ub[j].ws[r] = ub[j].wm[r] = 0.0f;
+    for (int r = 0; r < n_rows; ++r) {
+      float ws[P::kUnitsPerBlock], wm[P::kUnitsPerBlock];
+      P::scales(rows[r] + b * P::kBytes, ws, wm);
+      for (int j = 0; j < P::kUnitsPerBlock; ++j) ub[j].ws[r] = ws[j], ub[j].wm[r] = wm[j];
+    }
+    for (int j = 0; j < P::kUnitsPerBlock; ++j)
+      for (int p = 0; p < P::kPlanes; ++p) {
+        __m256i in[kPanelRows], out[8];
+        for (int r = 0; r < kPanelRows; ++r)
+          in[r] = r < n_rows ? P::expand(rows[r] + b * P::kBytes, j, p) : _mm256_setzero_si256();
+        transpose8(in, out);
+        for (int g = 0; g < 8; ++g)
+          _mm256_store_si256(reinterpret_cast<__m256i*>(ub[j].q[p][g]), out[g]);
+      }
+  }
+}
+
+// acc[t] (8 rows) += panel . act of token t over n_units units; act_t at
+// act + t * n_sub (units of the chunk start at act).
+template <int kPlanes, int T>
+inline void tile(const Unit<kPlanes>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
+                 __m256* acc) {
+  const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi16(16);
+  for (int64_t k = 0; k < n_units; ++k, ++u) {
+    // s16[p][t]: plane p of token t; one broadcast of 4 activation bytes
+    // feeds every plane
+    __m256i s16[kPlanes][T];
+    for (int p = 0; p < kPlanes; ++p)
+      for (int t = 0; t < T; ++t) s16[p][t] = _mm256_setzero_si256();
+    for (int g = 0; g < 8; ++g) {
+      __m256i w[kPlanes];
+      for (int p = 0; p < kPlanes; ++p)
+        w[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(u->q[p][g]));
+      for (int t = 0; t < T; ++t) {
+        int32_t a4;
+        std::memcpy(&a4, act[t * n_sub + k].q + 4 * g, 4);
+        const __m256i a = _mm256_set1_epi32(a4);
+        for (int p = 0; p < kPlanes; ++p)
+          s16[p][t] = _mm256_add_epi16(s16[p][t], _mm256_maddubs_epi16(w[p], a));
+      }
+    }
+    __m256i i32[T];
+    for (int t = 0; t < T; ++t) {
+      // plane 0 of a two-plane unit is the high nibble (x16)
+      i32[t] = _mm256_madd_epi16(s16[0][t], kPlanes == 2 ? sixteen : ones);
+      if constexpr (kPlanes == 2)
+        i32[t] = _mm256_add_epi32(i32[t], _mm256_madd_epi16(s16[1][t], ones));
+    }
+    const __m256 ws = _mm256_load_ps(u->ws), wm = _mm256_load_ps(u->wm);
+    for (int t = 0; t < T; ++t) {
+      const ActBlock& a = act[t * n_sub + k];
+      const __m256 d = _mm256_set1_ps(a.d);
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[t]), _mm256_mul_ps(ws, d), acc[t]);
+      acc[t] = _mm256_fnmadd_ps(wm, _mm256_set1_ps(a.d * static_cast<float>(a.qsum)), acc[t]);
+    }
+  }
+}
+
+// y rows [r0, r0 + n_rows) of tokens [t0, t0 + T): stores (first chunk) or adds.
+template <int kPlanes, int T>
+void tile_store(const Unit<kPlanes>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
+                float* y, int64_t ld_y, int n_rows, bool add) {
+  __m256 acc[T];
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  tile<kPlanes, T>(u, n_units, act, n_sub, acc);
+  for (int t = 0; t < T; ++t) {
+    float* out = y + t * ld_y;
+    if (n_rows == kPanelRows) {
+      if (add) acc[t] = _mm256_add_ps(acc[t], _mm256_loadu_ps(out));
+      _mm256_storeu_ps(out, acc[t]);
+    } else {
+      alignas(32) float tmp[kPanelRows];
+      _mm256_store_ps(tmp, acc[t]);
+      for (int r = 0; r < n_rows; ++r) out[r] = add ? out[r] + tmp[r] : tmp[r];
+    }
+  }
+}
+
+template <int kPlanes>
+void tokens_over_panels(const Unit<kPlanes>* units, int n_panels, int64_t units_per_panel,
+                        int64_t row0, int64_t row_end, const ActBlock* act, int64_t n_sub,
+                        int64_t n_tokens, float* y, int64_t ld_y, bool add) {
+  for (int64_t t = 0; t < n_tokens; t += kTile) {
+    const int64_t nt = std::min<int64_t>(kTile, n_tokens - t);
+    for (int p = 0; p < n_panels; ++p) {
+      const int64_t r = row0 + p * kPanelRows;
+      const int n_rows = static_cast<int>(std::min<int64_t>(kPanelRows, row_end - r));
+      const Unit<kPlanes>* u = units + p * units_per_panel;
+      const ActBlock* a = act + t * n_sub;
+      float* out = y + t * ld_y + r;
+      switch (nt) {
+        case 4: tile_store<kPlanes, 4>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+        case 3: tile_store<kPlanes, 3>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+        case 2: tile_store<kPlanes, 2>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+        default: tile_store<kPlanes, 1>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+      }
+    }
+  }
+}
+
+template <class P>
+void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
+                         int64_t row_begin, int64_t row_end) {
+  constexpr int64_t kBlkPerChunk = kChunkUnits / P::kUnitsPerBlock;
+  const int64_t n_blk = w.cols / (32 * P::kUnitsPerBlock);
+  const int64_t n_sub = w.cols / 32;
+  const int64_t stride = n_blk * P::kBytes;
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  Unit<P::kPlanes> units[kPanels * kChunkUnits];  // 40 KiB (Q4) or 72 KiB (Q8_0) of stack
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanels * kPanelRows) {
+    const int64_t r1 = std::min(row_end, r0 + kPanels * kPanelRows);
+    const int n_panels = static_cast<int>((r1 - r0 + kPanelRows - 1) / kPanelRows);
+    for (int64_t b0 = 0; b0 < n_blk; b0 += kBlkPerChunk) {
+      const int64_t nb = std::min(kBlkPerChunk, n_blk - b0);
+      const int64_t n_units = nb * P::kUnitsPerBlock;
+      for (int p = 0; p < n_panels; ++p) {
+        const int64_t r = r0 + p * kPanelRows;
+        const int n_rows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r));
+        pack_panel<P>(base, stride, r, n_rows, b0, nb, units + p * n_units);
+      }
+      tokens_over_panels<P::kPlanes>(units, n_panels, n_units, r0, r1,
+                                     act + b0 * P::kUnitsPerBlock, n_sub, n_tokens, y, w.rows,
+                                     b0 > 0);
+    }
+  }
+}
+
+}  // namespace
+
+bool packed_supports(DType dtype) {
+  return dtype == DType::kQ4_0 || dtype == DType::kQ8_0 || dtype == DType::kQ4_K;
+}
+
+void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
+                        int64_t row_begin, int64_t row_end) {
+  switch (w.dtype) {
+    case DType::kQ4_0:
+      return matmul_packed_typed<Q4_0Pack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ8_0:
+      return matmul_packed_typed<Q8_0Pack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ4_K:
+      return matmul_packed_typed<Q4_KPack>(w, act, n_tokens, y, row_begin, row_end);
+    default:
+      return;
+  }
+}
+
+}  // namespace llmpack::kernels::avx2
