@@ -27,12 +27,20 @@ __all__ = [
     "LlmpackError",
     "Method",
     "MethodMeta",
+    "MethodNotFoundError",
     "Program",
     "Runtime",
     "ScalarType",
     "TensorInfo",
     "Verification",
 ]
+
+
+class MethodNotFoundError(LlmpackError, KeyError):
+    """An unknown method name; a KeyError too, as ExecuTorch raises for it."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
 
 
 class Verification(enum.IntEnum):
@@ -105,7 +113,7 @@ class Program:
         method = self._methods.get(name)
         if method is None:
             if name not in self._names:
-                raise LlmpackError(
+                raise MethodNotFoundError(
                     f"program has no method '{name}'; it has {', '.join(sorted(self._names))}"
                 )
             method = Method(self._program, name)

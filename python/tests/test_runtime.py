@@ -129,6 +129,8 @@ def test_constant_method_with_inputs_is_refused(program):
 def test_unknown_method(program):
     with pytest.raises(LlmpackError, match="no method 'nope'"):
         program.load_method("nope")
+    with pytest.raises(KeyError):  # what ExecuTorch raises
+        program.load_method("nope")
     with pytest.raises(LlmpackError, match="nope"):
         program.metadata("nope")
 
