@@ -5,6 +5,7 @@
 // accumulators from the 4 rows, which hides the FMA latency.
 // (No core/half.h here: its inline functions compiled with AVX flags could
 // be the copy the linker keeps for scalar callers.)
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/x86/avx2_internal.h"
@@ -48,17 +49,21 @@ inline void tile(const typename W::Elem* w, int64_t ld_w, const float* x, int64_
                  float* y, int64_t ld_y) {
   __m256 acc[R][T];
   for (int r = 0; r < R; ++r)
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
   int64_t c = 0;
   for (; c + 8 <= cols; c += 8) {
     __m256 xv[T];
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) xv[t] = _mm256_loadu_ps(x + t * cols + c);
     for (int r = 0; r < R; ++r) {
       const __m256 wv = W::load8(w + r * ld_w + c);
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
     }
   }
   for (int r = 0; r < R; ++r) {
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       float s = hsum(acc[r][t]);
       for (int64_t cc = c; cc < cols; ++cc) s += W::at(w + r * ld_w + cc) * x[t * cols + cc];
@@ -76,8 +81,13 @@ void rows_for_tokens(const typename W::Elem* w, const WeightMatrix& m, const flo
 }
 
 template <class W>
+void matmul_packed(const WeightMatrix& m, const float* x, int64_t n_tokens, float* y,
+                   int64_t row_begin, int64_t row_end);
+
+template <class W>
 void matmul_typed(const WeightMatrix& m, const float* x, int64_t n_tokens, float* y,
                   int64_t row_begin, int64_t row_end) {
+  if (n_tokens >= kPackedMinTokens) return matmul_packed<W>(m, x, n_tokens, y, row_begin, row_end);
   const auto* w = static_cast<const typename W::Elem*>(m.data);
   // Blocks of 16 rows keep their weights in L1/L2 while every token tile passes.
   constexpr int64_t kRowBlock = 16;
@@ -89,6 +99,126 @@ void matmul_typed(const WeightMatrix& m, const float* x, int64_t n_tokens, float
     if (n_tokens - t == 2) rows_for_tokens<W, 2>(w, m, x + t * m.cols, y + t * m.rows, r0, r1);
     if (n_tokens - t == 1) rows_for_tokens<W, 1>(w, m, x + t * m.cols, y + t * m.rows, r0, r1);
   }
+}
+
+// Prefill: rows are packed 16 at a time, converted to f32 and transposed,
+// into panels [c][16] on the stack; a 6-token x 16-row tile then takes 2
+// weight loads and 6 broadcasts per 12 FMAs (12 accumulators in registers).
+constexpr int kPanelRows = 16, kPanels = 4, kChunkCols = 256, kTokTile = 6;
+
+inline void transpose8x8(__m256* v) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(v[2 * i], v[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(v[2 * i], v[2 * i + 1]);
+  }
+  for (int h = 0; h < 2; ++h) {
+    const __m256* th = t + 4 * h;
+    u[4 * h + 0] = _mm256_shuffle_ps(th[0], th[2], 0x44);
+    u[4 * h + 1] = _mm256_shuffle_ps(th[0], th[2], 0xEE);
+    u[4 * h + 2] = _mm256_shuffle_ps(th[1], th[3], 0x44);
+    u[4 * h + 3] = _mm256_shuffle_ps(th[1], th[3], 0xEE);
+  }
+  for (int g = 0; g < 4; ++g) {
+    v[g] = _mm256_permute2f128_ps(u[g], u[4 + g], 0x20);
+    v[g + 4] = _mm256_permute2f128_ps(u[g], u[4 + g], 0x31);
+  }
+}
+
+// panel[c * 16 + r] = w[r0 + r, c0 + c] for r < n_rows (0 beyond), c < n_cols
+// (a multiple of 8).
+template <class W>
+void pack_panel(const typename W::Elem* w, int64_t ld_w, int64_t r0, int n_rows, int64_t c0,
+                int64_t n_cols, float* panel) {
+  for (int64_t c = 0; c < n_cols; c += 8)
+    for (int half = 0; half < 2; ++half) {
+      __m256 v[8];
+      for (int i = 0; i < 8; ++i) {
+        const int r = 8 * half + i;
+        v[i] = r < n_rows ? W::load8(w + (r0 + r) * ld_w + c0 + c) : _mm256_setzero_ps();
+      }
+      transpose8x8(v);
+      for (int i = 0; i < 8; ++i) _mm256_store_ps(panel + (c + i) * kPanelRows + 8 * half, v[i]);
+    }
+}
+
+// y[t * ld_y + r] (+)= sum_c panel[c][r] * x[t * ld_x + c] for r < n_rows, t < T.
+template <int T>
+void panel_tile(const float* panel, int64_t n_cols, const float* x, int64_t ld_x, float* y,
+                int64_t ld_y, int n_rows, bool add) {
+  // two named arrays (not acc[T][2]): GCC keeps these in registers
+  __m256 lo[T], hi[T];
+  #pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm256_setzero_ps();
+  for (int64_t c = 0; c < n_cols; ++c) {
+    const __m256 w0 = _mm256_load_ps(panel + c * kPanelRows);
+    const __m256 w1 = _mm256_load_ps(panel + c * kPanelRows + 8);
+    #pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m256 xv = _mm256_broadcast_ss(x + t * ld_x + c);
+      lo[t] = _mm256_fmadd_ps(w0, xv, lo[t]);
+      hi[t] = _mm256_fmadd_ps(w1, xv, hi[t]);
+    }
+  }
+  #pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    float* out = y + t * ld_y;
+    if (n_rows == kPanelRows) {
+      if (add) {
+        lo[t] = _mm256_add_ps(lo[t], _mm256_loadu_ps(out));
+        hi[t] = _mm256_add_ps(hi[t], _mm256_loadu_ps(out + 8));
+      }
+      _mm256_storeu_ps(out, lo[t]);
+      _mm256_storeu_ps(out + 8, hi[t]);
+    } else {
+      alignas(32) float tmp[kPanelRows];
+      _mm256_store_ps(tmp, lo[t]);
+      _mm256_store_ps(tmp + 8, hi[t]);
+      for (int r = 0; r < n_rows; ++r) out[r] = add ? out[r] + tmp[r] : tmp[r];
+    }
+  }
+}
+
+using PanelTileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int, bool);
+constexpr PanelTileFn kPanelTiles[kTokTile + 1] = {nullptr,        panel_tile<1>, panel_tile<2>,
+                                                   panel_tile<3>, panel_tile<4>, panel_tile<5>,
+                                                   panel_tile<6>};
+
+// Columns beyond the last multiple of 8 (rare: odd widths) go through `tile`.
+template <class W>
+void matmul_packed(const WeightMatrix& m, const float* x, int64_t n_tokens, float* y,
+                   int64_t row_begin, int64_t row_end) {
+  const auto* w = static_cast<const typename W::Elem*>(m.data);
+  const int64_t cols8 = m.cols / 8 * 8;
+  alignas(32) float panels[kPanels * kPanelRows * kChunkCols];  // 64 KiB of stack
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanels * kPanelRows) {
+    const int64_t r1 = std::min(row_end, r0 + kPanels * kPanelRows);
+    const int n_panels = static_cast<int>((r1 - r0 + kPanelRows - 1) / kPanelRows);
+    for (int64_t c0 = 0; c0 < cols8; c0 += kChunkCols) {
+      const int64_t nc = std::min<int64_t>(kChunkCols, cols8 - c0);
+      for (int p = 0; p < n_panels; ++p) {
+        const int64_t r = r0 + p * kPanelRows;
+        pack_panel<W>(w, m.cols, r, static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r)), c0,
+                      nc, panels + p * kPanelRows * kChunkCols);
+      }
+      for (int64_t t = 0; t < n_tokens; t += kTokTile) {
+        const int64_t nt = std::min<int64_t>(kTokTile, n_tokens - t);
+        for (int p = 0; p < n_panels; ++p) {
+          const int64_t r = r0 + p * kPanelRows;
+          kPanelTiles[nt](panels + p * kPanelRows * kChunkCols, nc, x + t * m.cols + c0, m.cols,
+                          y + t * m.rows + r, m.rows,
+                          static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r)), c0 > 0);
+        }
+      }
+    }
+  }
+  if (cols8 == m.cols) return;
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      float s = cols8 > 0 ? y[t * m.rows + r] : 0.0f;
+      for (int64_t c = cols8; c < m.cols; ++c) s += W::at(w + r * m.cols + c) * x[t * m.cols + c];
+      y[t * m.rows + r] = s;
+    }
 }
 
 }  // namespace

@@ -154,21 +154,27 @@ inline void tile(const Unit<kPlanes>* u, int64_t n_units, const ActBlock* act, i
     // s16[p][t]: plane p of token t; one broadcast of 4 activation bytes
     // feeds every plane
     __m256i s16[kPlanes][T];
+    #pragma GCC unroll 2
     for (int p = 0; p < kPlanes; ++p)
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) s16[p][t] = _mm256_setzero_si256();
     for (int g = 0; g < 8; ++g) {
       __m256i w[kPlanes];
+      #pragma GCC unroll 2
       for (int p = 0; p < kPlanes; ++p)
         w[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(u->q[p][g]));
+      #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         int32_t a4;
         std::memcpy(&a4, act[t * n_sub + k].q + 4 * g, 4);
         const __m256i a = _mm256_set1_epi32(a4);
+        #pragma GCC unroll 2
         for (int p = 0; p < kPlanes; ++p)
           s16[p][t] = _mm256_add_epi16(s16[p][t], _mm256_maddubs_epi16(w[p], a));
       }
     }
     __m256i i32[T];
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       // plane 0 of a two-plane unit is the high nibble (x16)
       i32[t] = _mm256_madd_epi16(s16[0][t], kPlanes == 2 ? sixteen : ones);
@@ -176,6 +182,7 @@ inline void tile(const Unit<kPlanes>* u, int64_t n_units, const ActBlock* act, i
         i32[t] = _mm256_add_epi32(i32[t], _mm256_madd_epi16(s16[1][t], ones));
     }
     const __m256 ws = _mm256_load_ps(u->ws), wm = _mm256_load_ps(u->wm);
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const ActBlock& a = act[t * n_sub + k];
       const __m256 d = _mm256_set1_ps(a.d);
@@ -190,8 +197,10 @@ template <int kPlanes, int T>
 void tile_store(const Unit<kPlanes>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
                 float* y, int64_t ld_y, int n_rows, bool add) {
   __m256 acc[T];
+  #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
   tile<kPlanes, T>(u, n_units, act, n_sub, acc);
+  #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
     float* out = y + t * ld_y;
     if (n_rows == kPanelRows) {

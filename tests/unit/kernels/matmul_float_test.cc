@@ -85,6 +85,19 @@ TEST_P(MatmulFloatTest, LargeMatrixSplitOverThreads) {
   check_shape(GetParam(), {96, 512, 7}, pool);
 }
 
+// The prefill path (n_tokens >= 4) packs 64 rows as 4 panels of 16 and 256
+// columns at a time, in 6-token tiles: partial panels, several column
+// chunks, a column tail (cols % 8) and token tails.
+TEST_P(MatmulFloatTest, PackedPrefillPanelsChunksAndTails) {
+  ThreadPool pool1(1), pool2(2);
+  for (int64_t rows : {16, 21, 64, 75})
+    for (int64_t cols : {256, 600, 771})
+      for (int64_t n_tokens : {4, 6, 13}) {
+        check_shape(GetParam(), {rows, cols, n_tokens}, (rows + n_tokens) % 2 ? pool1 : pool2);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulFloatTest,
                          ::testing::Values(DType::kF32, DType::kF16, DType::kBF16),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
