@@ -11,6 +11,8 @@
 #include <pybind11/stl.h>
 #include <pybind11/stl/filesystem.h>
 
+#include <cxxabi.h>
+
 #include <atomic>
 #include <exception>
 #include <optional>
@@ -165,6 +167,8 @@ class PyRunner {
     try {
       body();
       if (PyErr_CheckSignals() != 0) throw py::error_already_set();
+    } catch (abi::__forced_unwind&) {
+      throw;  // the interpreter is ending this thread (finalization): let it unwind
     } catch (...) {
       cb_error.error = std::current_exception();
       runner_->stop();

@@ -1,6 +1,8 @@
 // llmpack._llmpack: the extension module behind the `llmpack` package.
 // Names follow ExecuTorch's Python API (executorch.runtime and
 // executorch.extension.llm.runner) so scripts only change their imports.
+#include <cxxabi.h>
+
 #include <cerrno>
 
 #include "bind_common.h"
@@ -56,6 +58,8 @@ LogSink python_log_sink() {
       py::module_::import("logging")
           .attr("getLogger")("llmpack")
           .attr("log")(py_level, py::str(std::string(message)));
+    } catch (abi::__forced_unwind&) {
+      throw;  // the interpreter is ending this thread (finalization)
     } catch (...) {
       PyErr_Clear();
     }

@@ -107,3 +107,30 @@ def test_two_runners_in_parallel_threads(package):
     for t in threads:
         t.join()
     assert results[0] == results[1] != ""
+
+
+def test_interpreter_exit_during_generation_in_a_daemon_thread(package):
+    # The interpreter ends a daemon thread that wants the GIL back for a
+    # callback; the process must still exit cleanly.
+    import os
+    import subprocess
+    import sys
+
+    script = f"""
+import threading, time
+from llmpack.runner import GenerationConfig, TextLLMRunner
+runner = TextLLMRunner({str(package)!r})
+started = threading.Event()
+def callback(piece):
+    started.set()
+    time.sleep(0.01)
+config = GenerationConfig(max_new_tokens=100000, echo=False, ignore_eos=True)
+threading.Thread(target=runner.generate, args=("Once", config, callback), daemon=True).start()
+started.wait(10)
+print("exiting", flush=True)
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert "exiting" in done.stdout
+    assert done.returncode == 0, done.stderr
+    assert "terminate" not in done.stderr
