@@ -2,6 +2,9 @@
 // reproduces the golden greedy ids (../shared/fixtures/llama2c/stories260K_greedy_256.json).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "export_test_util.h"
 #include "export/model_source.h"
 #include "format/gguf.h"
@@ -122,6 +125,74 @@ TEST(ExportTokenizer, MetaCheckpointWithoutParamsAsksForThem) {
   ASSERT_FALSE(report.ok());
   EXPECT_NE(report.status().message().find("--params"), std::string::npos) << report.status().message();
   EXPECT_EQ(dir.n_files(), 0u);
+}
+
+}  // namespace
+}  // namespace llmpack
+
+namespace llmpack {
+namespace {
+
+// HF q_proj/k_proj rows are in rotate_half order; the export puts them back
+// into llama2.c's adjacent pairs, byte for byte.
+TEST(ExportHfPermutation, QAndKRowsComeBackToTheOriginalLayout) {
+  LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
+  LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
+  testing::ScratchDir dir;
+  ExportOptions o;
+  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+  o.checkpoint = hf;
+  o.output = dir.file("hf.gguf");
+  ASSERT_TRUE(export_package(o).ok());
+  o.checkpoint = bin;
+  o.output = dir.file("bin.gguf");
+  ASSERT_TRUE(export_package(o).ok());
+  auto a = GgufFile::open(dir.file("hf.gguf"));
+  auto b = GgufFile::open(dir.file("bin.gguf"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (const char* name : {"blk.0.attn_q.weight", "blk.4.attn_k.weight", "blk.2.attn_v.weight"}) {
+    const GgufTensorInfo* x = (*a)->find_tensor(name);
+    const GgufTensorInfo* y = (*b)->find_tensor(name);
+    ASSERT_TRUE(x && y) << name;
+    ASSERT_EQ(x->n_bytes, y->n_bytes) << name;
+    EXPECT_EQ(std::memcmp(x->data, y->data, x->n_bytes), 0) << name;
+  }
+}
+
+// E2/E5 through the CLI: the hidden option stays out of --help, a bad
+// combination exits non-zero before creating the file, a good one prints
+// the one-line summary.
+TEST(ExportCli, HelpHidesTokenBoundAndBadOptionsCreateNothing) {
+  LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
+#ifdef LLMPACK_BINARY_PATH
+  const std::string exe = LLMPACK_BINARY_PATH;
+#else  // test_export is not marked CLI in tests/CMakeLists.txt: find it in the build tree
+  const std::string exe =
+      (std::filesystem::read_symlink("/proc/self/exe").parent_path().parent_path() / "apps/llmpack/llmpack").string();
+#endif
+  if (!std::filesystem::exists(exe)) GTEST_SKIP() << "llmpack binary not built: " << exe;
+  testing::ScratchDir dir;
+  auto run = [&](const std::string& args, std::string* out) {
+    const std::string cmd = exe + " export " + args + " > " + dir.file("stdout.txt") + " 2>&1";
+    const int rc = std::system(cmd.c_str());
+    std::ifstream in(dir.file("stdout.txt"));
+    out->assign(std::istreambuf_iterator<char>(in), {});
+    return rc;
+  };
+  std::string out;
+  EXPECT_EQ(run("--help", &out), 0);
+  EXPECT_NE(out.find("--static_chunk"), std::string::npos);
+  EXPECT_EQ(out.find("token_bound"), std::string::npos) << out;
+  const std::string common = "--checkpoint " + bin + " --tokenizer_path " + testing::fixture_path("llama2c/tok512.bin");
+  const std::string pkg = dir.file("out.gguf");
+  EXPECT_NE(run(common + " --output " + pkg + " --max_context_length 64", &out), 0);
+  EXPECT_NE(out.find("below --max_seq_length 128"), std::string::npos) << out;
+  EXPECT_NE(run(common + " --output " + pkg + " --static_chunk 4", &out), 0);
+  EXPECT_NE(run(common + " --output " + pkg + " --dtype q2_k", &out), 0);
+  EXPECT_FALSE(std::filesystem::exists(pkg));
+  EXPECT_EQ(run(common + " --output " + pkg + " --token_bound 127", &out), 0) << out;
+  EXPECT_NE(out.find("S 128, C 128, B 127"), std::string::npos) << out;
+  EXPECT_TRUE(std::filesystem::exists(pkg));
 }
 
 }  // namespace
