@@ -131,7 +131,7 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, v
   }
   if (avx2::scratch_bytes(w.dtype, w.cols, n_tokens) > 0) {
     pool.parallel_for(n_tokens, [&](int, int64_t b, int64_t e) {
-      avx2::prepare_activations(w.dtype, x, w.cols, b, e, scratch);
+      avx2::prepare_activations(w.dtype, x, w.cols, n_tokens, b, e, scratch);
     });
   }
   pool.parallel_for(

@@ -13,13 +13,15 @@ namespace llmpack::kernels::avx2 {
 // Weight types with an AVX2 matmul.
 bool supports(DType dtype);
 
-// Scratch for the quantized activations of n_tokens rows of `cols` (0 for float weights).
+// Scratch for the quantized activations of n_tokens rows of `cols` (0 for float
+// weights): ActBlocks [n_tokens][cols / 32], then for Q4_K the blocks' scales d
+// and d * qsum as contiguous floats [n_tokens][2][cols / 32] (vector loads in decode).
 size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens);
 
 // Prepares the activations once per matmul (quantizes them for integer
 // dot products; nothing for float weights). Rows of tokens [t_begin, t_end).
-void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t t_begin,
-                         int64_t t_end, void* scratch);
+void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_tokens,
+                         int64_t t_begin, int64_t t_end, void* scratch);
 
 // y[t, r] for all tokens and rows [row_begin, row_end); x: [n_tokens, w.cols],
 // y: [n_tokens, w.rows]. `scratch` is what prepare_activations filled.

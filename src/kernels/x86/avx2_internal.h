@@ -16,6 +16,15 @@ struct ActBlock {
 };
 static_assert(sizeof(ActBlock) == 40);
 
+// The float arrays after the ActBlocks of a Q4_K matmul: token t's scales d at
+// [2t * n_sub], its d * qsum at [(2t + 1) * n_sub].
+inline float* act_scales(ActBlock* act, int64_t n_tokens, int64_t n_sub) {
+  return reinterpret_cast<float*>(act + n_tokens * n_sub);
+}
+inline const float* act_scales(const ActBlock* act, int64_t n_tokens, int64_t n_sub) {
+  return reinterpret_cast<const float*>(act + n_tokens * n_sub);
+}
+
 // Quantizes one token's activations x[cols] (cols a multiple of 32) into
 // out[cols / 32].
 void quantize_activations(const float* x, int64_t cols, ActBlock* out);

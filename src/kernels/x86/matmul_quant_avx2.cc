@@ -80,31 +80,6 @@ struct Q4_0Dec {
   }
 };
 
-struct Q4_KDec {
-  static constexpr int kSubs = 8;
-  static constexpr int kBytes = sizeof(BlockQ4_K);
-  static constexpr bool kUnsigned = true;
-  static constexpr bool kHasMin = true;
-  static constexpr bool kOffset8 = false;
-  static void unpack(const uint8_t* p, Sub* s) {
-    const auto* b = reinterpret_cast<const BlockQ4_K*>(p);
-    const float d = half_to_float(b->d), dmin = half_to_float(b->dmin);
-    const __m256i mask = _mm256_set1_epi8(0x0F);
-    for (int c = 0; c < 4; ++c) {
-      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * c));
-      s[2 * c].q = _mm256_and_si256(raw, mask);
-      s[2 * c + 1].q = _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
-    }
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, mn;
-      unpack_q4k_scale(b->scales, j, &sc, &mn);
-      s[j].scale16 = ones16();
-      s[j].ws = d * sc;
-      s[j].wm = dmin * mn;
-    }
-  }
-};
-
 struct Q6_KDec {
   static constexpr int kSubs = 8;
   static constexpr int kBytes = sizeof(BlockQ6_K);
@@ -181,6 +156,79 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
   }
 }
 
+// Q4_K decode (few tokens): the 8 scales and mins of a super-block are unpacked
+// as vectors, multiplied by the 8 activation scales (contiguous, see
+// act_scales), and each sub-block's dot picks its lane with one permute; the
+// min terms accumulate as one vector FMA per super-block.
+inline __m256i q4k_scales_mins(const uint8_t* packed, __m256i* mins) {
+  uint32_t u[4];
+  std::memcpy(u, packed, 12);
+  const uint32_t m6 = 0x3F3F3F3F, m4 = 0x0F0F0F0F, m2 = 0x03030303;
+  u[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);  // mins 4..7
+  const uint32_t mins03 = u[1] & m6;
+  u[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);  // scales 4..7
+  u[2] = mins03;
+  u[0] &= m6;  // scales 0..3
+  *mins = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(u[3]), static_cast<int>(u[2])));
+  return _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(u[1]), static_cast<int>(u[0])));
+}
+
+template <int T>
+void q4k_row_tokens(const BlockQ4_K* row, int64_t n_super, const ActBlock* act,
+                    const float* scales, int64_t n_sub, float* y, int64_t ld_y) {
+  __m256 acc[T], macc[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[t] = macc[t] = _mm256_setzero_ps();
+  const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    const BlockQ4_K& b = row[sb];
+    __m256i mn_i;
+    const __m256i sc_i = q4k_scales_mins(b.scales, &mn_i);
+    const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(sc_i), _mm256_set1_ps(half_to_float(b.d)));
+    const __m256 mn = _mm256_mul_ps(_mm256_cvtepi32_ps(mn_i), _mm256_set1_ps(half_to_float(b.dmin)));
+    __m256 s[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      const float* ad = scales + 2 * t * n_sub + 8 * sb;
+      s[t] = _mm256_mul_ps(sc, _mm256_loadu_ps(ad));
+      macc[t] = _mm256_fmadd_ps(mn, _mm256_loadu_ps(ad + n_sub), macc[t]);
+    }
+#pragma GCC unroll 4
+    for (int c = 0; c < 4; ++c) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c));
+      const __m256i q[2] = {_mm256_and_si256(raw, mask),
+                            _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)};
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const int j = 2 * c + h;
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) {
+          const __m256i a = _mm256_loadu_si256(
+              reinterpret_cast<const __m256i*>(act[t * n_sub + 8 * sb + j].q));
+          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q[h], a), ones);
+          const __m256 sj = _mm256_permutevar8x32_ps(s[t], _mm256_set1_epi32(j));
+          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sj, acc[t]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) y[t * ld_y] = hsum(acc[t]) - hsum(macc[t]);
+}
+
+void q4k_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
+                    int64_t row_begin, int64_t row_end) {
+  const int64_t n_super = w.cols / kQKK, n_sub = w.cols / kQK;
+  const float* scales = act_scales(act, n_tokens, n_sub);
+  const auto* base = static_cast<const BlockQ4_K*>(w.data);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const BlockQ4_K* row = base + r * n_super;
+    for (int64_t t = 0; t < n_tokens; ++t)
+      q4k_row_tokens<1>(row, n_super, act + t * n_sub, scales + 2 * t * n_sub, n_sub,
+                        y + t * w.rows + r, w.rows);
+  }
+}
+
 }  // namespace
 
 void quantize_activations(const float* x, int64_t cols, ActBlock* out) {
@@ -223,7 +271,7 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     case DType::kQ4_0:
       return matmul_typed<Q4_0Dec>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K:
-      return matmul_typed<Q4_KDec>(w, act, n_tokens, y, row_begin, row_end);
+      return q4k_matmul_few(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K:
       return matmul_typed<Q6_KDec>(w, act, n_tokens, y, row_begin, row_end);
     default:
