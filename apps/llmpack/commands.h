@@ -10,5 +10,6 @@ namespace llmpack::cli {
 void register_run(CLI::App& app, std::function<int()>& action);
 void register_export(CLI::App& app, std::function<int()>& action);
 void register_inspect(CLI::App& app, std::function<int()>& action);
+void register_tokenize(CLI::App& app, std::function<int()>& action);
 
 }  // namespace llmpack::cli

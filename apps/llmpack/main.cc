@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   llmpack::cli::register_run(app, action);
   llmpack::cli::register_export(app, action);
   llmpack::cli::register_inspect(app, action);
+  llmpack::cli::register_tokenize(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
