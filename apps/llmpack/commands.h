@@ -8,6 +8,8 @@
 namespace llmpack::cli {
 
 void register_run(CLI::App& app, std::function<int()>& action);
+void register_perplexity(CLI::App& app, std::function<int()>& action);
+void register_chat_template(CLI::App& app, std::function<int()>& action);
 void register_export(CLI::App& app, std::function<int()>& action);
 void register_inspect(CLI::App& app, std::function<int()>& action);
 void register_tokenize(CLI::App& app, std::function<int()>& action);

@@ -10,6 +10,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::function<int()> action;
   llmpack::cli::register_run(app, action);
+  llmpack::cli::register_perplexity(app, action);
+  llmpack::cli::register_chat_template(app, action);
   llmpack::cli::register_export(app, action);
   llmpack::cli::register_inspect(app, action);
   llmpack::cli::register_tokenize(app, action);

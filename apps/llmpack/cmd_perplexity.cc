@@ -1,0 +1,59 @@
+// `llmpack perplexity -m MODEL -f TEXT_FILE -c CTX`: strided, non-overlapping
+// windows scored on their second half, with a running estimate, ending with
+// the line llama-perplexity prints.
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "runner/perplexity.h"
+
+namespace llmpack::cli {
+namespace {
+
+struct PerplexityOptions {
+  ModelOptions model;
+  std::string text_file;
+  int64_t context = 512;
+};
+
+int execute(PerplexityOptions& o) {
+  std::ifstream in(o.text_file, std::ios::binary);
+  if (!in) return fail("cannot read -f '" + o.text_file + "'");
+  std::ostringstream text;
+  text << in.rdbuf();
+  // Plain GGUFs: forward takes a whole window and returns every row of logits.
+  o.model.max_seq_len = std::max(o.model.max_seq_len, o.context);
+  o.model.max_context_len = std::max(o.model.max_context_len, o.context);
+  ProgramOptions options = program_options(o.model);
+  options.logits_rows = o.context;
+  auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, options);
+  if (!loaded.ok()) return fail(loaded.status());
+  std::fprintf(stderr, "perplexity: windows of %lld tokens, scoring the second half of each\n",
+               static_cast<long long>(o.context));
+  auto result = compute_perplexity(*loaded->program, *loaded->tokenizer, text.str(), o.context,
+                                   [](int64_t w, double ppl) {
+                                     std::printf("[%lld]%.4f,", static_cast<long long>(w + 1), ppl);
+                                     std::fflush(stdout);
+                                   });
+  if (!result.ok()) {
+    std::printf("\n");
+    return fail(result.status());
+  }
+  std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", result->ppl, result->ppl_error);
+  return 0;
+}
+
+}  // namespace
+
+void register_perplexity(CLI::App& app, std::function<int()>& action) {
+  auto* cmd = app.add_subcommand("perplexity", "Perplexity of a model over a text file");
+  auto o = std::make_shared<PerplexityOptions>();
+  add_model_options(*cmd, o->model);
+  cmd->add_option("-f,--file", o->text_file, "Text file to score")->required();
+  cmd->add_option("-c,--ctx_size", o->context, "Window size in tokens")->default_val(512)->check(CLI::Range(2, 1 << 20));
+  cmd->callback([&action, o] { action = [o] { return execute(*o); }; });
+}
+
+}  // namespace llmpack::cli

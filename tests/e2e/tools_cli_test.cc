@@ -1,0 +1,70 @@
+// `llmpack perplexity` and `llmpack chat-template` as a user runs them.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "common/fixtures.h"
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+Outcome llmpack(const std::string& args) {
+  static int call = 0;
+  const std::string stem = ::testing::TempDir() + "/tools_cli_" + std::to_string(getpid()) + "_" + std::to_string(call++);
+  const int status = std::system((std::string(LLMPACK_BINARY_PATH) + " " + args + " >" + stem + ".out 2>" + stem +
+                                  ".err </dev/null").c_str());
+  Outcome o{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(stem + ".out"), slurp(stem + ".err")};
+  std::filesystem::remove(stem + ".out");
+  std::filesystem::remove(stem + ".err");
+  return o;
+}
+
+TEST(ToolsCli, PerplexityEndsWithTheFinalEstimateLine) {
+  LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
+  LLMPACK_REQUIRE_FIXTURE(golden, "llama2c/stories260K_greedy_256.json");
+  std::ifstream in(golden);
+  const std::string text_path = ::testing::TempDir() + "/ppl_" + std::to_string(getpid()) + ".txt";
+  std::ofstream(text_path) << nlohmann::json::parse(in)["generated_text"].get<std::string>();
+  auto r = llmpack("perplexity -m " + model + " -f " + text_path + " -c 64 -t 2");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("[1]"), std::string::npos) << "running estimate";
+  const auto at = r.out.find("Final estimate: PPL = ");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  const double ppl = std::stod(r.out.substr(at + 22));
+  EXPECT_GT(ppl, 1.0);
+  EXPECT_LT(ppl, 4.0);
+  EXPECT_NE(r.out.find(" +/- ", at), std::string::npos);
+  auto missing = llmpack("perplexity -m " + model + " -f /no/such/file.txt");
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("/no/such/file.txt"), std::string::npos);
+  std::filesystem::remove(text_path);
+}
+
+TEST(ToolsCli, ChatTemplateRendersBuiltinAndRefusesWithoutOne) {
+  LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
+  const std::string messages = ::testing::TempDir() + "/messages_" + std::to_string(getpid()) + ".json";
+  std::ofstream(messages) << R"([{"role": "user", "content": "Hi!"}])";
+  auto r = llmpack("chat-template -m " + model + " --messages " + messages + " --chat_template chatml");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n");
+  auto none = llmpack("chat-template -m " + model + " --messages " + messages);
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("--chat_template NAME"), std::string::npos) << none.err;
+  std::filesystem::remove(messages);
+}
+
+}  // namespace
