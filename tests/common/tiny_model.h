@@ -40,6 +40,7 @@ struct TinyModelSpec {
   uint32_t seed = 1;
   float weight_scale = 0.15f;
   std::optional<TinyContract> contract;  // llmpack.* keys, or a plain GGUF
+  bool rope_freq_factors = false;  // a rope_freqs.weight tensor (llama3 frequency scaling)
 };
 
 // Keeps tensor bytes alive while the writer borrows them.
@@ -75,6 +76,7 @@ class TinyModelBuilder {
       matrix(w, p + "ffn_down.weight", spec_.dim, spec_.hidden_dim);
     }
     norm(w, "output_norm.weight", spec_.dim);
+    if (spec_.rope_freq_factors) vector(w, "rope_freqs.weight", hd / 2, 4.0f, 1.5f);
     if (!spec_.tied_output) matrix(w, "output.weight", spec_.vocab_size, spec_.dim);
     return w.to_bytes();
   }

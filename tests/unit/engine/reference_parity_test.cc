@@ -53,7 +53,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Shape{"odd_widths", make("llama", 30, 37, 3, 1, false)},
                       Shape{"f16_weights", make("llama", 64, 96, 8, 4, false, DType::kF16)},
                       Shape{"qwen2_bias", make("qwen2", 48, 52, 6, 2, true)},
-                      Shape{"qwen3_qknorm", make("qwen3", 48, 52, 6, 3, false)}),
+                      Shape{"qwen3_qknorm", make("qwen3", 48, 52, 6, 3, false)},
+                      Shape{"llama3_rope_factors", [] {
+                              auto s = make("llama", 48, 52, 6, 2, true);
+                              s.rope_freq_factors = true;
+                              return s;
+                            }()}),
     [](const ::testing::TestParamInfo<Shape>& info) { return info.param.label; });
 
 // R8 at the engine: one chunk, several chunks and token by token give the same logits.
