@@ -71,7 +71,7 @@ TEST(TokenizerJson, BrokenJsonNamesTheOffset) {
   expect_error(good + "x", "expected the end of the input");
   expect_error("{\"model\": {\"vocab\": {\"a\": 1.5}}}", "an integer");
   expect_error("{\"model\": {\"vocab\": {\"a\\uD800\": 1}}}", "low surrogate");
-  expect_error(std::string(200, '[') , "nested");
+  expect_error("{\"unknown_key\": " + std::string(200, '['), "nested");
 }
 
 TEST(TokenizerJson, MistralSpmStyleJsonIsRefusedClearly) {
