@@ -14,6 +14,8 @@ const char* const kConstantMethods[] = {
 
 std::string n_str(int64_t v) { return std::to_string(v); }
 
+constexpr int64_t kDefaultInitialCacheRows = 256;
+
 }  // namespace
 
 Result<std::unique_ptr<LlamaProgram>> LlamaProgram::create(std::unique_ptr<Model> model,
@@ -28,6 +30,10 @@ Result<std::unique_ptr<LlamaProgram>> LlamaProgram::create(std::unique_ptr<Model
   // Without a KV cache every call recomputes the sequence from position 0.
   plan.cache_rows = contract.use_kv_cache ? contract.max_context_len : contract.token_bound;
   plan.logits_rows = std::clamp<int64_t>(options.logits_rows, 1, contract.token_bound);
+  // An off-graph cache starts small and grows with the sequence (C7); an
+  // in-graph one is the package's fixed buffer of C rows.
+  if (contract.kv_cache == KvCacheKind::kOffGraph)
+    plan.initial_cache_rows = std::min<int64_t>(kDefaultInitialCacheRows, plan.cache_rows);
   p->transformer_ = std::make_unique<Transformer>(*model, plan, *p->pool_);
   p->model_ = std::move(model);
   p->contract_ = std::move(contract);
@@ -94,7 +100,7 @@ Status LlamaProgram::check_forward_input(std::span<const int64_t> tokens, int64_
   if (!contract_.use_kv_cache && start_pos != 0)
     return error_status("forward: a package without KV cache takes the whole sequence from position 0, got position " +
                         n_str(start_pos));
-  const int64_t rows = transformer_->plan().cache_rows;
+  const int64_t rows = contract_.use_kv_cache ? transformer_->cache().capacity_rows() : transformer_->plan().cache_rows;
   if (start_pos + n_valid > rows)
     return error_status("forward: positions " + n_str(start_pos) + ".." + n_str(start_pos + n_valid - 1) +
                         " exceed the context of " + n_str(rows) + " positions");
@@ -116,8 +122,64 @@ Result<LogitsView> LlamaProgram::forward(std::span<const int64_t> tokens, int64_
   // Padding of a static chunk (R4) is never computed: it could not change
   // any valid token's result, and skipping it keeps the cache clean.
   const int64_t n_logits = all_logits ? n_valid : 1;
+  LLMPACK_RETURN_IF_ERROR(transformer_->prepare_cache(start_pos + n_valid));
   auto logits = transformer_->forward(tokens.first(n_valid), start_pos, n_logits);
   return LogitsView{logits.data(), n_logits, model_->config().vocab_size};
+}
+
+Result<std::unique_ptr<KvCache>> LlamaProgram::create_kv_cache(const KvCacheOptions& options) const {
+  if (contract_.kv_cache != KvCacheKind::kOffGraph)
+    return error_status("the package's KV cache is " + std::string(kv_cache_kind_name(contract_.kv_cache)) +
+                        ", not off_graph: re-export it with --kv_cache off_graph for a runner-owned cache");
+  const int64_t c = transformer_->plan().cache_rows;
+  KvCacheOptions o = options;
+  if (o.capacity_rows == 0) o.capacity_rows = c;
+  if (o.capacity_rows > c)
+    return error_status("KV cache capacity of " + n_str(o.capacity_rows) + " rows exceeds the package's context of " +
+                        n_str(c) + " positions");
+  return KvCache::create(model_->config().n_layers, model_->config().kv_dim(), o);
+}
+
+Status LlamaProgram::bind_kv_cache(KvCache* cache) {
+  if (cache == nullptr) {
+    transformer_->bind_cache(nullptr);
+    return ok_status();
+  }
+  if (contract_.kv_cache != KvCacheKind::kOffGraph) return create_kv_cache({}).status();
+  const ModelConfig& c = model_->config();
+  if (cache->n_layers() != c.n_layers || cache->kv_dim() != c.kv_dim() ||
+      cache->capacity_rows() > transformer_->plan().cache_rows)
+    return error_status("KV cache of " + n_str(cache->n_layers()) + " layers x " + n_str(cache->kv_dim()) + " x " +
+                        n_str(cache->capacity_rows()) + " rows does not fit this program (" + n_str(c.n_layers) +
+                        " x " + n_str(c.kv_dim()) + " x at most " + n_str(transformer_->plan().cache_rows) + ")");
+  transformer_->bind_cache(cache);
+  return ok_status();
+}
+
+uint64_t LlamaProgram::model_fingerprint() const {
+  const ModelConfig& c = model_->config();
+  const int64_t dims[] = {c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab_size,
+                          c.rope_dim};
+  uint64_t h = fnv1a64(dims, sizeof(dims));
+  h = fnv1a64(&c.rope_theta, sizeof(c.rope_theta), h);
+  // Names, shapes and the leading bytes of every weight: a fine-tune of the
+  // same architecture differs there, and hashing whole weights would cost a
+  // full read of the file.
+  auto mix_bytes = [&h](const void* data, uint64_t n) {
+    if (data) h = fnv1a64(data, static_cast<size_t>(std::min<uint64_t>(n, 256)), h);
+  };
+  if (const GgufFile* g = model_->gguf()) {
+    for (const GgufTensorInfo& t : g->tensors()) {
+      h = fnv1a64(t.name.data(), t.name.size(), h);
+      h = fnv1a64(t.ne.data(), t.ne.size() * sizeof(int64_t), h);
+      mix_bytes(t.data, t.n_bytes);
+    }
+  } else {
+    const ModelWeights& w = model_->weights();
+    const kernels::WeightMatrix* ms[] = {&w.token_embedding, &w.output, &w.layers.back().wq, &w.layers.back().w_down};
+    for (const auto* m : ms) mix_bytes(m->data, static_cast<uint64_t>(m->cols) * 2);
+  }
+  return h;
 }
 
 }  // namespace llmpack

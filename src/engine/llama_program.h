@@ -35,6 +35,9 @@ class LlamaProgram final : public Program {
   Result<LogitsView> forward(std::span<const int64_t> tokens, int64_t start_pos, bool all_logits = false,
                              int64_t n_valid = -1) override;
   void reset_cache() override {}
+  Result<std::unique_ptr<KvCache>> create_kv_cache(const KvCacheOptions& options) const override;
+  Status bind_kv_cache(KvCache* cache) override;
+  uint64_t model_fingerprint() const override;
 
   const Model& model() const { return *model_; }
   const PackageContract& contract() const { return contract_; }

@@ -11,6 +11,19 @@ std::string_view scalar_type_name(ScalarType t) {
   return "?";
 }
 
+namespace {
+Status no_off_graph_cache() {
+  return error_status("this program keeps its KV cache inside the graph; an off-graph cache needs a package "
+                      "exported with --kv_cache off_graph");
+}
+}  // namespace
+
+Result<std::unique_ptr<KvCache>> Program::create_kv_cache(const KvCacheOptions&) const {
+  return no_off_graph_cache();
+}
+
+Status Program::bind_kv_cache(KvCache* cache) { return cache == nullptr ? ok_status() : no_off_graph_cache(); }
+
 Result<int64_t> get_int_constant(const Program& program, std::string_view method) {
   auto value = program.execute_constant(method);
   if (!value.ok()) return value.status();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "engine/kv_cache.h"
 
 namespace llmpack {
 
@@ -71,6 +72,17 @@ class Program {
 
   // Forgets all cached positions (the next forward may start at 0).
   virtual void reset_cache() = 0;
+
+  // Off-graph KV cache (CONTRACT C1, C7). A package whose cache lives outside
+  // the graph makes caches shaped for it (capacity_rows 0: its context C;
+  // more than C is an error) and, once one is bound, forward reads and writes
+  // that cache, growing it as positions are written. nullptr unbinds. The
+  // defaults refuse: the package keeps its cache inside the program.
+  virtual Result<std::unique_ptr<KvCache>> create_kv_cache(const KvCacheOptions& options) const;
+  virtual Status bind_kv_cache(KvCache* cache);
+  // A hash of what makes cached keys and values valid for this program
+  // (hyperparameters, tensor names, shapes and leading bytes); 0 when unknown.
+  virtual uint64_t model_fingerprint() const { return 0; }
 };
 
 // Helpers to read constant methods with the expected type.

@@ -5,11 +5,6 @@
 
 namespace llmpack {
 
-KvCache::KvCache(int64_t n_layers, int64_t n_rows, int64_t kv_dim)
-    : n_layers_(n_layers), n_rows_(n_rows), kv_dim_(kv_dim),
-      k_(static_cast<size_t>(n_layers * n_rows * kv_dim)),
-      v_(static_cast<size_t>(n_layers * n_rows * kv_dim)) {}
-
 namespace {
 
 size_t max_scratch(const Model& model, int64_t n_tokens) {
@@ -38,7 +33,12 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& c, const float* f
 
 Transformer::Transformer(const Model& model, const ForwardPlan& plan, ThreadPool& pool)
     : model_(model), cfg_(model.config()), plan_(plan), pool_(pool),
-      cache_(cfg_.n_layers, plan.cache_rows, cfg_.kv_dim()) {
+      own_cache_(KvCache::create(cfg_.n_layers, cfg_.kv_dim(),
+                                 {KvDtype::kF32,
+                                  plan.initial_cache_rows > 0 ? plan.initial_cache_rows : plan.cache_rows,
+                                  plan.cache_rows})
+                     .value()),
+      cache_(own_cache_.get()) {
   const int64_t b = plan_.max_tokens;
   inv_freq_ = rope_inverse_frequencies(cfg_, model.weights().rope_freq_factors);
   x_.resize(b * cfg_.dim);
@@ -141,8 +141,7 @@ void Transformer::rotate_and_cache(const LayerWeights& w, int64_t layer, int64_t
       if (w.k_norm) kernels::rmsnorm(kh, kh, w.k_norm, hd, cfg_.norm_eps);
       kernels::rope(kh, hd, cfg_.rope_dim, pos, inv_freq_.data(), cfg_.rope_style);
     }
-    std::copy_n(k_.data() + t * cfg_.kv_dim(), cfg_.kv_dim(), cache_.keys(layer, pos));
-    std::copy_n(v_.data() + t * cfg_.kv_dim(), cfg_.kv_dim(), cache_.values(layer, pos));
+    cache_->store(layer, pos, k_.data() + t * cfg_.kv_dim(), v_.data() + t * cfg_.kv_dim());
   }
 }
 
@@ -151,14 +150,15 @@ void Transformer::attend(int64_t layer, int64_t n, int64_t start_pos) {
   const int64_t hd = cfg_.head_dim;
   const int64_t group = cfg_.n_heads / cfg_.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  // f16 / q8_0 rows are converted to f32 once per layer here, not per head.
+  const KvCache::LayerView kv = cache_->read(layer, start_pos + n);
   pool_.parallel_for(n * cfg_.n_heads, [&](int thread, int64_t begin, int64_t end) {
     float* scores = scores_.data() + thread * plan_.cache_rows;
     for (int64_t i = begin; i < end; ++i) {
       const int64_t t = i / cfg_.n_heads, h = i % cfg_.n_heads;
       const int64_t kv_offset = (h / group) * hd;
-      kernels::attention_head(q_.data() + i * hd, cache_.keys(layer, 0) + kv_offset,
-                              cache_.values(layer, 0) + kv_offset, cfg_.kv_dim(), start_pos + t + 1, hd,
-                              scale, scores, att_.data() + i * hd);
+      kernels::attention_head(q_.data() + i * hd, kv.k + kv_offset, kv.v + kv_offset, kv.stride,
+                              start_pos + t + 1, hd, scale, scores, att_.data() + i * hd);
     }
   });
 }

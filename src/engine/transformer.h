@@ -4,33 +4,23 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "engine/kv_cache.h"
 #include "model/model.h"
 
 namespace llmpack {
 
-// Key and value rows of every layer: [n_layers][n_rows][kv_dim] f32.
-class KvCache {
- public:
-  KvCache(int64_t n_layers, int64_t n_rows, int64_t kv_dim);
-  float* keys(int64_t layer, int64_t row) { return k_.data() + (layer * n_rows_ + row) * kv_dim_; }
-  float* values(int64_t layer, int64_t row) { return v_.data() + (layer * n_rows_ + row) * kv_dim_; }
-  int64_t n_rows() const { return n_rows_; }
-  int64_t kv_dim() const { return kv_dim_; }
-  uint64_t bytes() const { return (k_.size() + v_.size()) * sizeof(float); }
-
- private:
-  int64_t n_layers_, n_rows_, kv_dim_;
-  std::vector<float> k_, v_;
-};
-
 struct ForwardPlan {
   int64_t max_tokens = 1;   // B: tokens one call may carry
-  int64_t cache_rows = 1;   // positions the cache holds
+  int64_t cache_rows = 1;   // positions the cache holds (C)
+  // Rows the program's own cache starts with (0: all cache_rows, fixed, as an
+  // in-graph cache); it grows up to cache_rows as positions are written.
+  int64_t initial_cache_rows = 0;
   int64_t logits_rows = 1;  // rows of logits one call may return
 };
 
@@ -46,7 +36,16 @@ class Transformer {
 
   const ForwardPlan& plan() const { return plan_; }
   uint64_t activation_bytes() const;
-  uint64_t cache_bytes() const { return cache_.bytes(); }
+  uint64_t cache_bytes() const { return cache_->bytes(); }
+
+  // Off-graph caches (CONTRACT C1, C7): forward reads and writes `cache`
+  // (not owned; shaped n_layers x kv_dim, capacity <= cache_rows) instead of
+  // the program's own; nullptr returns to the own cache.
+  void bind_cache(KvCache* cache) { cache_ = cache ? cache : own_cache_.get(); }
+  const KvCache& cache() const { return *cache_; }
+  // Grows the cache so positions [0, end_pos) can be written; call before
+  // forward (the only place a forward pass may allocate, amortized).
+  Status prepare_cache(int64_t end_pos) { return cache_->reserve(end_pos); }
 
  private:
   void embed(std::span<const int64_t> tokens);
@@ -62,7 +61,8 @@ class Transformer {
   const ModelConfig& cfg_;
   ForwardPlan plan_;
   ThreadPool& pool_;
-  KvCache cache_;
+  std::unique_ptr<KvCache> own_cache_;
+  KvCache* cache_ = nullptr;     // own_cache_ or a bound off-graph cache
   std::vector<float> inv_freq_;  // [rope_dim / 2]
   // Activations, each [max_tokens, width].
   std::vector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_;

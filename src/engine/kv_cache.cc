@@ -1,0 +1,307 @@
+#include "engine/kv_cache.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+
+#include "core/half.h"
+
+namespace llmpack {
+namespace {
+
+constexpr int64_t kQ8Block = 32;        // q8_0: an f16 scale and 32 int8 values per block
+constexpr size_t kQ8BlockBytes = 2 + kQ8Block;
+constexpr char kMagic[8] = {'L', 'L', 'M', 'P', 'K', 'V', 'C', '1'};
+constexpr uint32_t kFileVersion = 1;
+
+size_t row_bytes_for(KvDtype dtype, int64_t kv_dim) {
+  switch (dtype) {
+    case KvDtype::kF32: return static_cast<size_t>(kv_dim) * 4;
+    case KvDtype::kF16: return static_cast<size_t>(kv_dim) * 2;
+    case KvDtype::kQ8_0: return static_cast<size_t>((kv_dim + kQ8Block - 1) / kQ8Block) * kQ8BlockBytes;
+  }
+  return 0;
+}
+
+void encode(KvDtype dtype, const float* in, int64_t n, uint8_t* out) {
+  if (dtype == KvDtype::kF32) {
+    std::memcpy(out, in, static_cast<size_t>(n) * 4);
+  } else if (dtype == KvDtype::kF16) {
+    for (int64_t i = 0; i < n; ++i) {
+      const uint16_t h = f32_to_f16(in[i]);
+      std::memcpy(out + 2 * i, &h, 2);
+    }
+  } else {  // q8_0; a short last block keeps its own scale
+    for (int64_t b = 0; b * kQ8Block < n; ++b) {
+      const int64_t len = std::min(kQ8Block, n - b * kQ8Block);
+      const float* x = in + b * kQ8Block;
+      float amax = 0.0f;
+      for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[i]));
+      const float scale = amax / 127.0f;
+      const uint16_t h = f32_to_f16(scale);
+      uint8_t* block = out + b * kQ8BlockBytes;
+      std::memcpy(block, &h, 2);
+      const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
+      for (int64_t i = 0; i < kQ8Block; ++i) {
+        const float q = i < len ? std::nearbyint(x[i] * inv) : 0.0f;
+        block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
+      }
+    }
+  }
+}
+
+void decode(KvDtype dtype, const uint8_t* in, int64_t n, float* out) {
+  if (dtype == KvDtype::kF32) {
+    std::memcpy(out, in, static_cast<size_t>(n) * 4);
+  } else if (dtype == KvDtype::kF16) {
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t h;
+      std::memcpy(&h, in + 2 * i, 2);
+      out[i] = f16_to_f32(h);
+    }
+  } else {
+    for (int64_t b = 0; b * kQ8Block < n; ++b) {
+      const uint8_t* block = in + b * kQ8BlockBytes;
+      uint16_t h;
+      std::memcpy(&h, block, 2);
+      const float scale = f16_to_f32(h);
+      const int64_t len = std::min(kQ8Block, n - b * kQ8Block);
+      for (int64_t i = 0; i < len; ++i) out[b * kQ8Block + i] = scale * static_cast<int8_t>(block[2 + i]);
+    }
+  }
+}
+
+std::string n_str(int64_t v) { return std::to_string(v); }
+
+}  // namespace
+
+std::string_view kv_dtype_name(KvDtype dtype) {
+  switch (dtype) {
+    case KvDtype::kF32: return "f32";
+    case KvDtype::kF16: return "f16";
+    case KvDtype::kQ8_0: return "q8_0";
+  }
+  return "?";
+}
+
+Result<KvDtype> parse_kv_dtype(std::string_view name) {
+  for (KvDtype d : {KvDtype::kF32, KvDtype::kF16, KvDtype::kQ8_0})
+    if (name == kv_dtype_name(d)) return d;
+  return error_status("KV cache dtype '" + std::string(name) + "' is unknown, expected f32, f16 or q8_0");
+}
+
+uint64_t fnv1a64(const void* data, size_t n, uint64_t seed) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint64_t h = seed;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t kv_dim, const KvCacheOptions& options) {
+  if (n_layers < 1 || kv_dim < 1)
+    return error_status("KV cache: expected layers >= 1 and a row width >= 1, found " + n_str(n_layers) + " and " +
+                        n_str(kv_dim));
+  if (options.capacity_rows < 1)
+    return error_status("KV cache: capacity of " + n_str(options.capacity_rows) + " rows, expected at least 1");
+  if (options.initial_rows < 1)
+    return error_status("KV cache: initial size of " + n_str(options.initial_rows) + " rows, expected at least 1");
+  std::unique_ptr<KvCache> c(new KvCache());
+  c->n_layers_ = n_layers;
+  c->kv_dim_ = kv_dim;
+  c->capacity_ = options.capacity_rows;
+  c->dtype_ = options.dtype;
+  c->row_bytes_ = row_bytes_for(options.dtype, kv_dim);
+  LLMPACK_RETURN_IF_ERROR(c->reserve(std::min(options.initial_rows, options.capacity_rows)));
+  return c;
+}
+
+Status KvCache::reserve(int64_t n_rows) {
+  if (n_rows <= allocated_) return ok_status();
+  if (n_rows > capacity_)
+    return error_status("KV cache: " + n_str(n_rows) + " rows needed, its capacity is " + n_str(capacity_) + " rows");
+  // Doubling keeps growth amortized: a conversation of n tokens reallocates
+  // log2(n / initial) times, never per token.
+  const int64_t rows = std::min(capacity_, std::max(n_rows, allocated_ * 2));
+  const size_t bytes = static_cast<size_t>(rows) * n_layers_ * row_bytes_;
+  k_.resize(bytes);
+  v_.resize(bytes);
+  if (dtype_ != KvDtype::kF32) {
+    k_f32_.resize(static_cast<size_t>(rows * kv_dim_));
+    v_f32_.resize(static_cast<size_t>(rows * kv_dim_));
+  }
+  allocated_ = rows;
+  return ok_status();
+}
+
+void KvCache::store(int64_t layer, int64_t row, const float* k, const float* v) {
+  const size_t at = (static_cast<size_t>(row) * n_layers_ + layer) * row_bytes_;
+  encode(dtype_, k, kv_dim_, k_.data() + at);
+  encode(dtype_, v, kv_dim_, v_.data() + at);
+}
+
+KvCache::LayerView KvCache::read(int64_t layer, int64_t n_rows) {
+  if (dtype_ == KvDtype::kF32) {
+    const auto* k = reinterpret_cast<const float*>(k_.data()) + layer * kv_dim_;
+    const auto* v = reinterpret_cast<const float*>(v_.data()) + layer * kv_dim_;
+    return {k, v, n_layers_ * kv_dim_};
+  }
+  for (int64_t r = 0; r < n_rows; ++r) {
+    const size_t at = (static_cast<size_t>(r) * n_layers_ + layer) * row_bytes_;
+    decode(dtype_, k_.data() + at, kv_dim_, k_f32_.data() + r * kv_dim_);
+    decode(dtype_, v_.data() + at, kv_dim_, v_f32_.data() + r * kv_dim_);
+  }
+  return {k_f32_.data(), v_f32_.data(), kv_dim_};
+}
+
+uint64_t KvCache::bytes() const {
+  return k_.size() + v_.size() + (k_f32_.size() + v_f32_.size()) * sizeof(float);
+}
+
+std::span<const uint8_t> KvCache::raw_keys(int64_t n_rows) const {
+  return {k_.data(), static_cast<size_t>(n_rows) * n_layers_ * row_bytes_};
+}
+
+std::span<const uint8_t> KvCache::raw_values(int64_t n_rows) const {
+  return {v_.data(), static_cast<size_t>(n_rows) * n_layers_ * row_bytes_};
+}
+
+Status KvCache::assign_raw(int64_t n_rows, std::span<const uint8_t> keys, std::span<const uint8_t> values) {
+  const size_t want = static_cast<size_t>(n_rows) * n_layers_ * row_bytes_;
+  if (keys.size() != want || values.size() != want)
+    return error_status("KV cache: " + n_str(static_cast<int64_t>(keys.size())) + " bytes of rows given, expected " +
+                        n_str(static_cast<int64_t>(want)));
+  LLMPACK_RETURN_IF_ERROR(reserve(n_rows));
+  std::copy(keys.begin(), keys.end(), k_.begin());
+  std::copy(values.begin(), values.end(), v_.begin());
+  return ok_status();
+}
+
+// ---- files ----------------------------------------------------------------
+
+namespace {
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t dtype;
+  uint64_t model_identity;
+  int64_t n_layers, kv_dim, n_rows, n_tokens;
+  uint64_t metadata_bytes;
+};
+static_assert(sizeof(Header) == 64);
+
+template <typename T>
+void append(std::string& out, const T* data, size_t n) {
+  out.append(reinterpret_cast<const char*>(data), n * sizeof(T));
+}
+
+}  // namespace
+
+Status save_kv_cache_file(const std::string& path, const KvCache& cache, const KvCacheFile& contents) {
+  const auto n_rows = static_cast<int64_t>(contents.tokens.size());
+  if (n_rows > cache.allocated_rows())
+    return error_status("saving the KV cache: " + n_str(n_rows) + " tokens but only " +
+                        n_str(cache.allocated_rows()) + " rows allocated");
+  Header h{};
+  std::memcpy(h.magic, kMagic, 8);
+  h.version = kFileVersion;
+  h.dtype = static_cast<uint32_t>(cache.dtype());
+  h.model_identity = contents.model_identity;
+  h.n_layers = cache.n_layers();
+  h.kv_dim = cache.kv_dim();
+  h.n_rows = n_rows;
+  h.n_tokens = n_rows;
+  h.metadata_bytes = contents.metadata.size();
+  std::string out;
+  append(out, &h, 1);
+  append(out, contents.tokens.data(), contents.tokens.size());
+  out += contents.metadata;
+  auto k = cache.raw_keys(n_rows), v = cache.raw_values(n_rows);
+  append(out, k.data(), k.size());
+  append(out, v.data(), v.size());
+  const uint64_t sum = fnv1a64(out.data(), out.size());
+  append(out, &sum, 1);
+  // Written beside the target and renamed, so a failed save never leaves a
+  // half-written file under the name a later /load would read.
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) return error_status("cannot write '" + path + "'");
+    f.write(out.data(), static_cast<std::streamsize>(out.size()));
+    if (!f) return error_status("writing '" + path + "' failed");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return error_status("cannot write '" + path + "'");
+  }
+  return ok_status();
+}
+
+Result<KvCacheFile> load_kv_cache_file(const std::string& path, KvCache& cache, uint64_t model_identity) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return error_status("cannot open '" + path + "'");
+  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  const std::string what = "'" + path + "' ";
+  if (bytes.size() < sizeof(Header) + 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
+    return error_status(what + "is not an llmpack conversation file (no LLMPKVC1 header)");
+  Header h;
+  std::memcpy(&h, bytes.data(), sizeof(Header));
+  if (h.version != kFileVersion)
+    return error_status(what + "has format version " + n_str(h.version) + ", expected " + n_str(kFileVersion));
+  uint64_t stored_sum;
+  std::memcpy(&stored_sum, bytes.data() + bytes.size() - 8, 8);
+  if (fnv1a64(bytes.data(), bytes.size() - 8) != stored_sum)
+    return error_status(what + "is damaged (checksum mismatch)");
+  if (h.model_identity != model_identity)
+    return error_status(what + "was saved with another model (identity " + std::to_string(h.model_identity) +
+                        ", this model is " + std::to_string(model_identity) + ")");
+  if (h.dtype > static_cast<uint32_t>(KvDtype::kQ8_0) || h.n_layers != cache.n_layers() ||
+      h.kv_dim != cache.kv_dim() || h.n_rows != h.n_tokens || h.n_rows < 0)
+    return error_status(what + "holds a cache of " + n_str(h.n_layers) + " layers x " + n_str(h.kv_dim) +
+                        ", expected " + n_str(cache.n_layers()) + " x " + n_str(cache.kv_dim()));
+  if (h.n_rows > cache.capacity_rows())
+    return error_status(what + "holds " + n_str(h.n_rows) + " positions, the cache holds at most " +
+                        n_str(cache.capacity_rows()));
+  const auto file_dtype = static_cast<KvDtype>(h.dtype);
+  const size_t row = row_bytes_for(file_dtype, h.kv_dim) * static_cast<size_t>(h.n_layers);
+  const size_t tokens_bytes = static_cast<size_t>(h.n_tokens) * 8;
+  const size_t rows_bytes = row * static_cast<size_t>(h.n_rows);
+  const size_t expected = sizeof(Header) + tokens_bytes + h.metadata_bytes + 2 * rows_bytes + 8;
+  if (h.metadata_bytes > bytes.size() || expected != bytes.size())
+    return error_status(what + "is " + n_str(static_cast<int64_t>(bytes.size())) + " bytes, its header describes " +
+                        n_str(static_cast<int64_t>(expected)));
+  KvCacheFile out;
+  out.model_identity = h.model_identity;
+  out.tokens.resize(static_cast<size_t>(h.n_tokens));
+  const char* p = bytes.data() + sizeof(Header);
+  std::memcpy(out.tokens.data(), p, tokens_bytes);
+  p += tokens_bytes;
+  out.metadata.assign(p, h.metadata_bytes);
+  p += h.metadata_bytes;
+  const auto* keys = reinterpret_cast<const uint8_t*>(p);
+  const auto* values = keys + rows_bytes;
+  if (file_dtype == cache.dtype()) {
+    LLMPACK_RETURN_IF_ERROR(cache.assign_raw(h.n_rows, {keys, rows_bytes}, {values, rows_bytes}));
+    return out;
+  }
+  // Another element type: convert each row through f32.
+  const size_t cache_row = row_bytes_for(cache.dtype(), h.kv_dim) * static_cast<size_t>(h.n_layers);
+  std::vector<uint8_t> k(cache_row * h.n_rows), v(cache_row * h.n_rows);
+  std::vector<float> tmp(static_cast<size_t>(h.kv_dim));
+  const size_t in_row = row / h.n_layers, out_row = cache_row / h.n_layers;
+  for (int64_t i = 0; i < h.n_rows * h.n_layers; ++i) {
+    decode(file_dtype, keys + i * in_row, h.kv_dim, tmp.data());
+    encode(cache.dtype(), tmp.data(), h.kv_dim, k.data() + i * out_row);
+    decode(file_dtype, values + i * in_row, h.kv_dim, tmp.data());
+    encode(cache.dtype(), tmp.data(), h.kv_dim, v.data() + i * out_row);
+  }
+  LLMPACK_RETURN_IF_ERROR(cache.assign_raw(h.n_rows, k, v));
+  return out;
+}
+
+}  // namespace llmpack

@@ -1,0 +1,105 @@
+// The off-graph KV cache (CONTRACT C1, C7): key and value rows of every layer,
+// owned by whoever drives the program (a chat session, a runner) and bound to
+// it with Program::bind_kv_cache. It starts small and grows (doubling, so no
+// per-token reallocation) up to its capacity; rows are stored as f32, f16 or
+// q8_0 and read back as f32 for the attention kernel.
+//
+// Layout: [rows][n_layers][row_bytes] for keys and the same for values, so
+// growing is an append (no re-layout) and an f32 layer is read in place with
+// a row stride of n_layers * kv_dim floats.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+
+namespace llmpack {
+
+enum class KvDtype { kF32, kF16, kQ8_0 };
+std::string_view kv_dtype_name(KvDtype dtype);
+Result<KvDtype> parse_kv_dtype(std::string_view name);
+
+struct KvCacheOptions {
+  KvDtype dtype = KvDtype::kF32;
+  int64_t initial_rows = 256;  // rows allocated up front (capped by capacity)
+  int64_t capacity_rows = 0;   // rows it may grow to; 0: the program's context C
+};
+
+class KvCache {
+ public:
+  // Rows are [kv_dim] per layer; capacity_rows >= 1, initial_rows >= 1.
+  static Result<std::unique_ptr<KvCache>> create(int64_t n_layers, int64_t kv_dim, const KvCacheOptions& options);
+
+  // Makes rows [0, n_rows) writable, doubling the allocation as needed up to
+  // the capacity; beyond it is an error naming both numbers. Rows already
+  // written keep their values.
+  Status reserve(int64_t n_rows);
+
+  // Writes the key and value of one position ([kv_dim] f32 each, converted
+  // to the cache's element type). Precondition: row < allocated_rows().
+  void store(int64_t layer, int64_t row, const float* k, const float* v);
+
+  // f32 keys and values of rows [0, n_rows) of one layer: row j at
+  // k + j * stride. f32 caches are read in place; f16 and q8_0 rows are
+  // converted into scratch sized with the allocation (nothing allocated here).
+  struct LayerView {
+    const float* k = nullptr;
+    const float* v = nullptr;
+    int64_t stride = 0;
+  };
+  LayerView read(int64_t layer, int64_t n_rows);
+
+  int64_t n_layers() const { return n_layers_; }
+  int64_t kv_dim() const { return kv_dim_; }
+  KvDtype dtype() const { return dtype_; }
+  int64_t capacity_rows() const { return capacity_; }
+  int64_t allocated_rows() const { return allocated_; }
+  // Bytes of one position over all layers, keys and values.
+  uint64_t bytes_per_row() const { return 2 * static_cast<uint64_t>(n_layers_) * row_bytes_; }
+  // Bytes held now: the rows allocated plus the f32 read scratch.
+  uint64_t bytes() const;
+
+  // Raw storage of rows [0, n_rows) (keys then values), for save/load.
+  std::span<const uint8_t> raw_keys(int64_t n_rows) const;
+  std::span<const uint8_t> raw_values(int64_t n_rows) const;
+  // Replaces rows [0, n_rows) with raw storage of the same layout.
+  Status assign_raw(int64_t n_rows, std::span<const uint8_t> keys, std::span<const uint8_t> values);
+
+ private:
+  KvCache() = default;
+  void encode_row(const float* in, uint8_t* out) const;
+  void decode_row(const uint8_t* in, float* out) const;
+
+  int64_t n_layers_ = 0, kv_dim_ = 0, capacity_ = 0, allocated_ = 0;
+  KvDtype dtype_ = KvDtype::kF32;
+  size_t row_bytes_ = 0;             // one layer's row of kv_dim elements
+  std::vector<uint8_t> k_, v_;       // [allocated][n_layers][row_bytes]
+  std::vector<float> k_f32_, v_f32_; // read scratch [allocated][kv_dim] (f16 / q8_0 only)
+};
+
+// A saved conversation: what the cache held and who it belongs to.
+struct KvCacheFile {
+  uint64_t model_identity = 0;
+  std::vector<int64_t> tokens;  // the tokens whose keys and values the rows hold
+  std::string metadata;         // opaque to the cache (the session's messages)
+};
+
+// Writes rows [0, tokens.size()) of `cache` with a versioned header, the
+// model identity, the tokens, the metadata and a checksum of everything.
+Status save_kv_cache_file(const std::string& path, const KvCache& cache, const KvCacheFile& contents);
+
+// Reads a file written by save_kv_cache_file into `cache`. Everything is
+// checked before the cache is touched: magic, version, checksum (a damaged
+// file), model identity (a file from another model), shape and capacity. On
+// error the cache is unchanged.
+Result<KvCacheFile> load_kv_cache_file(const std::string& path, KvCache& cache, uint64_t model_identity);
+
+// FNV-1a 64 over bytes, chained through `seed` (model identities, checksums).
+uint64_t fnv1a64(const void* data, size_t n, uint64_t seed = 0xcbf29ce484222325ull);
+
+}  // namespace llmpack
