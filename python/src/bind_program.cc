@@ -181,20 +181,16 @@ class PyProgram {
       }
     }
     auto buffer = std::make_unique<FloatBuffer>();
-    Status status;
-    {
-      py::gil_scoped_release nogil;
+    Status status = without_gil([&] {
       std::lock_guard<std::mutex> lock(mu_);  // one forward at a time per program
       auto logits = pkg_.program->forward(tokens, positions[0]);
-      if (logits.ok()) {
-        auto row = logits->last();
-        buffer->data.assign(row.begin(), row.end());
-        buffer->rows = 1;
-        buffer->cols = logits->vocab_size;
-      } else {
-        status = logits.status();
-      }
-    }
+      if (!logits.ok()) return logits.status();
+      auto row = logits->last();
+      buffer->data.assign(row.begin(), row.end());
+      buffer->rows = 1;
+      buffer->cols = logits->vocab_size;
+      return Status();
+    });
     throw_if_error(status);
     py::object owner = py::cast(std::move(buffer));
     py::list out;
@@ -212,16 +208,11 @@ std::unique_ptr<PyProgram> load_program_from_bytes(const py::bytes& data, int cp
   ProgramOptions options;
   options.cpu_threads = cpu_threads;
   options.log = python_log_sink();
-  Result<LoadedPackage> loaded = error_status("unreachable");
-  {
-    py::gil_scoped_release nogil;
+  Result<LoadedPackage> loaded = without_gil([&]() -> Result<LoadedPackage> {
     auto gguf = GgufFile::from_bytes({reinterpret_cast<const uint8_t*>(view.data()), view.size()});
-    if (!gguf.ok()) {
-      loaded = gguf.status().with_context("loading a package from bytes");
-    } else {
-      loaded = load_gguf_package(std::move(gguf).value(), "", options);
-    }
-  }
+    if (!gguf.ok()) return gguf.status().with_context("loading a package from bytes");
+    return load_gguf_package(std::move(gguf).value(), "", options);
+  });
   if (!loaded.ok()) throw_status(loaded.status());
   return std::make_unique<PyProgram>(std::move(loaded).value());
 }

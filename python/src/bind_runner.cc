@@ -72,10 +72,7 @@ class PyRunner {
   void load() {
     BusyGuard busy(busy_, "load");
     Status s;
-    {
-      py::gil_scoped_release nogil;
-      s = runner_->load();
-    }
+    s = without_gil([&] { return runner_->load(); });
     throw_if_error(s);
   }
 
@@ -98,10 +95,7 @@ class PyRunner {
       });
     };
     Status s;
-    {
-      py::gil_scoped_release nogil;
-      s = runner_->generate(prompt, cfg, on_piece, on_stats);
-    }
+    s = without_gil([&] { return runner_->generate(prompt, cfg, on_piece, on_stats); });
     if (cb_error.failed()) std::rethrow_exception(cb_error.error);
     throw_if_error(s);
   }
@@ -120,10 +114,7 @@ class PyRunner {
     validate(cfg);
     BusyGuard busy(busy_, "prefill");
     Status s;
-    {
-      py::gil_scoped_release nogil;
-      s = runner_->prefill(prompt, cfg);
-    }
+    s = without_gil([&] { return runner_->prefill(prompt, cfg); });
     throw_if_error(s);
   }
 
@@ -133,10 +124,7 @@ class PyRunner {
     }
     BusyGuard busy(busy_, "warmup");
     Status s;
-    {
-      py::gil_scoped_release nogil;
-      s = runner_->warmup(prompt, static_cast<int32_t>(max_new_tokens));
-    }
+    s = without_gil([&] { return runner_->warmup(prompt, static_cast<int32_t>(max_new_tokens)); });
     throw_if_error(s);
   }
 
@@ -146,6 +134,7 @@ class PyRunner {
   }
 
   void stop() { runner_->stop(); }
+  bool busy() const { return busy_.load(); }
   bool is_loaded() const { return runner_->is_loaded(); }
   Stats stats() const { return runner_->stats(); }
   int64_t position() const { return runner_->position(); }
@@ -162,6 +151,10 @@ class PyRunner {
   // kept and generation is asked to stop; later pieces are dropped.
   template <typename Body>
   void guarded_call(CallbackError& cb_error, Body&& body) {
+    if (interpreter_finalizing()) {  // no Python any more: end generation quietly
+      runner_->stop();
+      return;
+    }
     py::gil_scoped_acquire gil;
     if (cb_error.failed()) return;
     try {
@@ -205,6 +198,7 @@ void bind_runner(py::module_& m) {
       .def("prefill", &PyRunner::prefill, py::arg("prompt"), py::arg("config") = py::none())
       .def("warmup", &PyRunner::warmup, py::arg("prompt") = "Once upon a time", py::arg("max_new_tokens") = 16)
       .def("stop", &PyRunner::stop)
+      .def("_busy", &PyRunner::busy, "True while a generate/prefill/warmup/reset runs.")
       .def("reset", &PyRunner::reset)
       .def_property_readonly("stats", &PyRunner::stats)
       .def_property_readonly("position", &PyRunner::position)

@@ -53,10 +53,7 @@ void bind_testing(py::module_& m) {
          bool dynamic, const std::string& kv_cache) {
         require_file(src, "source GGUF");
         Status status;
-        {
-          py::gil_scoped_release nogil;
-          status = write_package(src.string(), dst.string(), s, c, b, dynamic, kv_cache);
-        }
+        status = without_gil([&] { return write_package(src.string(), dst.string(), s, c, b, dynamic, kv_cache); });
         throw_if_error(status);
       },
       py::arg("src_gguf"), py::arg("dst"), py::arg("S"), py::arg("C"), py::arg("B"), py::arg("dynamic") = true,

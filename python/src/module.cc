@@ -42,7 +42,7 @@ void require_file(const std::filesystem::path& path, const char* what) {
 
 LogSink python_log_sink() {
   return [](LogLevel level, std::string_view message) {
-    if (!Py_IsInitialized()) return;
+    if (!Py_IsInitialized() || interpreter_finalizing()) return;
     py::gil_scoped_acquire gil;
     // A failing logger must not disturb generation: its error is dropped.
     PyObject *type = nullptr, *value = nullptr, *trace = nullptr;
@@ -77,10 +77,7 @@ LoadedPackage load_package_or_throw(const std::filesystem::path& model_path,
   options.log = python_log_sink();
   const std::string model = model_path.string();
   const std::string tokenizer = tokenizer_path ? tokenizer_path->string() : std::string();
-  Result<LoadedPackage> loaded = [&] {
-    py::gil_scoped_release nogil;
-    return load_package(model, tokenizer, options);
-  }();
+  Result<LoadedPackage> loaded = without_gil([&] { return load_package(model, tokenizer, options); });
   if (!loaded.ok()) throw_status(loaded.status());
   return std::move(loaded).value();
 }
