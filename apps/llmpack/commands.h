@@ -13,5 +13,6 @@ void register_chat_template(CLI::App& app, std::function<int()>& action);
 void register_export(CLI::App& app, std::function<int()>& action);
 void register_inspect(CLI::App& app, std::function<int()>& action);
 void register_tokenize(CLI::App& app, std::function<int()>& action);
+void register_bench(CLI::App& app, std::function<int()>& action);
 
 }  // namespace llmpack::cli

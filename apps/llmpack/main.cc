@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   llmpack::cli::register_export(app, action);
   llmpack::cli::register_inspect(app, action);
   llmpack::cli::register_tokenize(app, action);
+  llmpack::cli::register_bench(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

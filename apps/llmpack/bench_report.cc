@@ -1,0 +1,171 @@
+#include "bench_report.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+
+#include "bench_model.h"
+#include "kernels/kernels.h"
+
+#ifndef LLMPACK_BUILD_COMMIT
+#define LLMPACK_BUILD_COMMIT "unknown"
+#endif
+
+namespace llmpack::cli {
+namespace {
+
+std::string format(const char* fmt, double a, double b = 0) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, a, b);
+  return buf;
+}
+
+std::string size_text(uint64_t bytes) {
+  const double mib = static_cast<double>(bytes) / (1024.0 * 1024.0);
+  return mib >= 1024.0 ? format("%.2f GiB", mib / 1024.0) : format("%.2f MiB", mib);
+}
+
+std::string params_text(uint64_t n) {
+  const double v = static_cast<double>(n);
+  return v >= 1e9 ? format("%.2f B", v / 1e9) : format("%.2f M", v / 1e6);
+}
+
+// CSV fields are quoted when they hold a comma or a quote.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+template <typename T>
+std::string joined(const std::vector<T>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size(); ++i) out += (i ? ";" : "") + nlohmann::json(v[i]).dump();
+  return out;
+}
+
+}  // namespace
+
+double mean_of(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double sum = 0;
+  for (double x : v) sum += x;
+  return sum / static_cast<double>(v.size());
+}
+
+double stddev_of(const std::vector<double>& v) {
+  if (v.size() < 2) return 0;
+  const double m = mean_of(v);
+  double sq = 0;
+  for (double x : v) sq += (x - m) * (x - m);
+  return std::sqrt(sq / static_cast<double>(v.size() - 1));
+}
+
+double BenchRecord::avg_ns() const { return mean_of(std::vector<double>(samples_ns.begin(), samples_ns.end())); }
+double BenchRecord::stddev_ns() const {
+  return stddev_of(std::vector<double>(samples_ns.begin(), samples_ns.end()));
+}
+std::vector<double> BenchRecord::samples_ts() const {
+  std::vector<double> ts;
+  for (int64_t ns : samples_ns) ts.push_back(ns > 0 ? 1e9 * static_cast<double>(n_tokens()) / static_cast<double>(ns) : 0);
+  return ts;
+}
+double BenchRecord::avg_ts() const { return mean_of(samples_ts()); }
+double BenchRecord::stddev_ts() const { return stddev_of(samples_ts()); }
+
+std::string markdown_header() {
+  return "| model | type | size | params | backend | threads | test | t/s |\n"
+         "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |\n";
+}
+
+std::string markdown_row(const BenchRecord& r) {
+  const BenchModel& m = *r.model;
+  return "| " + m.display + " | " + m.type_label + " | " + size_text(m.size_bytes) + " | " + params_text(m.n_params) +
+         " | CPU | " + std::to_string(r.n_threads) + " | " + r.test + " | " +
+         format("%.2f ± %.2f", r.avg_ts(), r.stddev_ts()) + " |\n";
+}
+
+namespace {
+const char* const kCsvFields[] = {
+    "build_commit", "cpu_info",  "backends",  "model_filename", "model_type", "model_size", "model_n_params",
+    "n_batch",      "n_threads", "n_prompt",  "n_gen",          "test",       "test_time",  "load_time_ms",
+    "avg_ns",       "stddev_ns", "avg_ts",    "stddev_ts",      "samples_ns", "samples_ts",
+};
+}  // namespace
+
+std::string csv_header() {
+  std::string out;
+  for (const char* f : kCsvFields) out += (out.empty() ? "" : ",") + std::string(f);
+  return out + "\n";
+}
+
+std::string csv_row(const BenchRecord& r) {
+  const nlohmann::ordered_json j = json_record(r);
+  std::string out;
+  for (const char* f : kCsvFields) {
+    const auto& v = j.at(f);
+    std::string text;
+    if (v.is_string()) text = v.get<std::string>();
+    else if (v.is_array()) text = f == std::string("samples_ns") ? joined(r.samples_ns) : joined(r.samples_ts());
+    else text = v.dump();
+    out += (out.empty() ? "" : ",") + csv_field(text);
+  }
+  return out + "\n";
+}
+
+nlohmann::ordered_json json_record(const BenchRecord& r) {
+  const BenchModel& m = *r.model;
+  nlohmann::ordered_json j;
+  j["build_commit"] = LLMPACK_BUILD_COMMIT;
+  j["cpu_info"] = cpu_model_name();
+  j["backends"] = "CPU";
+  j["kernel_path"] = std::string(kernels::kernel_path_name(kernels::active_kernel_path()));
+  j["model_filename"] = m.filename;
+  j["model_type"] = m.model_type;
+  j["model_size"] = m.size_bytes;
+  j["model_n_params"] = m.n_params;
+  j["n_batch"] = r.n_batch;
+  j["n_ubatch"] = r.n_batch;
+  j["n_threads"] = r.n_threads;
+  j["n_prompt"] = r.n_prompt;
+  j["n_gen"] = r.n_gen;
+  j["test"] = r.test;
+  j["test_time"] = r.test_time;
+  j["load_time_ms"] = m.load_ms;
+  j["avg_ns"] = static_cast<int64_t>(std::llround(r.avg_ns()));
+  j["stddev_ns"] = static_cast<int64_t>(std::llround(r.stddev_ns()));
+  j["avg_ts"] = r.avg_ts();
+  j["stddev_ts"] = r.stddev_ts();
+  j["samples_ns"] = r.samples_ns;
+  j["samples_ts"] = r.samples_ts();
+  return j;
+}
+
+std::string utc_now_iso8601() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string cpu_model_name() {
+  static const std::string name = [] {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("model name", 0) != 0) continue;
+      const size_t colon = line.find(':');
+      const size_t start = colon == std::string::npos ? colon : line.find_first_not_of(" \t", colon + 1);
+      return start == std::string::npos ? std::string() : line.substr(start);
+    }
+    return std::string();
+  }();
+  return name;
+}
+
+}  // namespace llmpack::cli

@@ -1,0 +1,49 @@
+// Results of `llmpack bench` and their three printed forms, with llama-bench's
+// field names so its users' scripts read them: a markdown table, CSV, JSON.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace llmpack::cli {
+
+struct BenchModel;
+
+// One measured test of one model at one thread count.
+struct BenchRecord {
+  const BenchModel* model = nullptr;
+  int n_threads = 0;
+  std::string test;           // "pp512", "tg128", "ttft98"
+  int64_t n_prompt = 0;
+  int64_t n_gen = 0;
+  int64_t n_batch = 0;        // tokens per forward call (prefill chunk)
+  std::string test_time;      // UTC, ISO 8601, when the test started
+  std::vector<int64_t> samples_ns;  // one per repetition
+
+  int64_t n_tokens() const { return n_prompt + n_gen; }
+  double avg_ns() const;
+  double stddev_ns() const;
+  std::vector<double> samples_ts() const;  // tokens per second of each repetition
+  double avg_ts() const;
+  double stddev_ts() const;
+};
+
+// Mean and sample standard deviation (0 for fewer than two values).
+double mean_of(const std::vector<double>& v);
+double stddev_of(const std::vector<double>& v);
+
+std::string markdown_header();
+std::string markdown_row(const BenchRecord& r);
+std::string csv_header();
+std::string csv_row(const BenchRecord& r);
+nlohmann::ordered_json json_record(const BenchRecord& r);
+
+// "2024-05-01T12:00:00Z"
+std::string utc_now_iso8601();
+// The CPU's model name from /proc/cpuinfo ("" when unavailable).
+std::string cpu_model_name();
+
+}  // namespace llmpack::cli

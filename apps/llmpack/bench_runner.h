@@ -1,0 +1,43 @@
+// The timed loops of `llmpack bench`, straight through Program::forward with
+// random token ids (speed does not depend on which tokens):
+//   pp N: one prefill of N tokens from position 0, in chunks of `batch` tokens;
+//   tg N: N calls of one token each, from position 0 (as llama-bench does);
+// each returns its wall time in nanoseconds.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/program.h"
+
+namespace llmpack::cli {
+
+class BenchRunner {
+ public:
+  // Reads the token bound B and whether forward takes fewer tokens than B.
+  static Result<BenchRunner> create(Program& program, uint64_t seed);
+
+  int64_t token_bound() const { return token_bound_; }
+  // A short prefill and one decode step (page faults, first-touch buffers),
+  // untimed, like llama-bench's warmup run.
+  Status warmup();
+  // Prefill of n tokens in chunks of at most `batch` (<= B); includes picking
+  // the first token (argmax of the last logits), so it is a time to first token.
+  Result<int64_t> prompt_ns(int64_t n, int64_t batch);
+  Result<int64_t> generate_ns(int64_t n);
+
+ private:
+  BenchRunner(Program& program, uint64_t seed) : program_(&program), rng_state_(seed) {}
+  std::vector<int64_t> random_tokens(int64_t n);
+  Status forward_chunk(const std::vector<int64_t>& tokens, int64_t begin, int64_t count, int64_t start_pos);
+
+  Program* program_;
+  uint64_t rng_state_;
+  int64_t vocab_size_ = 1;
+  int64_t token_bound_ = 1;
+  bool dynamic_ = true;
+  int64_t last_argmax_ = 0;  // keeps the argmax from being optimized away
+};
+
+}  // namespace llmpack::cli

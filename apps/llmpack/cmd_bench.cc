@@ -1,0 +1,191 @@
+// `llmpack bench`: prompt processing (pp) and generation (tg) speed, flags and
+// output as llama-bench's, on package files or on synthetic random-weight
+// models of real shapes (--synthetic llama-3.2-1b:q4_0). docs/PERFORMANCE.md
+// has the commands and the figures.
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+
+#include "bench_model.h"
+#include "bench_report.h"
+#include "bench_runner.h"
+#include "cli_common.h"
+#include "commands.h"
+
+namespace llmpack::cli {
+namespace {
+
+struct BenchOptions {
+  std::vector<std::string> models;
+  std::vector<std::string> synthetic;
+  std::vector<int64_t> prompts = {512};
+  std::vector<int64_t> gens = {128};
+  std::vector<int> threads;
+  int repetitions = 5;
+  std::string output = "md";
+  int64_t ttft = 0;
+  int64_t synthetic_layers = 0;
+  int64_t synthetic_vocab = 0;
+  uint64_t seed = 1;
+};
+
+// Prints as results arrive (md, csv) or all at the end (json).
+class Output {
+ public:
+  explicit Output(std::string format) : format_(std::move(format)) {}
+  void add(const BenchRecord& r) {
+    if (!begun_ && format_ == "md") emit(markdown_header());
+    if (!begun_ && format_ == "csv") emit(csv_header());
+    begun_ = true;
+    if (format_ == "md") emit(markdown_row(r));
+    if (format_ == "csv") emit(csv_row(r));
+    if (format_ == "json") json_.push_back(json_record(r));
+  }
+  void note(const std::string& line) { notes_ += line + "\n"; }
+  void end() {
+    if (format_ == "json") emit(json_.dump(2) + "\n");
+    if (format_ == "md" && !notes_.empty()) emit("\n" + notes_);
+    else if (!notes_.empty()) std::fputs(notes_.c_str(), stderr);
+  }
+
+ private:
+  static void emit(const std::string& s) {
+    std::fputs(s.c_str(), stdout);
+    std::fflush(stdout);
+  }
+  std::string format_;
+  nlohmann::ordered_json json_ = nlohmann::ordered_json::array();
+  std::string notes_;
+  bool begun_ = false;  // the header waits for the first result, so errors print alone
+};
+
+Result<std::vector<BenchModelSource>> model_sources(const BenchOptions& o) {
+  std::vector<BenchModelSource> sources;
+  for (const auto& path : o.models) sources.push_back(BenchModelSource{path, {}, {}, {}});
+  for (const auto& spec : o.synthetic) {
+    LLMPACK_ASSIGN_OR_RETURN(BenchModelSource s, parse_synthetic_spec(spec));
+    s.synthetic.n_layers = o.synthetic_layers;
+    s.synthetic.vocab_size = o.synthetic_vocab;
+    s.synthetic.seed = o.seed;
+    sources.push_back(std::move(s));
+  }
+  if (sources.empty()) return error_status("bench needs a model: -m FILE or --synthetic NAME:TYPE (for example "
+                                           "--synthetic llama-3.2-1b:q4_0)");
+  return sources;
+}
+
+// Runs `measure` once per repetition into a record.
+template <typename Measure>
+Result<BenchRecord> repeat(const BenchOptions& o, BenchRecord r, Measure measure) {
+  r.test_time = utc_now_iso8601();
+  for (int i = 0; i < o.repetitions; ++i) {
+    auto ns = measure();
+    if (!ns.ok()) return ns.status().with_context(r.test);
+    r.samples_ns.push_back(*ns);
+  }
+  return r;
+}
+
+// pp, tg and (when asked) time to first token, batched and token by token.
+Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, Output& out) {
+  LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
+  LLMPACK_RETURN_IF_ERROR(runner.warmup().with_context("warmup"));
+  const int64_t b = runner.token_bound();
+  BenchRecord base;
+  base.model = &m;
+  base.n_threads = threads;
+  for (int64_t p : o.prompts) {
+    BenchRecord r = base;
+    r.test = "pp" + std::to_string(p), r.n_prompt = p, r.n_batch = std::min(b, p);
+    LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&] { return runner.prompt_ns(p, b); }));
+    out.add(r);
+  }
+  for (int64_t n : o.gens) {
+    if (n == 0) continue;  // -n 0: prompt tests only, as in llama-bench
+    BenchRecord r = base;
+    r.test = "tg" + std::to_string(n), r.n_gen = n, r.n_batch = 1;
+    LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&] { return runner.generate_ns(n); }));
+    out.add(r);
+  }
+  if (o.ttft == 0) return ok_status();
+  BenchRecord batched = base, single = base;
+  batched.test = single.test = "ttft" + std::to_string(o.ttft);
+  batched.n_prompt = single.n_prompt = o.ttft;
+  batched.n_batch = std::min(b, o.ttft), single.n_batch = 1;
+  LLMPACK_ASSIGN_OR_RETURN(batched, repeat(o, batched, [&] { return runner.prompt_ns(o.ttft, b); }));
+  out.add(batched);
+  LLMPACK_ASSIGN_OR_RETURN(single, repeat(o, single, [&] { return runner.prompt_ns(o.ttft, 1); }));
+  out.add(single);
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "%s, %d threads: time to first token of a %lld-token prompt: batched (chunks of %lld) %.1f ms, "
+                "token by token %.1f ms: %.2fx faster batched",
+                m.display.c_str(), threads, static_cast<long long>(o.ttft), static_cast<long long>(batched.n_batch),
+                batched.avg_ns() / 1e6, single.avg_ns() / 1e6, single.avg_ns() / batched.avg_ns());
+  out.note(line);
+  return ok_status();
+}
+
+int execute(const BenchOptions& o) {
+  auto sources = model_sources(o);
+  if (!sources.ok()) return fail(sources.status());
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::vector<int> threads = o.threads.empty() ? std::vector<int>{cores} : o.threads;
+  const int64_t max_prompt = std::max(*std::max_element(o.prompts.begin(), o.prompts.end()), o.ttft);
+  const int64_t max_gen = *std::max_element(o.gens.begin(), o.gens.end());
+  // S = B = the longest prompt (one chunk); C holds the longest test and the warmup.
+  const int64_t max_seq_len = std::max<int64_t>(max_prompt, 1);
+  const int64_t max_context = std::max<int64_t>({max_prompt, max_gen, 32});
+  Output out(o.output);
+  for (const auto& source : *sources) {
+    for (int t : threads) {
+      auto model = load_bench_model(source, t, max_seq_len, max_context);
+      if (!model.ok()) return fail(model.status());
+      char line[256];
+      std::snprintf(line, sizeof(line), "%s: %s in %.1f ms", model->display.c_str(),
+                    source.is_synthetic() ? "built" : "loaded", model->load_ms);
+      out.note(line);
+      if (auto status = run_tests(o, *model, t, out); !status.ok())
+        return fail(status.with_context(model->display));
+    }
+  }
+  out.end();
+  return 0;
+}
+
+}  // namespace
+
+void register_bench(CLI::App& app, std::function<int()>& action) {
+  auto* cmd = app.add_subcommand("bench", "Measure prompt processing and generation speed (llama-bench's flags)");
+  auto o = std::make_shared<BenchOptions>();
+  cmd->add_option("-m,--model", o->models, "Model file (.gguf or llama2.c .bin); repeatable");
+  cmd->add_option("--synthetic", o->synthetic,
+                  "Random-weight model NAME:TYPE built in memory; repeatable. NAME: stories110m, smollm2-135m, "
+                  "qwen3-0.6b, llama-3.2-1b; TYPE: f32, f16, bf16, q8_0, q4_0, q4_k_m");
+  cmd->add_option("-p,--n-prompt", o->prompts, "Prompt sizes, comma-separated (default 512)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  cmd->add_option("-n,--n-gen", o->gens, "Generation lengths, comma-separated; 0 skips (default 128)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("-t,--threads", o->threads, "Thread counts, comma-separated (default: all cores)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test (default 5)")
+      ->check(CLI::Range(1, 10000));
+  cmd->add_option("-o,--output", o->output, "Output format: md, csv or json (default md)")
+      ->check(CLI::IsMember({"md", "csv", "json"}));
+  cmd->add_option("--ttft", o->ttft,
+                  "Also time the first token of an N-token prompt, batched and token by token")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens");
+  cmd->add_option("--synthetic_layers", o->synthetic_layers, "Layers of synthetic models (tests)")
+      ->check(CLI::Range(int64_t{0}, int64_t{4096}))
+      ->group("");
+  cmd->add_option("--synthetic_vocab", o->synthetic_vocab, "Vocabulary of synthetic models (tests)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24))
+      ->group("");
+  cmd->callback([&action, o] { action = [o] { return execute(*o); }; });
+}
+
+}  // namespace llmpack::cli

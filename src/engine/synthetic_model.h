@@ -1,0 +1,71 @@
+// Random-weight models in the shapes of real ones, built in memory for
+// `llmpack bench`: speed does not depend on the weight values, so a
+// stories110M or Llama-3.2-1B shape can be measured without downloading it.
+// The GGUF is laid out once and its weights written in place (one copy of the
+// weights in memory), quantized in parallel on the caller's thread pool.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/status.h"
+#include "core/thread_pool.h"
+#include "model/model.h"
+
+namespace llmpack {
+
+// A real model's hyperparameters (no weights).
+struct SyntheticShape {
+  std::string name;            // "llama-3.2-1b"
+  std::string arch = "llama";  // general.architecture: llama | qwen3
+  int64_t dim = 0;
+  int64_t hidden_dim = 0;
+  int64_t n_layers = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;
+  int64_t head_dim = 0;        // dim / n_heads unless the model says otherwise (qwen3)
+  int64_t vocab_size = 0;
+  int64_t context_length = 2048;
+  float rope_theta = 10000.0f;
+  bool tied_output = true;     // output.weight shares token_embd.weight
+};
+
+// Weight type mixes, named as llama.cpp names its file types.
+//   f32, f16, bf16, q8_0: every matrix in that type.
+//   q4_0:   Q4_0, except the output matrix (the token embedding when tied): Q6_K.
+//   q4_k_m: Q4_K, except the output matrix (the token embedding when tied),
+//           and attn_v / ffn_down of the layers llama.cpp gives "more bits"
+//           (the first and last eighth and every third in between, about
+//           half): Q6_K.
+// Matrices whose rows are not a multiple of 256 cannot hold K-quants; like
+// llama.cpp they fall back (Q6_K -> Q8_0, Q4_K -> Q4_0). Norms stay F32.
+enum class SyntheticType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M };
+
+// The shapes known by name: stories110m, smollm2-135m, qwen3-0.6b, llama-3.2-1b.
+const std::vector<SyntheticShape>& synthetic_shapes();
+Result<SyntheticShape> find_synthetic_shape(std::string_view name);
+Result<SyntheticType> parse_synthetic_type(std::string_view name);
+std::string_view synthetic_type_name(SyntheticType type);  // "q4_k_m"
+std::string_view synthetic_type_label(SyntheticType type);  // "Q4_K_M" (as llama-bench prints)
+
+// Which type a weight matrix gets under a mix. `kind` is the GGUF tensor name
+// without "blk.N." and ".weight" ("token_embd", "output", "attn_v", ...).
+DType synthetic_matrix_type(SyntheticType type, std::string_view kind, int64_t layer, int64_t n_layers,
+                            int64_t cols, bool tied_output);
+
+struct SyntheticOptions {
+  int64_t n_layers = 0;    // 0: the shape's (tests use 1 or 2 to stay fast)
+  int64_t vocab_size = 0;  // 0: the shape's
+  uint64_t seed = 1;
+};
+
+// Builds the model: GGUF metadata as a converter would write it (no
+// tokenizer), uniform random matrices of standard deviation 0.02, norms near 1.
+Result<std::unique_ptr<Model>> build_synthetic_model(const SyntheticShape& shape, SyntheticType type,
+                                                     const SyntheticOptions& options, ThreadPool& pool);
+
+}  // namespace llmpack

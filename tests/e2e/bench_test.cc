@@ -1,0 +1,156 @@
+// `llmpack bench` as a user runs it: llama-bench's flags and output fields,
+// on synthetic models cut to one layer and a small vocabulary (hidden test
+// flags) so it stays fast under ASan; widths are the real stories110M ones.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#include "common/fixtures.h"
+
+namespace {
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+Outcome bench(const std::string& args) {
+  const std::string dir = ::testing::TempDir();
+  const std::string out = dir + "/llmpack_bench_out.txt", err = dir + "/llmpack_bench_err.txt";
+  const std::string cmd =
+      std::string(LLMPACK_BINARY_PATH) + " bench " + args + " >" + out + " 2>" + err + " </dev/null";
+  const int status = std::system(cmd.c_str());
+  Outcome o;
+  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = slurp(out);
+  o.err = slurp(err);
+  return o;
+}
+
+const std::string kSmall = " --synthetic_layers 1 --synthetic_vocab 512 -t 2 -r 2 ";
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(line);
+  for (std::string f; std::getline(in, f, sep);) out.push_back(f);
+  return out;
+}
+
+TEST(Bench, JsonHasLlamaBenchFieldsAndPositiveSpeeds) {
+  auto r = bench("--synthetic stories110m:q4_0 -p 16 -n 4" + kSmall + "-o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(json.is_array());
+  ASSERT_EQ(json.size(), 2u);  // pp16, tg4
+  for (const auto& rec : json) {
+    for (const char* key : {"build_commit", "cpu_info", "model_filename", "model_type", "model_size",
+                            "model_n_params", "n_batch", "n_threads", "n_prompt", "n_gen", "test_time", "avg_ns",
+                            "stddev_ns", "avg_ts", "stddev_ts", "samples_ns", "samples_ts"})
+      EXPECT_TRUE(rec.contains(key)) << key;
+    EXPECT_GT(rec["avg_ts"].get<double>(), 0.0);
+    EXPECT_GT(rec["avg_ns"].get<int64_t>(), 0);
+    EXPECT_EQ(rec["n_threads"], 2);
+    EXPECT_EQ(rec["samples_ns"].size(), 2u);
+    EXPECT_EQ(rec["model_filename"], "synthetic:stories110m:q4_0");
+    EXPECT_GT(rec["model_size"].get<uint64_t>(), 0u);
+  }
+  EXPECT_EQ(json[0]["n_prompt"], 16);
+  EXPECT_EQ(json[0]["n_gen"], 0);
+  EXPECT_EQ(json[0]["test"], "pp16");
+  EXPECT_EQ(json[1]["n_prompt"], 0);
+  EXPECT_EQ(json[1]["n_gen"], 4);
+  EXPECT_EQ(json[1]["n_batch"], 1);
+  // 1 layer of stories110M: 4 x 768^2 + 3 x 768 x 2048 weights, a 512 x 768
+  // tied embedding, 3 norms of 768.
+  EXPECT_EQ(json[0]["model_n_params"].get<uint64_t>(),
+            4ull * 768 * 768 + 3ull * 768 * 2048 + 512ull * 768 + 3ull * 768);
+  // avg_ts is the mean of the per-repetition speeds.
+  const auto ts = json[1]["samples_ts"];
+  EXPECT_NEAR(json[1]["avg_ts"].get<double>(), (ts[0].get<double>() + ts[1].get<double>()) / 2, 1e-6);
+}
+
+TEST(Bench, MarkdownTableLikeLlamaBench) {
+  auto r = bench("--synthetic stories110m:f16 -p 8,16 -n 2" + kSmall);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| model | type | size | params | backend | threads | test | t/s |"), std::string::npos)
+      << r.out;
+  for (const char* test : {"| pp8 |", "| pp16 |", "| tg2 |"}) EXPECT_NE(r.out.find(test), std::string::npos) << test;
+  EXPECT_NE(r.out.find("| stories110m (synthetic) | F16 |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" ± "), std::string::npos);
+}
+
+TEST(Bench, CsvHeaderAndOneRowPerTest) {
+  auto r = bench("--synthetic smollm2-135m:q8_0 -p 8 -n 2" + kSmall + "-o csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::stringstream in(r.out);
+  std::string header, row;
+  std::getline(in, header);
+  const auto fields = split(header, ',');
+  for (const char* key : {"model_filename", "model_type", "model_size", "model_n_params", "n_threads", "n_prompt",
+                          "n_gen", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts", "samples_ts"})
+    EXPECT_NE(std::find(fields.begin(), fields.end(), key), fields.end()) << key;
+  int rows = 0;
+  while (std::getline(in, row)) {
+    if (row.empty()) continue;
+    ++rows;
+    EXPECT_EQ(split(row, ',').size(), fields.size()) << row;
+  }
+  EXPECT_EQ(rows, 2);
+}
+
+TEST(Bench, TimeToFirstTokenBatchedAndTokenByToken) {
+  auto r = bench("--synthetic qwen3-0.6b:q4_k_m -p 8 -n 0 --ttft 12" + kSmall + "-r 1 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json.size(), 3u);  // pp8, ttft12 batched, ttft12 one token per call
+  EXPECT_EQ(json[1]["test"], "ttft12");
+  EXPECT_EQ(json[1]["n_batch"], 12);
+  EXPECT_EQ(json[2]["test"], "ttft12");
+  EXPECT_EQ(json[2]["n_batch"], 1);
+  EXPECT_NE(r.err.find("time to first token of a 12-token prompt"), std::string::npos) << r.err;
+}
+
+TEST(Bench, ModelFileIsLoadedAndTimed) {
+  LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
+  auto r = bench("-m " + model + " -p 16 -n 4 -r 1 -t 1 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json.size(), 2u);
+  EXPECT_EQ(json[0]["model_filename"], model);
+  EXPECT_GE(json[0]["load_time_ms"].get<double>(), 0.0);
+  EXPECT_GT(json[1]["avg_ts"].get<double>(), 0.0);
+}
+
+TEST(Bench, BadFlagsGiveOneLine) {
+  struct Case { std::string args; int code; std::string says; };
+  const Case cases[] = {
+      {"--synthetic gpt-9:q4_0", 1, "unknown synthetic model 'gpt-9'"},
+      {"--synthetic stories110m:q3_k", 1, "unknown weight type 'q3_k'"},
+      {"--synthetic stories110m", 1, "NAME:TYPE"},
+      {"--synthetic stories110m:q4_0 -p 0", 2, "-p"},
+      {"--synthetic stories110m:q4_0 -t 0", 2, "-t"},
+      {"--synthetic stories110m:q4_0 -o xml", 2, "xml"},
+      {"-p 16", 1, "needs a model"},
+      {"-m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf"},
+  };
+  for (const auto& c : cases) {
+    auto r = bench(c.args);
+    EXPECT_EQ(r.exit_code, c.code) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args << ": " << r.out;
+  }
+}
+
+}  // namespace
