@@ -1,6 +1,7 @@
 #include "tokenizer/bpe_tokenizer.h"
 
 #include <algorithm>
+#include <bit>
 #include <queue>
 
 #include "tokenizer/pretokenizer_nfc.h"
@@ -95,20 +96,19 @@ Status BpeTokenizer::build() {
     const std::string& t = vocab_.tokens[i];
     const bool added = is_added(vocab_.types[i]);
     raw_[i] = (vocab_.byte_level_pieces && !added) ? byte_level_to_raw(t) : t;
-    text_to_id_.emplace(t, static_cast<int32_t>(i));  // the lowest id wins for duplicates
+    text_to_id_.insert(t, static_cast<int32_t>(i));  // the lowest id wins for duplicates
     if (added) {
       all_added_.add(t, static_cast<int32_t>(i));
       if (vocab_.types[i] == TokenType::kUserDefined) always_added_.add(t, static_cast<int32_t>(i));
     } else {
-      raw_to_id_.emplace(raw_[i], static_cast<int32_t>(i));
+      raw_to_id_.insert(raw_[i], static_cast<int32_t>(i));
     }
   }
   // A byte's symbol is the token spelled like it (any type, as llama.cpp
   // looks tokens up by text); a vocabulary without one (Falcon lacks some
   // control bytes) drops that byte, as llama.cpp does.
   for (int b = 0; b < 256; ++b) {
-    const auto it = text_to_id_.find(stored_form(std::string(1, static_cast<char>(b))));
-    byte_to_id_[b] = it == text_to_id_.end() ? -1 : it->second;
+    byte_to_id_[b] = text_to_id_.find(stored_form(std::string(1, static_cast<char>(b))));
   }
   LLMPACK_RETURN_IF_ERROR(build_merges());
   auto pre = Pretokenizer::create(vocab_.pretokenizer_regexes);
@@ -117,8 +117,86 @@ Status BpeTokenizer::build() {
   return ok_status();
 }
 
+void BpeTokenizer::TokenIndex::reserve(size_t n) {
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  if (cap <= slots_.size()) return;
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(cap, Slot{});
+  size_ = 0;
+  for (const Slot& s : old) {
+    if (s.tag != 0) insert(s.key, s.id);
+  }
+}
+
+void BpeTokenizer::TokenIndex::insert(std::string_view key, int32_t id) {
+  if (2 * (size_ + 1) > slots_.size()) reserve(2 * (size_ + 1));
+  const size_t h = std::hash<std::string_view>{}(key);
+  const uint32_t tag = static_cast<uint32_t>(h >> 32) | 1u;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    Slot& s = slots_[i];
+    if (s.tag == 0) {
+      s = Slot{key, tag, id};
+      ++size_;
+      return;
+    }
+    if (s.tag == tag && s.key == key) return;
+  }
+}
+
+int32_t BpeTokenizer::TokenIndex::find(std::string_view key) const {
+  if (slots_.empty()) return -1;
+  const size_t h = std::hash<std::string_view>{}(key);
+  const uint32_t tag = static_cast<uint32_t>(h >> 32) | 1u;
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (s.tag == 0) return -1;
+    if (s.tag == tag && s.key == key) return s.id;
+  }
+}
+
+void BpeTokenizer::MergeTable::reserve(size_t n) {
+  size_t cap = 16;
+  while (cap < 2 * n) cap *= 2;
+  if (cap <= keys_.size()) return;
+  std::vector<uint64_t> old_keys = std::move(keys_);
+  std::vector<Merge> old_merges = std::move(merges_);
+  keys_.assign(cap, kEmpty);
+  merges_.assign(cap, Merge{0, 0});
+  shift_ = 64 - std::countr_zero(cap);
+  size_ = 0;
+  for (size_t i = 0; i < old_keys.size(); ++i) {
+    if (old_keys[i] != kEmpty) insert(old_keys[i], old_merges[i]);
+  }
+}
+
+void BpeTokenizer::MergeTable::insert(uint64_t key, Merge merge) {
+  if (2 * (size_ + 1) > keys_.size()) reserve(size_ + 1 > 8 ? 2 * (size_ + 1) : 16);
+  const size_t mask = keys_.size() - 1;
+  for (size_t i = slot(key);; i = (i + 1) & mask) {
+    if (keys_[i] == key) return;  // the first (best) rank wins
+    if (keys_[i] == kEmpty) {
+      keys_[i] = key;
+      merges_[i] = merge;
+      ++size_;
+      return;
+    }
+  }
+}
+
+const BpeTokenizer::Merge* BpeTokenizer::MergeTable::find(uint64_t key) const {
+  if (keys_.empty()) return nullptr;
+  const size_t mask = keys_.size() - 1;
+  for (size_t i = slot(key);; i = (i + 1) & mask) {
+    if (keys_[i] == key) return &merges_[i];
+    if (keys_[i] == kEmpty) return nullptr;
+  }
+}
+
 void BpeTokenizer::add_merge(int32_t left, int32_t right, int32_t result, int32_t rank) {
-  merge_rank_.emplace(pair_key(left, right), Merge{rank, result});  // the first (best) rank wins
+  merge_rank_.insert(pair_key(left, right), Merge{rank, result});
 }
 
 Status BpeTokenizer::build_merges() {
@@ -129,11 +207,11 @@ Status BpeTokenizer::build_merges() {
       if (is_added(vocab_.types[t])) continue;
       const std::string_view raw = raw_[t];
       for (size_t k = 1; k < raw.size(); ++k) {
-        const auto a = raw_to_id_.find(raw.substr(0, k));
-        if (a == raw_to_id_.end()) continue;
-        const auto b = raw_to_id_.find(raw.substr(k));
-        if (b == raw_to_id_.end()) continue;
-        add_merge(a->second, b->second, static_cast<int32_t>(t), static_cast<int32_t>(t));
+        const int32_t a = raw_to_id_.find(raw.substr(0, k));
+        if (a < 0) continue;
+        const int32_t b = raw_to_id_.find(raw.substr(k));
+        if (b < 0) continue;
+        add_merge(a, b, static_cast<int32_t>(t), static_cast<int32_t>(t));
       }
     }
     return ok_status();
@@ -147,21 +225,20 @@ Status BpeTokenizer::build_merges() {
   for (size_t r = 0; r < vocab_.merges.size(); ++r) {
     const auto& [a, b] = vocab_.merges[r];
     joined.assign(a).append(b);
-    const auto ia = stored.find(a);
-    const auto ib = stored.find(b);
-    const auto ij = stored.find(joined);
-    if (ia == stored.end() || ib == stored.end() || ij == stored.end()) {
+    const int32_t ia = stored.find(a);
+    const int32_t ib = stored.find(b);
+    const int32_t ij = stored.find(joined);
+    if (ia < 0 || ib < 0 || ij < 0) {
       ++skipped_merges_;
       continue;
     }
-    add_merge(ia->second, ib->second, ij->second, static_cast<int32_t>(r));
+    add_merge(ia, ib, ij, static_cast<int32_t>(r));
   }
   return ok_status();
 }
 
 int32_t BpeTokenizer::find_token(std::string_view bytes) const {
-  const auto it = raw_to_id_.find(bytes);
-  if (it != raw_to_id_.end()) return it->second;
+  if (const int32_t id = raw_to_id_.find(bytes); id >= 0) return id;
   for (size_t i = 0; i < raw_.size(); ++i) {
     if (is_added(vocab_.types[i]) && raw_[i] == bytes) return static_cast<int32_t>(i);
   }
@@ -274,9 +351,8 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>* out)
     return;
   }
   if (vocab_.ignore_merges) {
-    const auto it = text_to_id_.find(stored_form(word));
-    if (it != text_to_id_.end()) {
-      out->push_back(it->second);
+    if (const int32_t id = text_to_id_.find(stored_form(word)); id >= 0) {
+      out->push_back(id);
       return;
     }
   }
@@ -294,8 +370,8 @@ void BpeTokenizer::encode_word(std::string_view word, std::vector<int32_t>* out)
   std::priority_queue<Candidate, std::vector<Candidate>, decltype(worse)> queue(worse);
   const auto try_pair = [&](int32_t l, int32_t r) {
     if (l < 0 || r < 0 || sym[l].id < 0 || sym[r].id < 0) return;
-    const auto it = merge_rank_.find(pair_key(sym[l].id, sym[r].id));
-    if (it != merge_rank_.end()) queue.push({it->second.rank, l, r, sym[l].id, sym[r].id, it->second.result});
+    const Merge* m = merge_rank_.find(pair_key(sym[l].id, sym[r].id));
+    if (m != nullptr) queue.push({m->rank, l, r, sym[l].id, sym[r].id, m->result});
   };
   for (int32_t i = 0; i + 1 < n; ++i) try_pair(i, i + 1);
   while (!queue.empty()) {
