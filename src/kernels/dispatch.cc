@@ -152,10 +152,7 @@ void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float e
   ref::rmsnorm(out, x, weight, n, eps);
 }
 
-void rope(float* x, int64_t head_dim, int64_t rot_dim, int64_t pos, const float* inv_freq,
-          RopeStyle style) {
-  ref::rope(x, head_dim, rot_dim, pos, inv_freq, style);  // cheap next to matmul
-}
+// rope: kernels/rope.cc (cos/sin reused across the heads of a position).
 
 void softmax(float* x, int64_t n) {
   if (use_avx2()) return avx2::softmax(x, n);

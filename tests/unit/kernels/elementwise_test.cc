@@ -127,6 +127,35 @@ TEST(RopeTest, BothStylesMatchDirectFormula) {
   }
 }
 
+// rope reuses each thread's last cos/sin table: interleaved positions, widths
+// and frequency vectors (same pointer, new values) must each equal the reference.
+TEST(RopeTest, ReusedTablesMatchReferenceBitForBit) {
+  std::vector<float> inv_freq(32);
+  auto fill = [&](double base, int64_t rot) {
+    for (int64_t i = 0; i < rot / 2; ++i) inv_freq[i] = static_cast<float>(std::pow(base, -2.0 * i / rot));
+  };
+  const auto x = random_floats(64, 5);
+  int checked = 0;
+  for (double base : {10000.0, 500000.0})
+    for (int64_t rot : {64, 32})
+      for (int64_t pos : {3, 3, 900, 3}) {
+        fill(base, rot);
+        for (RopeStyle style : {RopeStyle::kAdjacentPairs, RopeStyle::kHalves}) {
+          auto y = x, e = x;
+          rope(y.data(), 64, rot, pos, inv_freq.data(), style);
+          ref::rope(e.data(), 64, rot, pos, inv_freq.data(), style);
+          ASSERT_EQ(y, e) << "base " << base << " rot " << rot << " pos " << pos;
+          ++checked;
+        }
+      }
+  EXPECT_EQ(checked, 32);
+  std::vector<float> wide_freq(300, 0.01f);  // rot_dim 600: past the cached width
+  auto y = random_floats(600, 6), e = y;
+  rope(y.data(), 600, 600, 7, wide_freq.data(), RopeStyle::kHalves);
+  ref::rope(e.data(), 600, 600, 7, wide_freq.data(), RopeStyle::kHalves);
+  EXPECT_EQ(y, e);
+}
+
 TEST(RopeTest, PositionZeroIsIdentityAndNormIsKept) {
   std::vector<float> inv_freq(16, 0.5f);
   const auto x = random_floats(32, 77);
