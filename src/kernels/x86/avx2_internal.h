@@ -8,13 +8,16 @@
 namespace llmpack::kernels::avx2 {
 
 // One 32-element block of activations quantized to int8: x[i] ~ q[i] * d,
-// qsum = sum of q (for the min terms of Q4_K).
+// qsum = sum of q (for the min terms of Q4_0 / Q4_K / Q8_0 packs), qsum_lo =
+// sum of q[0..15] (Q6_K's 16-element sub-blocks).
 struct ActBlock {
   float d;
   int32_t qsum;
+  int32_t qsum_lo;
+  int32_t pad;  // keeps q 16-byte aligned in the scratch array
   int8_t q[32];
 };
-static_assert(sizeof(ActBlock) == 40);
+static_assert(sizeof(ActBlock) == 48);
 
 // The float arrays after the ActBlocks of a Q4_K matmul: token t's scales d at
 // [2t * n_sub], its d * qsum at [(2t + 1) * n_sub].
@@ -34,7 +37,7 @@ void quantize_activations(const float* x, int64_t cols, ActBlock* out);
 void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
                        int64_t row_begin, int64_t row_end);
 
-// Prefill path of matmul_rows_quant for Q4_0, Q8_0 and Q4_K: rows packed 8 at a
+// Prefill path of matmul_rows_quant for Q4_0, Q8_0, Q4_K and Q6_K: rows packed 8 at a
 // time into row-interleaved panels on the stack, tiles of 8 rows x 4 tokens.
 bool packed_supports(DType dtype);
 void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,

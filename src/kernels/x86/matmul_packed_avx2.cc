@@ -1,4 +1,4 @@
-// AVX2 prefill GEMM for Q4_0, Q8_0 and Q4_K weights (several tokens at once).
+// AVX2 prefill GEMM for Q4_0, Q8_0, Q4_K and Q6_K weights (several tokens at once).
 //
 // Rows are packed, 8 at a time, into a row-interleaved panel on the stack
 // (BLIS-style packing; the weights in memory are never changed): for each
@@ -31,11 +31,28 @@ constexpr int kTile = 4;           // tokens per register tile
 
 // One unit (32 columns) of 8 rows: q[plane][g] is a 32-byte vector whose
 // int32 lane r holds row r's elements 4g..4g+3.
-template <int kPlanes>
+template <int kPlanes, bool kSplit>
 struct alignas(32) Unit {
   uint8_t q[kPlanes][8][32];
   float ws[kPanelRows];
   float wm[kPanelRows];
+};
+// Q6_K: 16-element sub-blocks, so a unit has two int16 scales per row (int16
+// lanes 2r, 2r+1 of sc16[0] for elements 0..15, sc16[1] for 16..31) applied
+// in vpmaddwd, and two min terms.
+template <>
+struct alignas(32) Unit<1, true> {
+  uint8_t q[1][8][32];
+  int16_t sc16[2][16];
+  float ws[kPanelRows];
+  float wm[kPanelRows];
+  float wm_b[kPanelRows];
+};
+
+// A row's scale terms of one unit (sc_a, sc_b, wm_b: Q6_K only).
+struct UnitScales {
+  float ws = 0, wm = 0, wm_b = 0;
+  int16_t sc_a = 0, sc_b = 0;
 };
 
 inline float half(uint16_t h) { return _cvtsh_ss(h); }
@@ -44,6 +61,7 @@ inline float half(uint16_t h) { return _cvtsh_ss(h); }
 // plane p as one vector (int32 lane g = elements 4g..4g+3), and the row's
 // scales and mins of the block's units.
 struct Q4_0Pack {
+  static constexpr bool kSplit = false;
   static constexpr int kPlanes = 1, kUnitsPerBlock = 1, kBytes = sizeof(BlockQ4_0);
   static __m256i expand(const uint8_t* block, int, int) {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(block);
@@ -51,14 +69,15 @@ struct Q4_0Pack {
     const __m128i mask = _mm_set1_epi8(0x0F);
     return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), _mm_and_si128(raw, mask));
   }
-  static void scales(const uint8_t* block, float* ws, float* wm) {
+  static void scales(const uint8_t* block, UnitScales* s) {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(block);
-    ws[0] = half(b->d);
-    wm[0] = 8.0f * ws[0];
+    s[0].ws = half(b->d);
+    s[0].wm = 8.0f * s[0].ws;
   }
 };
 
 struct Q8_0Pack {
+  static constexpr bool kSplit = false;
   static constexpr int kPlanes = 2, kUnitsPerBlock = 1, kBytes = sizeof(BlockQ8_0);
   static __m256i expand(const uint8_t* block, int, int p) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(block);
@@ -69,14 +88,15 @@ struct Q8_0Pack {
     return p == 0 ? _mm256_and_si256(_mm256_srli_epi16(biased, 4), mask)
                   : _mm256_and_si256(biased, mask);
   }
-  static void scales(const uint8_t* block, float* ws, float* wm) {
+  static void scales(const uint8_t* block, UnitScales* s) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(block);
-    ws[0] = half(b->d);
-    wm[0] = 128.0f * ws[0];
+    s[0].ws = half(b->d);
+    s[0].wm = 128.0f * s[0].ws;
   }
 };
 
 struct Q4_KPack {
+  static constexpr bool kSplit = false;
   static constexpr int kPlanes = 1, kUnitsPerBlock = 8, kBytes = sizeof(BlockQ4_K);
   static __m256i expand(const uint8_t* block, int j, int) {
     const auto* b = reinterpret_cast<const BlockQ4_K*>(block);
@@ -84,14 +104,45 @@ struct Q4_KPack {
     const __m256i mask = _mm256_set1_epi8(0x0F);
     return (j % 2) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask) : _mm256_and_si256(raw, mask);
   }
-  static void scales(const uint8_t* block, float* ws, float* wm) {
+  static void scales(const uint8_t* block, UnitScales* s) {
     const auto* b = reinterpret_cast<const BlockQ4_K*>(block);
     const float d = half(b->d), dmin = half(b->dmin);
     for (int j = 0; j < 8; ++j) {
       uint8_t sc, mn;
       unpack_q4k_scale(b->scales, j, &sc, &mn);
-      ws[j] = d * sc;
-      wm[j] = dmin * mn;
+      s[j].ws = d * sc;
+      s[j].wm = dmin * mn;
+    }
+  }
+};
+
+// Q6_K unit j = 32 elements 128h + 32g + l (h = j / 4, g = j % 4) as unsigned
+// q in 0..63: value = d * scale * (q - 32), so ws = d (scales go in vpmaddwd)
+// and the min terms are 32 d scale_a (elements 0..15), 32 d scale_b (16..31).
+// q <= 63 keeps two vpmaddubsw lanes in int16 (2 * 2 * 63 * 127 = 32004).
+struct Q6_KPack {
+  static constexpr int kPlanes = 1, kUnitsPerBlock = 8, kBytes = sizeof(BlockQ6_K);
+  static constexpr bool kSplit = true;
+  static __m256i expand(const uint8_t* block, int j, int) {
+    const auto* b = reinterpret_cast<const BlockQ6_K*>(block);
+    const int h = j / 4, g = j % 4;
+    const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * h + 32 * (g & 1)));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * h));
+    const __m256i mask4 = _mm256_set1_epi8(0x0F), mask2 = _mm256_set1_epi8(3);
+    const __m256i low = g < 2 ? _mm256_and_si256(ql, mask4)
+                              : _mm256_and_si256(_mm256_srli_epi16(ql, 4), mask4);
+    const __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), mask2);
+    return _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
+  }
+  static void scales(const uint8_t* block, UnitScales* s) {
+    const auto* b = reinterpret_cast<const BlockQ6_K*>(block);
+    const float d = half(b->d);
+    for (int j = 0; j < 8; ++j) {
+      const int8_t* sc = b->scales + 8 * (j / 4) + 2 * (j % 4);
+      s[j].ws = d;
+      s[j].sc_a = sc[0], s[j].sc_b = sc[1];
+      s[j].wm = 32.0f * d * sc[0];
+      s[j].wm_b = 32.0f * d * sc[1];
     }
   }
 };
@@ -120,17 +171,22 @@ inline void transpose8(const __m256i* in, __m256i* out) {
 // blocks [blk0, blk0 + n_blk) into units u[n_blk * kUnitsPerBlock].
 template <class P>
 void pack_panel(const uint8_t* base, int64_t stride, int64_t r0, int n_rows, int64_t blk0,
-                int64_t n_blk, Unit<P::kPlanes>* u) {
+                int64_t n_blk, Unit<P::kPlanes, P::kSplit>* u) {
   const uint8_t* rows[kPanelRows];
   for (int r = 0; r < n_rows; ++r) rows[r] = base + (r0 + r) * stride + blk0 * P::kBytes;
   for (int64_t b = 0; b < n_blk; ++b) {
-    Unit<P::kPlanes>* ub = u + b * P::kUnitsPerBlock;
-    for (int j = 0; j < P::kUnitsPerBlock; ++j)
-      for (int r = n_rows; r < kPanelRows; ++r) ub[j].ws[r] = ub[j].wm[r] = 0.0f;
-    for (int r = 0; r < n_rows; ++r) {
-      float ws[P::kUnitsPerBlock], wm[P::kUnitsPerBlock];
-      P::scales(rows[r] + b * P::kBytes, ws, wm);
-      for (int j = 0; j < P::kUnitsPerBlock; ++j) ub[j].ws[r] = ws[j], ub[j].wm[r] = wm[j];
+    Unit<P::kPlanes, P::kSplit>* ub = u + b * P::kUnitsPerBlock;
+    for (int r = 0; r < kPanelRows; ++r) {
+      UnitScales sc[P::kUnitsPerBlock];  // zero for missing rows
+      if (r < n_rows) P::scales(rows[r] + b * P::kBytes, sc);
+      for (int j = 0; j < P::kUnitsPerBlock; ++j) {
+        ub[j].ws[r] = sc[j].ws, ub[j].wm[r] = sc[j].wm;
+        if constexpr (P::kSplit) {
+          ub[j].wm_b[r] = sc[j].wm_b;
+          ub[j].sc16[0][2 * r] = ub[j].sc16[0][2 * r + 1] = sc[j].sc_a;
+          ub[j].sc16[1][2 * r] = ub[j].sc16[1][2 * r + 1] = sc[j].sc_b;
+        }
+      }
     }
     for (int j = 0; j < P::kUnitsPerBlock; ++j)
       for (int p = 0; p < P::kPlanes; ++p) {
@@ -144,13 +200,49 @@ void pack_panel(const uint8_t* base, int64_t stride, int64_t r0, int n_rows, int
   }
 }
 
+// One Q6_K unit for T tokens: int16 sums of two groups at a time (q <= 63),
+// then vpmaddwd by the rows' 16-element scales.
+template <int T>
+inline void q6_unit(const Unit<1, true>& u, const ActBlock* act, int64_t n_sub, __m256* acc) {
+  __m256i i32[T], s16[T];
+  const __m256i sc_a = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc16[0]));
+  const __m256i sc_b = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc16[1]));
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {
+    const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q[0][g]));
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      int32_t a4;
+      std::memcpy(&a4, act[t * n_sub].q + 4 * g, 4);
+      const __m256i p = _mm256_maddubs_epi16(w, _mm256_set1_epi32(a4));
+      s16[t] = (g % 2 == 0) ? p : _mm256_add_epi16(s16[t], p);
+      if (g % 2 == 1) {
+        const __m256i v = _mm256_madd_epi16(s16[t], g < 4 ? sc_a : sc_b);
+        i32[t] = g == 1 ? v : _mm256_add_epi32(i32[t], v);
+      }
+    }
+  }
+  const __m256 ws = _mm256_load_ps(u.ws), wm = _mm256_load_ps(u.wm), wm_b = _mm256_load_ps(u.wm_b);
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    const ActBlock& a = act[t * n_sub];
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[t]), _mm256_mul_ps(ws, _mm256_set1_ps(a.d)), acc[t]);
+    acc[t] = _mm256_fnmadd_ps(wm, _mm256_set1_ps(a.d * static_cast<float>(a.qsum_lo)), acc[t]);
+    acc[t] = _mm256_fnmadd_ps(wm_b, _mm256_set1_ps(a.d * static_cast<float>(a.qsum - a.qsum_lo)), acc[t]);
+  }
+}
+
 // acc[t] (8 rows) += panel . act of token t over n_units units; act_t at
 // act + t * n_sub (units of the chunk start at act).
-template <int kPlanes, int T>
-inline void tile(const Unit<kPlanes>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
-                 __m256* acc) {
+template <int kPlanes, bool kSplit, int T>
+inline void tile(const Unit<kPlanes, kSplit>* u, int64_t n_units, const ActBlock* act,
+                 int64_t n_sub, __m256* acc) {
   const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi16(16);
   for (int64_t k = 0; k < n_units; ++k, ++u) {
+    if constexpr (kSplit) {
+      q6_unit<T>(*u, act + k, n_sub, acc);
+      continue;
+    }
     // s16[p][t]: plane p of token t; one broadcast of 4 activation bytes
     // feeds every plane
     __m256i s16[kPlanes][T];
@@ -193,13 +285,13 @@ inline void tile(const Unit<kPlanes>* u, int64_t n_units, const ActBlock* act, i
 }
 
 // y rows [r0, r0 + n_rows) of tokens [t0, t0 + T): stores (first chunk) or adds.
-template <int kPlanes, int T>
-void tile_store(const Unit<kPlanes>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
+template <int kPlanes, bool kSplit, int T>
+void tile_store(const Unit<kPlanes, kSplit>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
                 float* y, int64_t ld_y, int n_rows, bool add) {
   __m256 acc[T];
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  tile<kPlanes, T>(u, n_units, act, n_sub, acc);
+  tile<kPlanes, kSplit, T>(u, n_units, act, n_sub, acc);
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
     float* out = y + t * ld_y;
@@ -214,8 +306,8 @@ void tile_store(const Unit<kPlanes>* u, int64_t n_units, const ActBlock* act, in
   }
 }
 
-template <int kPlanes>
-void tokens_over_panels(const Unit<kPlanes>* units, int n_panels, int64_t units_per_panel,
+template <int kPlanes, bool kSplit>
+void tokens_over_panels(const Unit<kPlanes, kSplit>* units, int n_panels, int64_t units_per_panel,
                         int64_t row0, int64_t row_end, const ActBlock* act, int64_t n_sub,
                         int64_t n_tokens, float* y, int64_t ld_y, bool add) {
   for (int64_t t = 0; t < n_tokens; t += kTile) {
@@ -223,14 +315,14 @@ void tokens_over_panels(const Unit<kPlanes>* units, int n_panels, int64_t units_
     for (int p = 0; p < n_panels; ++p) {
       const int64_t r = row0 + p * kPanelRows;
       const int n_rows = static_cast<int>(std::min<int64_t>(kPanelRows, row_end - r));
-      const Unit<kPlanes>* u = units + p * units_per_panel;
+      const Unit<kPlanes, kSplit>* u = units + p * units_per_panel;
       const ActBlock* a = act + t * n_sub;
       float* out = y + t * ld_y + r;
       switch (nt) {
-        case 4: tile_store<kPlanes, 4>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
-        case 3: tile_store<kPlanes, 3>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
-        case 2: tile_store<kPlanes, 2>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
-        default: tile_store<kPlanes, 1>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+        case 4: tile_store<kPlanes, kSplit, 4>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+        case 3: tile_store<kPlanes, kSplit, 3>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+        case 2: tile_store<kPlanes, kSplit, 2>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+        default: tile_store<kPlanes, kSplit, 1>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
       }
     }
   }
@@ -244,7 +336,8 @@ void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_t
   const int64_t n_sub = w.cols / 32;
   const int64_t stride = n_blk * P::kBytes;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  Unit<P::kPlanes> units[kPanels * kChunkUnits];  // 40 KiB (Q4) or 72 KiB (Q8_0) of stack
+  // 40 KiB (Q4), 52 KiB (Q6_K) or 72 KiB (Q8_0) of stack
+  Unit<P::kPlanes, P::kSplit> units[kPanels * kChunkUnits];
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanels * kPanelRows) {
     const int64_t r1 = std::min(row_end, r0 + kPanels * kPanelRows);
     const int n_panels = static_cast<int>((r1 - r0 + kPanelRows - 1) / kPanelRows);
@@ -256,7 +349,7 @@ void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_t
         const int n_rows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r));
         pack_panel<P>(base, stride, r, n_rows, b0, nb, units + p * n_units);
       }
-      tokens_over_panels<P::kPlanes>(units, n_panels, n_units, r0, r1,
+      tokens_over_panels<P::kPlanes, P::kSplit>(units, n_panels, n_units, r0, r1,
                                      act + b0 * P::kUnitsPerBlock, n_sub, n_tokens, y, w.rows,
                                      b0 > 0);
     }
@@ -266,7 +359,8 @@ void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_t
 }  // namespace
 
 bool packed_supports(DType dtype) {
-  return dtype == DType::kQ4_0 || dtype == DType::kQ8_0 || dtype == DType::kQ4_K;
+  return dtype == DType::kQ4_0 || dtype == DType::kQ8_0 || dtype == DType::kQ4_K ||
+         dtype == DType::kQ6_K;
 }
 
 void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
@@ -278,6 +372,8 @@ void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_to
       return matmul_packed_typed<Q8_0Pack>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K:
       return matmul_packed_typed<Q4_KPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ6_K:
+      return matmul_packed_typed<Q6_KPack>(w, act, n_tokens, y, row_begin, row_end);
     default:
       return;
   }

@@ -258,6 +258,12 @@ void quantize_activations(const float* x, int64_t cols, ActBlock* out) {
     s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0x4E));
     s4 = _mm_add_epi32(s4, _mm_shuffle_epi32(s4, 0xB1));
     out[b].qsum = _mm_cvtsi128_si32(s4);
+    const __m256i lo8 = _mm256_add_epi32(q[0], q[1]);  // elements 0..15
+    __m128i l4 = _mm_add_epi32(_mm256_castsi256_si128(lo8), _mm256_extracti128_si256(lo8, 1));
+    l4 = _mm_add_epi32(l4, _mm_shuffle_epi32(l4, 0x4E));
+    l4 = _mm_add_epi32(l4, _mm_shuffle_epi32(l4, 0xB1));
+    out[b].qsum_lo = _mm_cvtsi128_si32(l4);
+    out[b].pad = 0;
   }
 }
 
