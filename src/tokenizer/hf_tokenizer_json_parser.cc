@@ -37,8 +37,9 @@ void append_utf8(uint32_t cp, std::string* out) {
 }  // namespace
 
 const JsonValue* JsonValue::get(std::string_view key) const {
-  for (const auto& [k, v] : members) {
-    if (k == key) return &v;
+  if (kind != Kind::kObject) return nullptr;
+  for (size_t i = 0; i < keys.size() && i < items.size(); ++i) {
+    if (keys[i] == key) return &items[i];
   }
   return nullptr;
 }
@@ -256,7 +257,8 @@ Result<JsonValue> JsonReader::read_value() {
       st = read_object([&](const std::string& key) -> Status {
         auto item = read_value();
         if (!item.ok()) return item.status();
-        v.members.emplace_back(key, std::move(*item));
+        v.keys.push_back(key);
+        v.items.push_back(std::move(*item));
         return ok_status();
       });
       break;

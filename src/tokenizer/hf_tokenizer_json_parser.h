@@ -22,8 +22,11 @@ struct JsonValue {
   bool boolean = false;
   double number = 0;
   std::string string;
-  std::vector<JsonValue> items;                            // kArray
-  std::vector<std::pair<std::string, JsonValue>> members;  // kObject, in file order
+  // kArray: the items; kObject: the member values, in file order, named by
+  // keys (parallel vectors: a pair<string, JsonValue> member would need
+  // JsonValue complete here).
+  std::vector<JsonValue> items;
+  std::vector<std::string> keys;
 
   // The member named `key` of an object, or nullptr.
   const JsonValue* get(std::string_view key) const;

@@ -12,7 +12,7 @@ constexpr size_t kLlama3BaseTokens = 128000;
 constexpr int kLlama3NumSpecial = 256;
 // Token counts far above any real tiktoken file; stops a hostile file from
 // claiming ranks in the billions.
-constexpr int64_t kMaxRank = int64_t{1} << 24;
+constexpr int64_t kMaxRank = int64_t{1} << 21;
 
 int base64_value(char c) {
   if (c >= 'A' && c <= 'Z') return c - 'A';

@@ -106,6 +106,7 @@ TEST(Tiktoken, DamagedFilesAreRefused) {
   expect("IQ==0\n", "no space");
   expect("IQ== x\n", "expected a rank");
   expect("IQ== 99999999999\n", "expected a rank");
+  expect("IQ== 3000000\n", "expected a rank");
   expect("", "no tokens");
   auto ok = parse_tiktoken("IQ== 0\nIg== 1\nISI= 2\n");  // "!", "\"", "!\""
   ASSERT_TRUE(ok.ok()) << ok.status().message();
