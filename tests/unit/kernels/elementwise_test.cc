@@ -177,7 +177,7 @@ TEST(AttentionTest, MatchesNaiveOnEveryPath) {
   for (KernelPath p : paths) {
     PathGuard guard;
     ASSERT_TRUE(set_kernel_path(p));
-    for (int64_t head_dim : {4, 32, 33, 64}) {
+    for (int64_t head_dim : {4, 32, 33, 40, 64, 128}) {
       for (int64_t n_ctx : {1, 2, 9, 40}) {
         const int64_t stride = head_dim * 3 + 1;
         const auto q = random_floats(head_dim, 1 + n_ctx);
