@@ -116,4 +116,14 @@ Result<BenchModel> load_bench_model(const BenchModelSource& source, int threads,
   return out;
 }
 
+Status save_model_gguf(const Model& model, const std::string& path) {
+  const GgufFile* gguf = model.gguf();
+  if (!gguf) return error_status("only a GGUF-backed model can be saved as GGUF");
+  GgufWriter writer;
+  for (const auto& [key, value] : gguf->metadata()) writer.set(key, value);
+  for (const auto& t : gguf->tensors())
+    LLMPACK_RETURN_IF_ERROR(writer.add_tensor(t.name, t.dtype, t.ne, std::span(t.data, t.n_bytes)));
+  return writer.write(path).with_context("writing '" + path + "'");
+}
+
 }  // namespace llmpack::cli

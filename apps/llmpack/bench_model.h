@@ -41,4 +41,8 @@ struct BenchModel {
 Result<BenchModel> load_bench_model(const BenchModelSource& source, int threads, int64_t max_seq_len,
                                     int64_t max_context_len);
 
+// Writes a model that came from a GGUF (a synthetic one, say) to `path`, its
+// metadata and tensors as they are: a package file to measure load time on.
+Status save_model_gguf(const Model& model, const std::string& path);
+
 }  // namespace llmpack::cli

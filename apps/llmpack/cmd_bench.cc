@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "bench_bandwidth.h"
 #include "bench_model.h"
 #include "bench_report.h"
 #include "bench_runner.h"
@@ -27,6 +28,8 @@ struct BenchOptions {
   int64_t synthetic_layers = 0;
   int64_t synthetic_vocab = 0;
   uint64_t seed = 1;
+  bool bandwidth = false;
+  std::string save_path;
 };
 
 // Prints as results arrive (md, csv) or all at the end (json).
@@ -126,6 +129,17 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, Output
   return ok_status();
 }
 
+// --save: writes the synthetic model as a package file instead of measuring.
+int save_synthetic(const BenchOptions& o, const BenchModelSource& source) {
+  if (!source.is_synthetic()) return fail("--save needs a --synthetic model, not -m");
+  auto model = load_bench_model(source, o.threads.empty() ? 1 : o.threads[0], 1, 32);
+  if (!model.ok()) return fail(model.status());
+  if (auto status = save_model_gguf(model->program->model(), o.save_path); !status.ok()) return fail(status);
+  std::fprintf(stderr, "llmpack: wrote %s (%s, %.1f MiB of weights)\n", o.save_path.c_str(),
+               model->model_type.c_str(), static_cast<double>(model->size_bytes) / (1024.0 * 1024.0));
+  return 0;
+}
+
 int execute(const BenchOptions& o) {
   auto sources = model_sources(o);
   if (!sources.ok()) return fail(sources.status());
@@ -136,7 +150,18 @@ int execute(const BenchOptions& o) {
   // S = B = the longest prompt (one chunk); C holds the longest test and the warmup.
   const int64_t max_seq_len = std::max<int64_t>(max_prompt, 1);
   const int64_t max_context = std::max<int64_t>({max_prompt, max_gen, 32});
+  if (!o.save_path.empty()) return save_synthetic(o, (*sources)[0]);
   Output out(o.output);
+  double bandwidth = 0;  // bytes/s at the most threads asked for
+  if (o.bandwidth) {
+    for (int t : threads) {
+      bandwidth = measure_read_bandwidth(uint64_t{1} << 30, t, 5);
+      char line[128];
+      std::snprintf(line, sizeof(line), "memory read bandwidth (sum over 1 GiB), %d threads: %.1f GB/s", t,
+                    bandwidth / 1e9);
+      out.note(line);
+    }
+  }
   for (const auto& source : *sources) {
     for (int t : threads) {
       auto model = load_bench_model(source, t, max_seq_len, max_context);
@@ -145,6 +170,12 @@ int execute(const BenchOptions& o) {
       std::snprintf(line, sizeof(line), "%s: %s in %.1f ms", model->display.c_str(),
                     source.is_synthetic() ? "built" : "loaded", model->load_ms);
       out.note(line);
+      if (bandwidth > 0) {
+        std::snprintf(line, sizeof(line), "%s: tg bound %.1f t/s (%.1f GB/s / %.1f MB of weights)",
+                      model->display.c_str(), bandwidth / static_cast<double>(model->size_bytes), bandwidth / 1e9,
+                      static_cast<double>(model->size_bytes) / 1e6);
+        out.note(line);
+      }
       if (auto status = run_tests(o, *model, t, out); !status.ok())
         return fail(status.with_context(model->display));
     }
@@ -178,6 +209,10 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("--ttft", o->ttft,
                   "Also time the first token of an N-token prompt, batched and token by token")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_flag("--bandwidth", o->bandwidth,
+                "Also measure memory read bandwidth and the decode bound it sets (bandwidth / weight bytes)");
+  cmd->add_option("--save", o->save_path,
+                  "Write the --synthetic model to this GGUF file (to time loading it with -m) and exit");
   cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens");
   cmd->add_option("--synthetic_layers", o->synthetic_layers, "Layers of synthetic models (tests)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}))

@@ -132,6 +132,24 @@ TEST(Bench, ModelFileIsLoadedAndTimed) {
   EXPECT_GT(json[1]["avg_ts"].get<double>(), 0.0);
 }
 
+TEST(Bench, SavedSyntheticPackageLoadsWithSameSizeAndParams) {
+  const std::string path = ::testing::TempDir() + "/llmpack_bench_saved.gguf";
+  auto saved = bench("--synthetic llama-3.2-1b:q4_k_m --synthetic_layers 2 --synthetic_vocab 256 --save " + path);
+  ASSERT_EQ(saved.exit_code, 0) << saved.err;
+  EXPECT_NE(saved.err.find("wrote " + path), std::string::npos) << saved.err;
+  auto synthetic = bench("--synthetic llama-3.2-1b:q4_k_m --synthetic_layers 2 --synthetic_vocab 256 -p 8 -n 2 -r 1 "
+                         "-t 2 -o json");
+  auto file = bench("-m " + path + " -p 8 -n 2 -r 1 -t 2 -o json");
+  ASSERT_EQ(synthetic.exit_code, 0) << synthetic.err;
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  auto a = nlohmann::json::parse(synthetic.out), b = nlohmann::json::parse(file.out);
+  EXPECT_EQ(a[0]["model_size"], b[0]["model_size"]);
+  EXPECT_EQ(a[0]["model_n_params"], b[0]["model_n_params"]);
+  EXPECT_EQ(b[0]["model_filename"], path);
+  EXPECT_EQ(b[0]["model_type"].get<std::string>().rfind("llama ", 0), 0u) << b[0]["model_type"];
+  std::remove(path.c_str());
+}
+
 TEST(Bench, BadFlagsGiveOneLine) {
   struct Case { std::string args; int code; std::string says; };
   const Case cases[] = {
@@ -143,6 +161,7 @@ TEST(Bench, BadFlagsGiveOneLine) {
       {"--synthetic stories110m:q4_0 -o xml", 2, "xml"},
       {"-p 16", 1, "needs a model"},
       {"-m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf"},
+      {"-m /nonexistent/model.gguf --save /tmp/x.gguf", 1, "--save needs a --synthetic model"},
   };
   for (const auto& c : cases) {
     auto r = bench(c.args);
