@@ -60,7 +60,7 @@ Result<LoadedPackage> load_gguf_package(std::unique_ptr<GgufFile> gguf, const st
                                         const ProgramOptions& options) {
   std::unique_ptr<Tokenizer> tokenizer;
   if (tokenizer_path.empty()) {
-    auto own = load_spm_from_gguf(*gguf);
+    auto own = load_tokenizer_from_gguf(*gguf);
     if (!own.ok()) return own.status().with_context("loading the package's tokenizer");
     tokenizer = std::move(own).value();
   }

@@ -41,6 +41,8 @@ struct TinyModelSpec {
   float weight_scale = 0.15f;
   std::optional<TinyContract> contract;  // llmpack.* keys, or a plain GGUF
   bool rope_freq_factors = false;  // a rope_freqs.weight tensor (llama3 frequency scaling)
+  // When set, the tokenizer.* keys are copied from this GGUF (vocab_size must match).
+  std::string tokenizer_gguf;
 };
 
 // Keeps tensor bytes alive while the writer borrows them.
@@ -110,6 +112,13 @@ class TinyModelBuilder {
 
   // <unk> <s> </s>, the 256 byte pieces, then "▁" and plain letters/pairs.
   void write_tokenizer(GgufWriter& w) {
+    if (!spec_.tokenizer_gguf.empty()) {
+      auto source = GgufFile::open(spec_.tokenizer_gguf);
+      if (!source.ok()) throw std::runtime_error(source.status().message());
+      for (const auto& [key, value] : (*source)->metadata())
+        if (key.rfind("tokenizer.", 0) == 0) w.set(key, value);
+      return;
+    }
     std::vector<std::string> pieces = {"<unk>", "<s>", "</s>"};
     std::vector<float> scores = {0, 0, 0};
     std::vector<int32_t> types = {2, 3, 3};
