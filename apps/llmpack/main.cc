@@ -10,6 +10,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::function<int()> action;
   llmpack::cli::register_run(app, action);
+  llmpack::cli::register_chat(app, action);
   llmpack::cli::register_perplexity(app, action);
   llmpack::cli::register_chat_template(app, action);
   llmpack::cli::register_export(app, action);

@@ -1,0 +1,284 @@
+// `llmpack chat`: an interactive conversation over a runner-owned KV cache
+// (CONTRACT C1-C7). Replies go to stdout; notices, errors and --stats
+// reports go to stderr.
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "chat/session/chat_session.h"
+#include "chat_line_reader.h"
+#include "cli_common.h"
+#include "commands.h"
+#include "core/clock.h"
+
+namespace llmpack::cli {
+namespace {
+
+struct ChatOptions {
+  ModelOptions model;
+  std::string system;
+  std::string chat_template;
+  GenerationConfig config;
+  std::optional<uint64_t> seed;
+  int64_t seq_len = -1;
+  int64_t kv_initial = 256;
+  int64_t kv_capacity = 0;
+  std::string kv_dtype = "f32";
+  bool context_shift = false;
+  bool stats = false;
+  int debug_delay_ms = 0;
+  std::optional<std::string> warmup_prefill;
+  std::optional<std::string> dump_first_logits;
+};
+
+// The SIGINT handler's only state: a flag, and the session to stop.
+volatile sig_atomic_t g_interrupted = 0;
+ChatSession* volatile g_session = nullptr;
+
+extern "C" void on_sigint(int) {
+  g_interrupted = 1;
+  if (ChatSession* s = g_session) s->stop();  // an atomic store
+}
+
+void install_sigint_handler() {
+  struct sigaction sa {};
+  sa.sa_handler = on_sigint;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a blocked read returns EINTR
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+void notice(const std::string& text) { std::fprintf(stderr, "%s\n", text.c_str()); }
+
+const char* const kHelp =
+    "Commands:\n"
+    "  /reset        start a new conversation (the system prompt stays)\n"
+    "  /undo [N]     drop the last N turns (default 1)\n"
+    "  /save FILE    save the conversation and its cache\n"
+    "  /load FILE    load a conversation saved with this model\n"
+    "  /help         this list\n"
+    "Ctrl-C stops a reply; Ctrl-C twice at an empty prompt or Ctrl-D quits.";
+
+Result<std::string> template_source(const ChatOptions& o, const LoadedPackage& pkg) {
+  if (!o.chat_template.empty()) {
+    auto builtin = builtin_chat_template(o.chat_template);
+    if (builtin.ok()) return builtin;
+    std::ifstream in(o.chat_template, std::ios::binary);
+    if (!in) return builtin.status().with_context("--chat_template (neither a built-in name nor a readable file)");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+  }
+  if (const GgufFile* g = pkg.program->model().gguf()) {
+    if (auto t = g->get_string("tokenizer.chat_template")) return *t;
+  }
+  return std::string();  // ChatSession explains what to pass
+}
+
+// Runs one slash command; false for an unknown one.
+void run_command(ChatSession& session, const std::string& line) {
+  std::istringstream in(line);
+  std::string cmd, arg;
+  in >> cmd;
+  std::getline(in >> std::ws, arg);
+  if (cmd == "/help") {
+    notice(kHelp);
+  } else if (cmd == "/reset") {
+    session.reset();
+    notice("(new conversation)");
+  } else if (cmd == "/undo") {
+    int64_t n = 1;
+    if (!arg.empty()) {
+      try {
+        size_t used = 0;
+        n = std::stoll(arg, &used);
+        if (used != arg.size()) n = 0;
+      } catch (...) {
+        n = 0;
+      }
+    }
+    if (auto s = session.undo(n); !s.ok()) {
+      fail(s);
+    } else {
+      notice("(undid " + std::to_string(n) + (n == 1 ? " turn)" : " turns)"));
+    }
+  } else if (cmd == "/save" || cmd == "/load") {
+    if (arg.empty()) {
+      fail(cmd + " needs a file name");
+      return;
+    }
+    Status s = cmd == "/save" ? session.save(arg) : session.load(arg);
+    if (!s.ok()) {
+      fail(s);
+    } else {
+      notice(std::string(cmd == "/save" ? "(saved " : "(loaded ") + std::to_string(session.n_turns()) + " turns, " +
+             std::to_string(session.tokens().size()) + " tokens)");
+    }
+  } else {
+    fail("unknown command '" + cmd + "'; /help lists the commands");
+  }
+}
+
+void print_stats(const TurnReport& r, int64_t load_start, int64_t load_end) {
+  Stats st = r.stats;
+  st.model_load_start_ms = load_start;
+  st.model_load_end_ms = load_end;
+  std::fprintf(stderr, "%s", st.report().c_str());
+  std::fprintf(stderr, "PyTorchObserver %s\n", st.to_json_string().c_str());
+}
+
+void chat_turn(ChatSession& session, const ChatOptions& o, const std::string& line, int64_t load_start,
+               int64_t load_end) {
+  auto added = session.add_user_message(line);
+  if (!added.ok()) {
+    fail(added.status());
+    return;
+  }
+  if (added->action == ContextAction::kNewConversation)
+    notice("(the context is full: a new conversation starts; " + std::to_string(added->dropped_turns) +
+           " earlier turns are forgotten)");
+  if (added->action == ContextAction::kShifted)
+    notice("(the context is full: the oldest " + std::to_string(added->dropped_turns) +
+           " turns after the system prompt are dropped)");
+  auto on_piece = [&](const std::string& piece) {
+    std::fwrite(piece.data(), 1, piece.size(), stdout);
+    std::fflush(stdout);
+    if (g_interrupted) session.stop();  // a SIGINT that came before the reply started
+    if (o.debug_delay_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(o.debug_delay_ms));
+  };
+  auto report = session.generate_reply(on_piece);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+  if (!report.ok()) {
+    fail(report.status());
+    return;
+  }
+  if (report->end == GenerationEnd::kStopped) notice("(stopped)");
+  if (o.stats) print_stats(*report, load_start, load_end);
+}
+
+Status check_flags(const ChatOptions& o, bool kv_initial_given, bool kv_capacity_given) {
+  if (o.warmup_prefill)
+    return error_status("--warmup_prefill does not apply to chat: every turn's prefill is part of the "
+                        "conversation; use it with llmpack run or bench");
+  if (o.dump_first_logits)
+    return error_status("--dump_first_logits does not apply to chat: the logits of a turn depend on the whole "
+                        "conversation; use llmpack run -p PROMPT --dump_first_logits");
+  if (kv_initial_given && kv_capacity_given && o.kv_capacity > 0 && o.kv_initial > o.kv_capacity)
+    return error_status("--kv_initial " + std::to_string(o.kv_initial) + " exceeds --kv_capacity " +
+                        std::to_string(o.kv_capacity));
+  return o.config.validate();
+}
+
+int execute(ChatOptions& o, bool kv_initial_given, bool kv_capacity_given) {
+  o.config.seed = o.seed;
+  if (auto s = check_flags(o, kv_initial_given, kv_capacity_given); !s.ok()) return fail(s);
+  auto dtype = parse_kv_dtype(o.kv_dtype);
+  if (!dtype.ok()) return fail(dtype.status().with_context("--kv_dtype"));
+
+  const int64_t load_start = time_in_ms();
+  auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, program_options(o.model));
+  if (!loaded.ok()) return fail(loaded.status());
+  ChatSessionOptions so;
+  auto source = template_source(o, *loaded);
+  if (!source.ok()) return fail(source.status());
+  so.template_source = *source;
+  so.system_prompt = o.system;
+  so.kv = {*dtype, o.kv_initial, o.kv_capacity};
+  so.max_seq_len = o.seq_len;
+  so.context_shift = o.context_shift;
+  so.generation = o.config;
+  auto session = ChatSession::create(*loaded->program, *loaded->tokenizer, so, stderr_log_sink());
+  if (!session.ok()) return fail(session.status().with_context("chat"));
+  const int64_t load_end = time_in_ms();
+  ChatSession& chat = **session;
+
+  g_session = &chat;
+  install_sigint_handler();
+  auto reader = make_line_reader(g_interrupted);
+  if (stdin_is_terminal()) notice("llmpack chat: type a message, /help for commands, Ctrl-D to quit.");
+  int interrupts_at_prompt = 0;
+  std::string line;
+  while (true) {
+    g_interrupted = 0;
+    const ReadStatus status = reader->read("> ", line);
+    if (status == ReadStatus::kEndOfInput) break;
+    if (status == ReadStatus::kInterrupted) {
+      if (++interrupts_at_prompt >= 2) break;
+      notice("(Ctrl-C again or Ctrl-D to quit)");
+      continue;
+    }
+    interrupts_at_prompt = 0;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // an empty line is ignored
+    if (line[0] == '/') {
+      run_command(chat, line);
+      continue;
+    }
+    chat_turn(chat, o, line, load_start, load_end);
+  }
+  g_session = nullptr;
+  if (stdin_is_terminal()) std::fputc('\n', stdout);
+  return 0;
+}
+
+CLI::Validator non_negative_number() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        try {
+          if (std::stod(value) >= 0) return "";
+        } catch (...) {
+        }
+        return "expected a number >= 0, found " + value;
+      },
+      "NUMBER >= 0");
+}
+
+}  // namespace
+
+void register_chat(CLI::App& app, std::function<int()>& action) {
+  auto* cmd = app.add_subcommand("chat", "Interactive chat, one turn per line of stdin");
+  auto o = std::make_shared<ChatOptions>();
+  add_model_options(*cmd, o->model);
+  GenerationConfig& c = o->config;
+  cmd->add_option("--system", o->system, "System prompt");
+  cmd->add_option("--chat_template", o->chat_template,
+                  "Template name (llama3, chatml, llama2, gemma, phi3, mistral, smollm2) or a .jinja file; "
+                  "default: the package's");
+  cmd->add_option("-n,--max_new_tokens", c.max_new_tokens, "Tokens per reply at most (-1: until the context is full)")
+      ->default_val(-1)->check(CLI::Range(-1, 1 << 24));
+  cmd->add_option("--seq_len,--max_seq_length", o->seq_len,
+                  "Cap on the conversation's tokens, as --seq_len caps a run (-1: the context)")
+      ->default_val(-1)->check(CLI::Range(int64_t{-1}, int64_t{1} << 24));
+  cmd->add_option("--temperature", c.temperature, "Sampling temperature (0 = greedy)")
+      ->default_val(0.8f)->check(non_negative_number());
+  cmd->add_option("--seed", o->seed, "Random seed (default: from the clock)");
+  cmd->add_option("--top_k", c.top_k, "Keep the k most likely tokens (0: off)")->default_val(0)->check(CLI::Range(0, 1 << 24));
+  cmd->add_option("--top_p", c.top_p, "Nucleus sampling threshold in (0, 1]")->default_val(1.0f)
+      ->check(CLI::Range(1e-6f, 1.0f));
+  cmd->add_option("--min_p", c.min_p, "Drop tokens below min_p x the top probability")->default_val(0.0f)
+      ->check(CLI::Range(0.0f, 1.0f));
+  cmd->add_option("--repeat_penalty", c.repeat_penalty, "Penalty on recently generated tokens (1: off)")
+      ->default_val(1.0f)->check(CLI::Range(0.01f, 100.0f));
+  cmd->add_option("--stop", c.stop, "End a reply before this string (repeatable)");
+  auto* initial = cmd->add_option("--kv_initial", o->kv_initial, "KV cache rows allocated at start (grows as needed)")
+                      ->default_val(256)->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  auto* capacity = cmd->add_option("--kv_capacity", o->kv_capacity, "KV cache rows at most (0: the package's context C)")
+                       ->default_val(0)->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  cmd->add_option("--kv_dtype", o->kv_dtype, "KV cache element type: f32, f16 or q8_0")->default_val("f32");
+  cmd->add_flag("--context_shift", o->context_shift,
+                "When the context is full, drop the oldest turns after the system prompt instead of starting over");
+  cmd->add_flag("--stats", o->stats, "Print each turn's report (stderr)");
+  // Accepted only to be refused with a clear message (C6).
+  cmd->add_option("--warmup_prefill", o->warmup_prefill)->expected(0, 1)->group("");
+  cmd->add_option("--dump_first_logits", o->dump_first_logits)->expected(0, 1)->group("");
+  // Tests: a pause after each streamed piece, so a Ctrl-C lands mid-reply.
+  cmd->add_option("--debug_delay_ms", o->debug_delay_ms)->check(CLI::Range(0, 10000))->group("");
+  cmd->callback([&action, o, initial, capacity] {
+    const bool initial_given = initial->count() > 0, capacity_given = capacity->count() > 0;
+    action = [o, initial_given, capacity_given] { return execute(*o, initial_given, capacity_given); };
+  });
+}
+
+}  // namespace llmpack::cli
