@@ -3,17 +3,18 @@
 // Rows are packed, 8 at a time, into a row-interleaved panel on the stack
 // (BLIS-style packing; the weights in memory are never changed): for each
 // 32-element unit, int32 lane r of vector g holds elements 4g..4g+3 of row r
-// as unsigned bytes. One broadcast of 4 activation bytes then feeds 8 rows
-// with one vpmaddubsw, and the 8 results land in the 8 lanes of one vector:
-// no horizontal sums, and each weight vector is reused for kTile tokens.
+// as bytes. One broadcast of 4 activation bytes then feeds 8 rows with one
+// vpmaddubsw, and the 8 results land in the 8 lanes of one vector: no
+// horizontal sums, and each weight vector is reused for kTile tokens.
 //
-// Every type becomes "unsigned quants q, per-row scale ws and min wm":
+// Per unit, with per-row scale ws and min wm:
 //   row . x = sum_units a.d * (ws * sum(q * a.q) - wm * sum(a.q))
 //   Q4_0: q = nibble (0..15), ws = d, wm = 8d
 //   Q4_K: q = nibble, ws = d * scale_j, wm = dmin * min_j
-//   Q8_0: q + 128 = 16 hi + lo with hi, lo in 0..15 (two planes), ws = d, wm = 128d
+//   Q6_K: q in 0..63, scales in vpmaddwd, two mins (see Q6_KPack)
+//   Q8_0: q signed, ws = d, no min: |q| * (a.q * sign(q)) (sign trick)
 // With q <= 15 and |a.q| <= 127 a vpmaddubsw lane is at most 2 * 15 * 127 = 3810,
-// so the 8 products of a unit add up in int16 (<= 30480) before one vpmaddwd.
+// so the 8 products of a nibble unit add up in int16 (<= 30480) before one vpmaddwd.
 #include <algorithm>
 #include <cstring>
 
@@ -29,11 +30,14 @@ constexpr int kPanels = 4;         // panels packed together (32 rows)
 constexpr int kChunkUnits = 32;    // units of 32 columns packed at once (1024 columns)
 constexpr int kTile = 4;           // tokens per register tile
 
-// One unit (32 columns) of 8 rows: q[plane][g] is a 32-byte vector whose
-// int32 lane r holds row r's elements 4g..4g+3.
-template <int kPlanes, bool kSplit>
+// One unit (32 columns) of 8 rows: q[g] is a 32-byte vector whose int32
+// lane r holds row r's elements 4g..4g+3. Layouts: nibbles (Q4_0, Q4_K), signed bytes (Q8_0, sign trick),
+// six-bit with 16-element scales (Q6_K).
+enum Kind { kNibble, kSigned, kSixBit };
+
+template <int kKind>
 struct alignas(32) Unit {
-  uint8_t q[kPlanes][8][32];
+  uint8_t q[8][32];
   float ws[kPanelRows];
   float wm[kPanelRows];
 };
@@ -41,8 +45,8 @@ struct alignas(32) Unit {
 // lanes 2r, 2r+1 of sc16[0] for elements 0..15, sc16[1] for 16..31) applied
 // in vpmaddwd, and two min terms.
 template <>
-struct alignas(32) Unit<1, true> {
-  uint8_t q[1][8][32];
+struct alignas(32) Unit<kSixBit> {
+  uint8_t q[8][32];
   int16_t sc16[2][16];
   float ws[kPanelRows];
   float wm[kPanelRows];
@@ -57,13 +61,14 @@ struct UnitScales {
 
 inline float half(uint16_t h) { return _cvtsh_ss(h); }
 
-// Each packer gives, for one block of a row, the 32 unpacked quants of unit j,
-// plane p as one vector (int32 lane g = elements 4g..4g+3), and the row's
+// Each packer gives, for one block of a row, the 32 unpacked quants of unit j
+// as one vector (int32 lane g = elements 4g..4g+3), and the row's
 // scales and mins of the block's units.
 struct Q4_0Pack {
+  static constexpr int kKind = kNibble;
   static constexpr bool kSplit = false;
-  static constexpr int kPlanes = 1, kUnitsPerBlock = 1, kBytes = sizeof(BlockQ4_0);
-  static __m256i expand(const uint8_t* block, int, int) {
+  static constexpr int kUnitsPerBlock = 1, kBytes = sizeof(BlockQ4_0);
+  static __m256i expand(const uint8_t* block, int) {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(block);
     const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
     const __m128i mask = _mm_set1_epi8(0x0F);
@@ -77,28 +82,23 @@ struct Q4_0Pack {
 };
 
 struct Q8_0Pack {
+  static constexpr int kKind = kSigned;
   static constexpr bool kSplit = false;
-  static constexpr int kPlanes = 2, kUnitsPerBlock = 1, kBytes = sizeof(BlockQ8_0);
-  static __m256i expand(const uint8_t* block, int, int p) {
+  static constexpr int kUnitsPerBlock = 1, kBytes = sizeof(BlockQ8_0);
+  static __m256i expand(const uint8_t* block, int) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(block);
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
-    const __m256i biased = _mm256_xor_si256(raw, _mm256_set1_epi8(static_cast<char>(0x80)));
-    const __m256i mask = _mm256_set1_epi8(0x0F);
-    // plane 0: high nibble of q + 128, plane 1: low nibble
-    return p == 0 ? _mm256_and_si256(_mm256_srli_epi16(biased, 4), mask)
-                  : _mm256_and_si256(biased, mask);
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
   }
   static void scales(const uint8_t* block, UnitScales* s) {
-    const auto* b = reinterpret_cast<const BlockQ8_0*>(block);
-    s[0].ws = half(b->d);
-    s[0].wm = 128.0f * s[0].ws;
+    s[0].ws = half(reinterpret_cast<const BlockQ8_0*>(block)->d);
   }
 };
 
 struct Q4_KPack {
+  static constexpr int kKind = kNibble;
   static constexpr bool kSplit = false;
-  static constexpr int kPlanes = 1, kUnitsPerBlock = 8, kBytes = sizeof(BlockQ4_K);
-  static __m256i expand(const uint8_t* block, int j, int) {
+  static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(BlockQ4_K);
+  static __m256i expand(const uint8_t* block, int j) {
     const auto* b = reinterpret_cast<const BlockQ4_K*>(block);
     const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * (j / 2)));
     const __m256i mask = _mm256_set1_epi8(0x0F);
@@ -121,9 +121,10 @@ struct Q4_KPack {
 // and the min terms are 32 d scale_a (elements 0..15), 32 d scale_b (16..31).
 // q <= 63 keeps two vpmaddubsw lanes in int16 (2 * 2 * 63 * 127 = 32004).
 struct Q6_KPack {
-  static constexpr int kPlanes = 1, kUnitsPerBlock = 8, kBytes = sizeof(BlockQ6_K);
+  static constexpr int kKind = kSixBit;
+  static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(BlockQ6_K);
   static constexpr bool kSplit = true;
-  static __m256i expand(const uint8_t* block, int j, int) {
+  static __m256i expand(const uint8_t* block, int j) {
     const auto* b = reinterpret_cast<const BlockQ6_K*>(block);
     const int h = j / 4, g = j % 4;
     const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * h + 32 * (g & 1)));
@@ -171,11 +172,11 @@ inline void transpose8(const __m256i* in, __m256i* out) {
 // blocks [blk0, blk0 + n_blk) into units u[n_blk * kUnitsPerBlock].
 template <class P>
 void pack_panel(const uint8_t* base, int64_t stride, int64_t r0, int n_rows, int64_t blk0,
-                int64_t n_blk, Unit<P::kPlanes, P::kSplit>* u) {
+                int64_t n_blk, Unit<P::kKind>* u) {
   const uint8_t* rows[kPanelRows];
   for (int r = 0; r < n_rows; ++r) rows[r] = base + (r0 + r) * stride + blk0 * P::kBytes;
   for (int64_t b = 0; b < n_blk; ++b) {
-    Unit<P::kPlanes, P::kSplit>* ub = u + b * P::kUnitsPerBlock;
+    Unit<P::kKind>* ub = u + b * P::kUnitsPerBlock;
     for (int r = 0; r < kPanelRows; ++r) {
       UnitScales sc[P::kUnitsPerBlock];  // zero for missing rows
       if (r < n_rows) P::scales(rows[r] + b * P::kBytes, sc);
@@ -188,28 +189,26 @@ void pack_panel(const uint8_t* base, int64_t stride, int64_t r0, int n_rows, int
         }
       }
     }
-    for (int j = 0; j < P::kUnitsPerBlock; ++j)
-      for (int p = 0; p < P::kPlanes; ++p) {
-        __m256i in[kPanelRows], out[8];
-        for (int r = 0; r < kPanelRows; ++r)
-          in[r] = r < n_rows ? P::expand(rows[r] + b * P::kBytes, j, p) : _mm256_setzero_si256();
-        transpose8(in, out);
-        for (int g = 0; g < 8; ++g)
-          _mm256_store_si256(reinterpret_cast<__m256i*>(ub[j].q[p][g]), out[g]);
-      }
+    for (int j = 0; j < P::kUnitsPerBlock; ++j) {
+      __m256i in[kPanelRows], out[8];
+      for (int r = 0; r < kPanelRows; ++r)
+        in[r] = r < n_rows ? P::expand(rows[r] + b * P::kBytes, j) : _mm256_setzero_si256();
+      transpose8(in, out);
+      for (int g = 0; g < 8; ++g) _mm256_store_si256(reinterpret_cast<__m256i*>(ub[j].q[g]), out[g]);
+    }
   }
 }
 
 // One Q6_K unit for T tokens: int16 sums of two groups at a time (q <= 63),
 // then vpmaddwd by the rows' 16-element scales.
 template <int T>
-inline void q6_unit(const Unit<1, true>& u, const ActBlock* act, int64_t n_sub, __m256* acc) {
+inline void q6_unit(const Unit<kSixBit>& u, const ActBlock* act, int64_t n_sub, __m256* acc) {
   __m256i i32[T], s16[T];
   const __m256i sc_a = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc16[0]));
   const __m256i sc_b = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc16[1]));
 #pragma GCC unroll 8
   for (int g = 0; g < 8; ++g) {
-    const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q[0][g]));
+    const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q[g]));
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       int32_t a4;
@@ -232,47 +231,62 @@ inline void q6_unit(const Unit<1, true>& u, const ActBlock* act, int64_t n_sub, 
   }
 }
 
+// One Q8_0 unit of signed bytes for T tokens: |w| * (a * sign(w)) in
+// vpmaddubsw (a pair can reach 2 * 127 * 127, so each goes straight to vpmaddwd).
+template <int T>
+inline void q8_unit(const Unit<kSigned>& u, const ActBlock* act, int64_t n_sub, __m256* acc) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i i32[T];
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {
+    const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q[g]));
+    const __m256i aw = _mm256_sign_epi8(w, w);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      int32_t a4;
+      std::memcpy(&a4, act[t * n_sub].q + 4 * g, 4);
+      const __m256i a = _mm256_sign_epi8(_mm256_set1_epi32(a4), w);
+      const __m256i v = _mm256_madd_epi16(_mm256_maddubs_epi16(aw, a), ones);
+      i32[t] = g == 0 ? v : _mm256_add_epi32(i32[t], v);
+    }
+  }
+  const __m256 ws = _mm256_load_ps(u.ws);
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t)
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[t]), _mm256_mul_ps(ws, _mm256_set1_ps(act[t * n_sub].d)), acc[t]);
+}
+
 // acc[t] (8 rows) += panel . act of token t over n_units units; act_t at
 // act + t * n_sub (units of the chunk start at act).
-template <int kPlanes, bool kSplit, int T>
-inline void tile(const Unit<kPlanes, kSplit>* u, int64_t n_units, const ActBlock* act,
+template <int kKind, int T>
+inline void tile(const Unit<kKind>* u, int64_t n_units, const ActBlock* act,
                  int64_t n_sub, __m256* acc) {
-  const __m256i ones = _mm256_set1_epi16(1), sixteen = _mm256_set1_epi16(16);
+  const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t k = 0; k < n_units; ++k, ++u) {
-    if constexpr (kSplit) {
+    if constexpr (kKind == kSixBit) {
       q6_unit<T>(*u, act + k, n_sub, acc);
       continue;
     }
-    // s16[p][t]: plane p of token t; one broadcast of 4 activation bytes
-    // feeds every plane
-    __m256i s16[kPlanes][T];
-    #pragma GCC unroll 2
-    for (int p = 0; p < kPlanes; ++p)
-      #pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) s16[p][t] = _mm256_setzero_si256();
+    if constexpr (kKind == kSigned) {
+      q8_unit<T>(*u, act + k, n_sub, acc);
+      continue;
+    }
+    // q <= 15: the 8 products of a unit add up in int16 before one vpmaddwd
+    __m256i s16[T];
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
     for (int g = 0; g < 8; ++g) {
-      __m256i w[kPlanes];
-      #pragma GCC unroll 2
-      for (int p = 0; p < kPlanes; ++p)
-        w[p] = _mm256_load_si256(reinterpret_cast<const __m256i*>(u->q[p][g]));
-      #pragma GCC unroll 8
+      const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u->q[g]));
+#pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         int32_t a4;
         std::memcpy(&a4, act[t * n_sub + k].q + 4 * g, 4);
-        const __m256i a = _mm256_set1_epi32(a4);
-        #pragma GCC unroll 2
-        for (int p = 0; p < kPlanes; ++p)
-          s16[p][t] = _mm256_add_epi16(s16[p][t], _mm256_maddubs_epi16(w[p], a));
+        s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(w, _mm256_set1_epi32(a4)));
       }
     }
     __m256i i32[T];
-    #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      // plane 0 of a two-plane unit is the high nibble (x16)
-      i32[t] = _mm256_madd_epi16(s16[0][t], kPlanes == 2 ? sixteen : ones);
-      if constexpr (kPlanes == 2)
-        i32[t] = _mm256_add_epi32(i32[t], _mm256_madd_epi16(s16[1][t], ones));
-    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) i32[t] = _mm256_madd_epi16(s16[t], ones);
     const __m256 ws = _mm256_load_ps(u->ws), wm = _mm256_load_ps(u->wm);
     #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
@@ -285,13 +299,13 @@ inline void tile(const Unit<kPlanes, kSplit>* u, int64_t n_units, const ActBlock
 }
 
 // y rows [r0, r0 + n_rows) of tokens [t0, t0 + T): stores (first chunk) or adds.
-template <int kPlanes, bool kSplit, int T>
-void tile_store(const Unit<kPlanes, kSplit>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
+template <int kKind, int T>
+void tile_store(const Unit<kKind>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
                 float* y, int64_t ld_y, int n_rows, bool add) {
   __m256 acc[T];
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  tile<kPlanes, kSplit, T>(u, n_units, act, n_sub, acc);
+  tile<kKind, T>(u, n_units, act, n_sub, acc);
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
     float* out = y + t * ld_y;
@@ -306,8 +320,8 @@ void tile_store(const Unit<kPlanes, kSplit>* u, int64_t n_units, const ActBlock*
   }
 }
 
-template <int kPlanes, bool kSplit>
-void tokens_over_panels(const Unit<kPlanes, kSplit>* units, int n_panels, int64_t units_per_panel,
+template <int kKind>
+void tokens_over_panels(const Unit<kKind>* units, int n_panels, int64_t units_per_panel,
                         int64_t row0, int64_t row_end, const ActBlock* act, int64_t n_sub,
                         int64_t n_tokens, float* y, int64_t ld_y, bool add) {
   for (int64_t t = 0; t < n_tokens; t += kTile) {
@@ -315,14 +329,14 @@ void tokens_over_panels(const Unit<kPlanes, kSplit>* units, int n_panels, int64_
     for (int p = 0; p < n_panels; ++p) {
       const int64_t r = row0 + p * kPanelRows;
       const int n_rows = static_cast<int>(std::min<int64_t>(kPanelRows, row_end - r));
-      const Unit<kPlanes, kSplit>* u = units + p * units_per_panel;
+      const Unit<kKind>* u = units + p * units_per_panel;
       const ActBlock* a = act + t * n_sub;
       float* out = y + t * ld_y + r;
       switch (nt) {
-        case 4: tile_store<kPlanes, kSplit, 4>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
-        case 3: tile_store<kPlanes, kSplit, 3>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
-        case 2: tile_store<kPlanes, kSplit, 2>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
-        default: tile_store<kPlanes, kSplit, 1>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+        case 4: tile_store<kKind, 4>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+        case 3: tile_store<kKind, 3>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+        case 2: tile_store<kKind, 2>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+        default: tile_store<kKind, 1>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
       }
     }
   }
@@ -336,8 +350,8 @@ void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_t
   const int64_t n_sub = w.cols / 32;
   const int64_t stride = n_blk * P::kBytes;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  // 40 KiB (Q4), 52 KiB (Q6_K) or 72 KiB (Q8_0) of stack
-  Unit<P::kPlanes, P::kSplit> units[kPanels * kChunkUnits];
+  // 40 KiB (52 KiB for Q6_K) of stack
+  Unit<P::kKind> units[kPanels * kChunkUnits];
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanels * kPanelRows) {
     const int64_t r1 = std::min(row_end, r0 + kPanels * kPanelRows);
     const int n_panels = static_cast<int>((r1 - r0 + kPanelRows - 1) / kPanelRows);
@@ -349,7 +363,7 @@ void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_t
         const int n_rows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r));
         pack_panel<P>(base, stride, r, n_rows, b0, nb, units + p * n_units);
       }
-      tokens_over_panels<P::kPlanes, P::kSplit>(units, n_panels, n_units, r0, r1,
+      tokens_over_panels<P::kKind>(units, n_panels, n_units, r0, r1,
                                      act + b0 * P::kUnitsPerBlock, n_sub, n_tokens, y, w.rows,
                                      b0 > 0);
     }
