@@ -101,6 +101,7 @@ void register_run(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("--warmup", o->warmup, "Generate this many tokens once before the measured run")
       ->default_val(0)->check(CLI::Range(0, 1 << 20));
   cmd->add_flag("--ignore_eos", c.ignore_eos, "Keep generating past EOS");
+  cmd->add_flag("--parse_special", c.parse_special, "Turn special-token text in the prompt (<|eot_id|>) into its id");
   cmd->add_flag("--no_echo", o->no_echo, "Do not print the prompt before the completion");
   cmd->add_option("--seed", o->seed, "Random seed (default: from the clock)");
   cmd->add_option("--top_k", c.top_k, "Keep the k most likely tokens (0: off)")->default_val(0)->check(CLI::Range(0, 1 << 24));

@@ -28,6 +28,8 @@ struct GenerationConfig {
   // at position 0 and none when continuing a sequence. ExecuTorch's default is 0.
   int32_t num_bos = -1;
   int32_t num_eos = 0;           // EOS ids after the prompt
+  // Special-token text in the prompt ("<|eot_id|>") becomes its id only when asked.
+  bool parse_special = false;
   std::vector<std::string> stop; // generation ends before any of these; not emitted
 
   // Range checks with messages naming the field, the range and the value.

@@ -63,7 +63,11 @@ Result<std::vector<int64_t>> TextLLMRunner::tokenize(std::string_view prompt, co
     const bool at_start = seq_.pos == 0 && !pending_;
     n_bos = at_start && tokenizer_->bos_id() >= 0 ? tokenizer_->default_num_bos() : 0;
   }
-  auto ids = tokenizer_->encode(prompt, n_bos, config.num_eos);
+  EncodeOptions encode_options;
+  encode_options.n_bos = n_bos;
+  encode_options.n_eos = config.num_eos;
+  encode_options.parse_special = config.parse_special;
+  auto ids = tokenizer_->encode(prompt, encode_options);
   if (!ids.ok()) return ids.status().with_context("tokenizing the prompt");
   if (ids->empty()) {
     return error_status("the prompt of " + std::to_string(prompt.size()) + " bytes tokenized to no tokens");

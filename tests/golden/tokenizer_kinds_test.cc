@@ -36,6 +36,31 @@ TEST(TokenizerKinds, PackageWithByteLevelBpeVocabularyGenerates) {
   EXPECT_EQ(runner.stats().num_generated_tokens, 5);
 }
 
+TEST(TokenizerKinds, RunnerParsesSpecialTokensOnlyWhenAsked) {
+  LLMPACK_REQUIRE_FIXTURE(vocab, "llama.cpp-vocab/ggml-vocab-gpt-2.gguf");
+  testing::TinyModelSpec spec;
+  spec.dim = 16;
+  spec.hidden_dim = 24;
+  spec.n_heads = 2;
+  spec.n_kv_heads = 1;
+  spec.vocab_size = 50257;
+  spec.tied_output = true;
+  spec.tokenizer_gguf = vocab;
+  for (bool parse : {false, true}) {
+    auto pkg = testing::load_tiny_package(spec);
+    ASSERT_TRUE(pkg.ok());
+    TextLLMRunner runner(std::move(pkg->program), std::move(pkg->tokenizer));
+    GenerationConfig config;
+    config.temperature = 0;
+    config.max_new_tokens = 1;
+    config.num_bos = 0;
+    config.parse_special = parse;
+    ASSERT_TRUE(runner.generate("<|endoftext|>", config).ok());
+    if (parse) EXPECT_EQ(runner.stats().num_prompt_tokens, 1);
+    else EXPECT_GT(runner.stats().num_prompt_tokens, 3);
+  }
+}
+
 TEST(TokenizerKinds, UnsupportedArchitectureIsRefusedByName) {
   testing::TinyModelSpec spec;
   spec.arch = "mamba";
