@@ -67,4 +67,17 @@ TEST(ToolsCli, ChatTemplateRendersBuiltinAndRefusesWithoutOne) {
   std::filesystem::remove(messages);
 }
 
+TEST(ToolsCli, TokenizePrintsIdsAndPieces) {
+  LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
+  auto ids = llmpack("tokenize -m " + model + " -p 'Once upon a time' --ids");
+  ASSERT_EQ(ids.exit_code, 0) << ids.err;
+  EXPECT_EQ(ids.out, "[1, 403, 407, 261, 378]\n");
+  auto no_bos = llmpack("tokenize -m " + model + " -p 'Once upon a time' --ids --no_bos");
+  EXPECT_EQ(no_bos.out, "[403, 407, 261, 378]\n");
+  auto pieces = llmpack("tokenize -m " + model + " -p 'Once'");
+  EXPECT_NE(pieces.out.find("403 -> 'Once'"), std::string::npos) << pieces.out;
+  auto missing = llmpack("tokenize -m /no/such.gguf -p x");
+  EXPECT_NE(missing.exit_code, 0);
+}
+
 }  // namespace
