@@ -110,7 +110,8 @@ TEST(Bench, CsvHeaderAndOneRowPerTest) {
 }
 
 TEST(Bench, TimeToFirstTokenBatchedAndTokenByToken) {
-  auto r = bench("--synthetic qwen3-0.6b:q4_k_m -p 8 -n 0 --ttft 12" + kSmall + "-r 1 -o json");
+  auto r = bench("--synthetic qwen3-0.6b:q4_k_m -p 8 -n 0 --ttft 12 --synthetic_layers 1 --synthetic_vocab 512 "
+                 "-t 2 -r 1 -o json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto json = nlohmann::json::parse(r.out);
   ASSERT_EQ(json.size(), 3u);  // pp8, ttft12 batched, ttft12 one token per call
@@ -134,10 +135,10 @@ TEST(Bench, ModelFileIsLoadedAndTimed) {
 
 TEST(Bench, SavedSyntheticPackageLoadsWithSameSizeAndParams) {
   const std::string path = ::testing::TempDir() + "/llmpack_bench_saved.gguf";
-  auto saved = bench("--synthetic llama-3.2-1b:q4_k_m --synthetic_layers 2 --synthetic_vocab 256 --save " + path);
+  auto saved = bench("--synthetic stories110m:q4_k_m --synthetic_layers 2 --synthetic_vocab 256 --save " + path);
   ASSERT_EQ(saved.exit_code, 0) << saved.err;
   EXPECT_NE(saved.err.find("wrote " + path), std::string::npos) << saved.err;
-  auto synthetic = bench("--synthetic llama-3.2-1b:q4_k_m --synthetic_layers 2 --synthetic_vocab 256 -p 8 -n 2 -r 1 "
+  auto synthetic = bench("--synthetic stories110m:q4_k_m --synthetic_layers 2 --synthetic_vocab 256 -p 8 -n 2 -r 1 "
                          "-t 2 -o json");
   auto file = bench("-m " + path + " -p 8 -n 2 -r 1 -t 2 -o json");
   ASSERT_EQ(synthetic.exit_code, 0) << synthetic.err;

@@ -109,8 +109,10 @@ TEST(SyntheticModel, BuildsTheNamedShapeWithTheMixAndRuns) {
   auto types = tensor_types(*model);
   EXPECT_EQ(types.at("token_embd.weight"), DType::kQ6_K);
   EXPECT_EQ(types.at("blk.0.attn_q.weight"), DType::kQ4_K);
-  EXPECT_EQ(types.at("blk.0.attn_v.weight"), DType::kQ6_K);  // first eighth of 2 layers is layer 0
-  EXPECT_EQ(types.at("blk.1.ffn_down.weight"), DType::kQ6_K);  // last eighth
+  // Of 2 layers, use_more_bits picks only the last (7 * 2 / 8 = 1).
+  EXPECT_EQ(types.at("blk.0.attn_v.weight"), DType::kQ4_K);
+  EXPECT_EQ(types.at("blk.1.attn_v.weight"), DType::kQ6_K);
+  EXPECT_EQ(types.at("blk.1.ffn_down.weight"), DType::kQ6_K);
   EXPECT_EQ(types.at("blk.0.attn_norm.weight"), DType::kF32);
   EXPECT_EQ(types.count("output.weight"), 0u);
 
