@@ -1,0 +1,173 @@
+// The off-graph KV cache (C1, C7): growth, element types, binding to a
+// program, and the file format's refusals.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <random>
+
+#include "common/tiny_model.h"
+#include "engine/kv_cache.h"
+
+namespace llmpack {
+namespace {
+
+using testing::TinyContract;
+using testing::TinyModelSpec;
+
+std::vector<float> random_row(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+TEST(KvCache, C7_StartsSmallGrowsByDoublingUpToItsCapacity) {
+  auto c = KvCache::create(2, 40, {KvDtype::kF32, 16, 100}).value();
+  EXPECT_EQ(c->allocated_rows(), 16);
+  const auto k = random_row(40, 1), v = random_row(40, 2);
+  c->store(1, 15, k.data(), v.data());
+  ASSERT_TRUE(c->reserve(17).ok());
+  EXPECT_EQ(c->allocated_rows(), 32);  // doubled, not 17
+  ASSERT_TRUE(c->reserve(33).ok());
+  EXPECT_EQ(c->allocated_rows(), 64);
+  ASSERT_TRUE(c->reserve(65).ok());
+  EXPECT_EQ(c->allocated_rows(), 100);  // capped at the capacity
+  auto view = c->read(1, 16);
+  for (int i = 0; i < 40; ++i) {  // rows written before growing survive it
+    EXPECT_EQ(view.k[15 * view.stride + i], k[i]);
+    EXPECT_EQ(view.v[15 * view.stride + i], v[i]);
+  }
+  auto refused = c->reserve(101);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("capacity is 100"), std::string::npos) << refused.message();
+  EXPECT_FALSE(KvCache::create(2, 40, {KvDtype::kF32, 16, 0}).ok());
+  EXPECT_FALSE(KvCache::create(0, 40, {KvDtype::kF32, 16, 10}).ok());
+}
+
+TEST(KvCache, C7_F16AndQ8RowsReadBackCloseToF32AndTakeLessMemory) {
+  const int64_t dim = 72;  // two q8_0 blocks and a short tail
+  const auto k = random_row(dim, 3), v = random_row(dim, 4);
+  for (auto [dtype, tolerance] : {std::pair{KvDtype::kF16, 2e-3f}, std::pair{KvDtype::kQ8_0, 3e-2f}}) {
+    auto c = KvCache::create(3, dim, {dtype, 4, 8}).value();
+    c->store(2, 3, k.data(), v.data());
+    auto view = c->read(2, 4);
+    for (int64_t i = 0; i < dim; ++i) {
+      EXPECT_NEAR(view.k[3 * view.stride + i], k[i], tolerance * std::fabs(k[i]) + tolerance) << i;
+      EXPECT_NEAR(view.v[3 * view.stride + i], v[i], tolerance * std::fabs(v[i]) + tolerance) << i;
+    }
+  }
+  EXPECT_EQ(KvCache::create(3, dim, {KvDtype::kF32, 1, 1}).value()->bytes_per_row(), 3u * 2 * dim * 4);
+  EXPECT_EQ(KvCache::create(3, dim, {KvDtype::kF16, 1, 1}).value()->bytes_per_row(), 3u * 2 * dim * 2);
+  EXPECT_EQ(KvCache::create(3, dim, {KvDtype::kQ8_0, 1, 1}).value()->bytes_per_row(), 3u * 2 * 3 * 34);
+  EXPECT_TRUE(parse_kv_dtype("q8_0").ok());
+  EXPECT_FALSE(parse_kv_dtype("q4_0").ok());
+}
+
+LoadedPackage load(const TinyModelSpec& spec) {
+  ProgramOptions o;
+  o.cpu_threads = 2;
+  auto p = testing::load_tiny_package(spec, o);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return std::move(p).value();
+}
+
+TinyModelSpec with_kind(const std::string& kind) {
+  TinyModelSpec spec;
+  spec.contract = TinyContract{16, 64, 16, true, kind};
+  return spec;
+}
+
+// A bound f32 cache gives the same logits as the program's own; f16 and
+// q8_0 caches stay close; positions past the bound cache's capacity are refused.
+TEST(KvCache, C1_ABoundCacheGivesTheLogitsOfTheProgramsOwn) {
+  auto pkg = load(with_kind("off_graph"));
+  std::vector<int64_t> prompt = {1, 40, 50, 60, 70, 80, 90, 100, 110, 120};
+  std::vector<int64_t> one = {200};
+  auto own1 = pkg.program->forward(prompt, 0);
+  ASSERT_TRUE(own1.ok());
+  auto own = pkg.program->forward(one, 10);
+  ASSERT_TRUE(own.ok());
+  const std::vector<float> expected(own->last().begin(), own->last().end());
+  for (auto [dtype, tolerance] : {std::pair{KvDtype::kF32, 0.0f}, std::pair{KvDtype::kF16, 5e-3f},
+                                  std::pair{KvDtype::kQ8_0, 5e-2f}}) {
+    auto cache = pkg.program->create_kv_cache({dtype, 4, 32}).value();
+    ASSERT_TRUE(pkg.program->bind_kv_cache(cache.get()).ok());
+    ASSERT_TRUE(pkg.program->forward(prompt, 0).ok());
+    auto got = pkg.program->forward(one, 10);
+    ASSERT_TRUE(got.ok());
+    EXPECT_GE(cache->allocated_rows(), 11);
+    float worst = 0;
+    for (size_t i = 0; i < expected.size(); ++i) worst = std::max(worst, std::fabs(got->last()[i] - expected[i]));
+    EXPECT_LE(worst, tolerance) << kv_dtype_name(dtype);
+    std::vector<int64_t> chunk(16, 7);
+    auto past = pkg.program->forward(chunk, 20);  // positions 20..35 > capacity 32
+    ASSERT_FALSE(past.ok());
+    EXPECT_NE(past.status().message().find("32 positions"), std::string::npos) << past.status().message();
+    ASSERT_TRUE(pkg.program->bind_kv_cache(nullptr).ok());
+  }
+  EXPECT_FALSE(pkg.program->create_kv_cache({KvDtype::kF32, 4, 65}).ok());
+  auto wrong = KvCache::create(3, 16, {KvDtype::kF32, 4, 8}).value();
+  EXPECT_FALSE(pkg.program->bind_kv_cache(wrong.get()).ok());
+}
+
+TEST(KvCache, C1_InGraphAndCachelessProgramsRefuseAnOffGraphCache) {
+  for (const char* kind : {"in_graph", "none"}) {
+    auto pkg = load(with_kind(kind));
+    auto c = pkg.program->create_kv_cache({});
+    ASSERT_FALSE(c.ok()) << kind;
+    EXPECT_NE(c.status().message().find("--kv_cache off_graph"), std::string::npos) << c.status().message();
+  }
+}
+
+TEST(KvCache, C4_FilesRefuseDamageAnotherModelAndAnotherShape) {
+  const std::string path = ::testing::TempDir() + "/llmpack_kv_" + std::to_string(getpid()) + ".bin";
+  auto a = KvCache::create(2, 8, {KvDtype::kQ8_0, 4, 16}).value();
+  for (int64_t r = 0; r < 5; ++r) {
+    ASSERT_TRUE(a->reserve(r + 1).ok());
+    const auto k = random_row(8, 10 + r), v = random_row(8, 20 + r);
+    for (int64_t l = 0; l < 2; ++l) a->store(l, r, k.data(), v.data());
+  }
+  KvCacheFile contents{42, {1, 2, 3, 4, 5}, "meta"};
+  ASSERT_TRUE(save_kv_cache_file(path, *a, contents).ok());
+  auto b = KvCache::create(2, 8, {KvDtype::kQ8_0, 4, 16}).value();
+  auto loaded = load_kv_cache_file(path, *b, 42);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->tokens, contents.tokens);
+  EXPECT_EQ(loaded->metadata, "meta");
+  auto ra = a->raw_keys(5), rb = b->raw_keys(5);
+  EXPECT_TRUE(std::equal(ra.begin(), ra.end(), rb.begin()));
+
+  auto fresh = KvCache::create(2, 8, {KvDtype::kQ8_0, 4, 16}).value();
+  auto foreign = load_kv_cache_file(path, *fresh, 43);
+  ASSERT_FALSE(foreign.ok());
+  EXPECT_NE(foreign.status().message().find("another model"), std::string::npos);
+  EXPECT_EQ(fresh->allocated_rows(), 4);  // untouched
+  auto narrow = KvCache::create(2, 4, {KvDtype::kQ8_0, 4, 16}).value();
+  EXPECT_FALSE(load_kv_cache_file(path, *narrow, 42).ok());
+  auto small = KvCache::create(2, 8, {KvDtype::kQ8_0, 4, 4}).value();
+  EXPECT_FALSE(load_kv_cache_file(path, *small, 42).ok());
+
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  for (size_t at = 0; at < bytes.size(); at += 7) {  // any flipped byte is refused
+    std::string copy = bytes;
+    copy[at] ^= 0x01;
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << copy;
+    EXPECT_FALSE(load_kv_cache_file(path, *fresh, 42).ok()) << at;
+  }
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes.substr(0, 30);
+  EXPECT_FALSE(load_kv_cache_file(path, *fresh, 42).ok());
+  EXPECT_FALSE(load_kv_cache_file(path + ".missing", *fresh, 42).ok());
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace llmpack
