@@ -20,6 +20,7 @@ class PipeReader final : public LineReader {
   explicit PipeReader(volatile const int& interrupted) : interrupted_(interrupted) {}
   ~PipeReader() override { std::free(buf_); }
   ReadStatus read(const std::string& prompt, std::string& line) override {
+    if (interrupted_) return ReadStatus::kInterrupted;  // a Ctrl-C that came before the read
     if (!prompt.empty() && stdin_is_terminal()) {  // a terminal without libedit
       std::fputs(prompt.c_str(), stdout);
       std::fflush(stdout);
@@ -47,6 +48,10 @@ class TerminalReader final : public LineReader {
  public:
   explicit TerminalReader(volatile const int& interrupted) : interrupted_(interrupted) { using_history(); }
   ReadStatus read(const std::string& prompt, std::string& line) override {
+    if (interrupted_) {  // a Ctrl-C that came before the read (e.g. while a notice printed)
+      std::fputc('\n', stdout);
+      return ReadStatus::kInterrupted;
+    }
     char* text = ::readline(prompt.c_str());
     if (text == nullptr) {
       if (interrupted_) {

@@ -2,6 +2,8 @@
 // (CONTRACT C1-C7). Replies go to stdout; notices, errors and --stats
 // reports go to stderr.
 #include <csignal>
+#include <termios.h>
+#include <unistd.h>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -33,16 +35,32 @@ struct ChatOptions {
   std::optional<std::string> dump_first_logits;
 };
 
-// The SIGINT handler's only state: a flag, and the session to stop.
+// The SIGINT handler's state: a flag, the session to stop, and whether the
+// line reader is waiting at the prompt.
 volatile sig_atomic_t g_interrupted = 0;
+volatile sig_atomic_t g_at_prompt = 0;
+volatile sig_atomic_t g_prompt_interrupts = 0;  // Ctrl-Cs since the last line read
 ChatSession* volatile g_session = nullptr;
+struct termios g_saved_tty {};
+volatile sig_atomic_t g_have_saved_tty = 0;
 
 extern "C" void on_sigint(int) {
   g_interrupted = 1;
   if (ChatSession* s = g_session) s->stop();  // an atomic store
+  // A second Ctrl-C at the prompt quits from here: a line editor may retry its
+  // read after the first signal, so the loop might never see the second one.
+  // Only async-signal-safe calls: restore the terminal, end the line, _exit.
+  g_prompt_interrupts = g_at_prompt ? g_prompt_interrupts + 1 : g_prompt_interrupts;
+  if (g_at_prompt && g_prompt_interrupts >= 2) {
+    if (g_have_saved_tty) tcsetattr(STDIN_FILENO, TCSANOW, &g_saved_tty);
+    const ssize_t ignored = write(STDOUT_FILENO, "\n", 1);
+    (void)ignored;
+    _exit(0);
+  }
 }
 
 void install_sigint_handler() {
+  if (isatty(STDIN_FILENO) && tcgetattr(STDIN_FILENO, &g_saved_tty) == 0) g_have_saved_tty = 1;
   struct sigaction sa {};
   sa.sa_handler = on_sigint;
   sigemptyset(&sa.sa_mask);
@@ -199,24 +217,30 @@ int execute(ChatOptions& o, bool kv_initial_given, bool kv_capacity_given) {
   install_sigint_handler();
   auto reader = make_line_reader(g_interrupted);
   if (stdin_is_terminal()) notice("llmpack chat: type a message, /help for commands, Ctrl-D to quit.");
-  int interrupts_at_prompt = 0;
   std::string line;
+  // The flag is cleared only where a Ctrl-C is consumed, so one that arrives
+  // between two reads (while a notice prints) is not lost.
+  g_interrupted = 0;
   while (true) {
-    g_interrupted = 0;
+    g_at_prompt = 1;  // stays set while the Ctrl-C notice prints
     const ReadStatus status = reader->read("> ", line);
     if (status == ReadStatus::kEndOfInput) break;
     if (status == ReadStatus::kInterrupted) {
-      if (++interrupts_at_prompt >= 2) break;
+      g_interrupted = 0;
+      if (g_prompt_interrupts >= 2) break;
       notice("(Ctrl-C again or Ctrl-D to quit)");
       continue;
     }
-    interrupts_at_prompt = 0;
+    g_at_prompt = 0;
+    g_prompt_interrupts = 0;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;  // an empty line is ignored
     if (line[0] == '/') {
       run_command(chat, line);
+      g_interrupted = 0;
       continue;
     }
     chat_turn(chat, o, line, load_start, load_end);
+    g_interrupted = 0;  // a Ctrl-C during the reply stopped it
   }
   g_session = nullptr;
   if (stdin_is_terminal()) std::fputc('\n', stdout);
