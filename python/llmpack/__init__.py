@@ -5,8 +5,7 @@ Modules:
                    (mirrors executorch.runtime)
   llmpack.runner   TextLLMRunner, GenerationConfig, Stats
                    (mirrors executorch.extension.llm.runner)
-
-llmpack.chat (ChatSession) follows with the chat issue.
+  llmpack.chat     ChatSession (multi-turn chat over a runner-owned KV cache)
 """
 
 from llmpack._llmpack import LlmpackError

@@ -90,5 +90,6 @@ void bind_config(py::module_& m);
 void bind_program(py::module_& m);
 void bind_runner(py::module_& m);
 void bind_testing(py::module_& m);
+void bind_chat(py::module_& m);
 
 }  // namespace llmpack::python

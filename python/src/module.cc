@@ -86,7 +86,7 @@ LoadedPackage load_package_or_throw(const std::filesystem::path& model_path,
 
 PYBIND11_MODULE(_llmpack, m) {
   namespace lp = llmpack::python;
-  m.doc() = "llmpack native bindings (use llmpack.runtime and llmpack.runner)";
+  m.doc() = "llmpack native bindings (use llmpack.runtime, llmpack.runner and llmpack.chat)";
   // A new reference kept for the life of the process: the type outlives any
   // static destructor order at interpreter shutdown.
   PyObject* error = PyErr_NewExceptionWithDoc("llmpack.LlmpackError",
@@ -99,5 +99,6 @@ PYBIND11_MODULE(_llmpack, m) {
   lp::bind_config(m);
   lp::bind_program(m);
   lp::bind_runner(m);
+  lp::bind_chat(m);
   lp::bind_testing(m);
 }
