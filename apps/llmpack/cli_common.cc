@@ -20,6 +20,35 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
 }
 
+namespace {
+
+CLI::Validator non_negative_number() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        try {
+          if (std::stod(value) >= 0) return "";
+        } catch (...) {
+        }
+        return "expected a number >= 0, found " + value;
+      },
+      "NUMBER >= 0");
+}
+
+}  // namespace
+
+void add_sampling_options(CLI::App& app, GenerationConfig& c) {
+  app.add_option("--temperature", c.temperature, "Sampling temperature (0 = greedy)")
+      ->default_val(0.8f)->check(non_negative_number());
+  app.add_option("--seed", c.seed, "Random seed (default: from the clock)");
+  app.add_option("--top_k", c.top_k, "Keep the k most likely tokens (0: off)")->default_val(0)->check(CLI::Range(0, 1 << 24));
+  app.add_option("--top_p", c.top_p, "Nucleus sampling threshold in (0, 1]")->default_val(1.0f)
+      ->check(CLI::Range(1e-6f, 1.0f));
+  app.add_option("--min_p", c.min_p, "Drop tokens below min_p x the top probability")->default_val(0.0f)
+      ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--repeat_penalty", c.repeat_penalty, "Penalty on recently generated tokens (1: off)")
+      ->default_val(1.0f)->check(CLI::Range(0.01f, 100.0f));
+}
+
 ProgramOptions program_options(const ModelOptions& o) {
   ProgramOptions p;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

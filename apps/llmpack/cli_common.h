@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "engine/llama_program.h"
+#include "runner/generation_config.h"
 
 namespace llmpack::cli {
 
@@ -23,6 +24,10 @@ struct ModelOptions {
 };
 
 void add_model_options(CLI::App& app, ModelOptions& options);
+
+// The sampler chain's flags (--temperature, --seed, --top_k, --top_p, --min_p,
+// --repeat_penalty), shared by run and chat. An unset seed means one from the clock.
+void add_sampling_options(CLI::App& app, GenerationConfig& config);
 
 // ProgramOptions from the flags; logs a notice when threads exceed the cores.
 ProgramOptions program_options(const ModelOptions& options);

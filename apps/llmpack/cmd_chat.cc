@@ -23,7 +23,6 @@ struct ChatOptions {
   std::string system;
   std::string chat_template;
   GenerationConfig config;
-  std::optional<uint64_t> seed;
   int64_t seq_len = -1;
   int64_t kv_initial = 256;
   int64_t kv_capacity = 0;
@@ -191,7 +190,6 @@ Status check_flags(const ChatOptions& o, bool kv_initial_given, bool kv_capacity
 }
 
 int execute(ChatOptions& o, bool kv_initial_given, bool kv_capacity_given) {
-  o.config.seed = o.seed;
   if (auto s = check_flags(o, kv_initial_given, kv_capacity_given); !s.ok()) return fail(s);
   auto dtype = parse_kv_dtype(o.kv_dtype);
   if (!dtype.ok()) return fail(dtype.status().with_context("--kv_dtype"));
@@ -247,17 +245,6 @@ int execute(ChatOptions& o, bool kv_initial_given, bool kv_capacity_given) {
   return 0;
 }
 
-CLI::Validator non_negative_number() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        try {
-          if (std::stod(value) >= 0) return "";
-        } catch (...) {
-        }
-        return "expected a number >= 0, found " + value;
-      },
-      "NUMBER >= 0");
-}
 
 }  // namespace
 
@@ -275,16 +262,7 @@ void register_chat(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("--seq_len,--max_seq_length", o->seq_len,
                   "Cap on the conversation's tokens, as --seq_len caps a run (-1: the context)")
       ->default_val(-1)->check(CLI::Range(int64_t{-1}, int64_t{1} << 24));
-  cmd->add_option("--temperature", c.temperature, "Sampling temperature (0 = greedy)")
-      ->default_val(0.8f)->check(non_negative_number());
-  cmd->add_option("--seed", o->seed, "Random seed (default: from the clock)");
-  cmd->add_option("--top_k", c.top_k, "Keep the k most likely tokens (0: off)")->default_val(0)->check(CLI::Range(0, 1 << 24));
-  cmd->add_option("--top_p", c.top_p, "Nucleus sampling threshold in (0, 1]")->default_val(1.0f)
-      ->check(CLI::Range(1e-6f, 1.0f));
-  cmd->add_option("--min_p", c.min_p, "Drop tokens below min_p x the top probability")->default_val(0.0f)
-      ->check(CLI::Range(0.0f, 1.0f));
-  cmd->add_option("--repeat_penalty", c.repeat_penalty, "Penalty on recently generated tokens (1: off)")
-      ->default_val(1.0f)->check(CLI::Range(0.01f, 100.0f));
+  add_sampling_options(*cmd, c);
   cmd->add_option("--stop", c.stop, "End a reply before this string (repeatable)");
   auto* initial = cmd->add_option("--kv_initial", o->kv_initial, "KV cache rows allocated at start (grows as needed)")
                       ->default_val(256)->check(CLI::Range(int64_t{1}, int64_t{1} << 24));

@@ -17,7 +17,6 @@ struct RunOptions {
   std::string prompt;
   std::string prompt_file;
   GenerationConfig config;
-  std::optional<uint64_t> seed;
   int warmup = 0;
   bool no_echo = false;
 };
@@ -34,7 +33,6 @@ Result<std::string> read_prompt(const RunOptions& o) {
 int execute(RunOptions& o) {
   auto prompt = read_prompt(o);
   if (!prompt.ok()) return fail(prompt.status());
-  o.config.seed = o.seed;
   o.config.echo = !o.no_echo;
   if (auto status = o.config.validate(); !status.ok()) return fail(status);
 
@@ -68,17 +66,6 @@ int execute(RunOptions& o) {
   return 0;
 }
 
-CLI::Validator non_negative() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        try {
-          if (std::stod(value) >= 0) return "";
-        } catch (...) {
-        }
-        return "expected a number >= 0, found " + value;
-      },
-      "NUMBER >= 0");
-}
 
 }  // namespace
 
@@ -89,8 +76,6 @@ void register_run(CLI::App& app, std::function<int()>& action) {
   GenerationConfig& c = o->config;
   cmd->add_option("-p,--prompt", o->prompt, "Prompt text")->default_val("Once upon a time");
   cmd->add_option("--prompt_file", o->prompt_file, "Read the prompt from this file")->excludes("--prompt");
-  cmd->add_option("--temperature", c.temperature, "Sampling temperature (0 = greedy)")
-      ->default_val(0.8f)->check(non_negative());
   cmd->add_option("-n,--max_new_tokens", c.max_new_tokens, "Tokens to generate (-1: until the context is full)")
       ->default_val(-1)->check(CLI::Range(-1, 1 << 24));
   cmd->add_option("--seq_len", c.seq_len, "Total budget of prompt + generated tokens (-1: none)")
@@ -103,14 +88,7 @@ void register_run(CLI::App& app, std::function<int()>& action) {
   cmd->add_flag("--ignore_eos", c.ignore_eos, "Keep generating past EOS");
   cmd->add_flag("--parse_special", c.parse_special, "Turn special-token text in the prompt (<|eot_id|>) into its id");
   cmd->add_flag("--no_echo", o->no_echo, "Do not print the prompt before the completion");
-  cmd->add_option("--seed", o->seed, "Random seed (default: from the clock)");
-  cmd->add_option("--top_k", c.top_k, "Keep the k most likely tokens (0: off)")->default_val(0)->check(CLI::Range(0, 1 << 24));
-  cmd->add_option("--top_p", c.top_p, "Nucleus sampling threshold in (0, 1]")->default_val(1.0f)
-      ->check(CLI::Range(1e-6f, 1.0f));
-  cmd->add_option("--min_p", c.min_p, "Drop tokens below min_p x the top probability")->default_val(0.0f)
-      ->check(CLI::Range(0.0f, 1.0f));
-  cmd->add_option("--repeat_penalty", c.repeat_penalty, "Penalty on recently generated tokens (1: off)")
-      ->default_val(1.0f)->check(CLI::Range(0.01f, 100.0f));
+  add_sampling_options(*cmd, c);
   cmd->add_option("--stop", c.stop, "Stop before this string (repeatable)");
   cmd->callback([&action, o] { action = [o] { return execute(*o); }; });
 }
