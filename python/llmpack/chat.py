@@ -20,9 +20,9 @@ import time
 import weakref
 
 from llmpack import _llmpack
-from llmpack._llmpack import GenerationConfig, LlmpackError, Stats
+from llmpack._llmpack import GenerationConfig, LlmpackError, Stats, chat_template_names
 
-__all__ = ["ChatSession", "GenerationConfig", "LlmpackError", "Stats"]
+__all__ = ["ChatSession", "GenerationConfig", "LlmpackError", "Stats", "chat_template_names"]
 
 _live: "weakref.WeakSet[ChatSession]" = weakref.WeakSet()
 

@@ -159,9 +159,9 @@ class PyChatSession {
       });
     };
     auto report = without_gil([&] { return session_->generate_reply(on_piece); });
+    if (report.ok()) last_ = std::move(report).value();  // also when the callback raised: the turn is kept
     if (cb_error) std::rethrow_exception(cb_error);
     if (!report.ok()) throw_status(report.status());
-    last_ = std::move(report).value();
     return utf8_str(last_->reply);
   }
 
@@ -309,6 +309,8 @@ class PyChatSession {
 }  // namespace
 
 void bind_chat(py::module_& m) {
+  m.def("chat_template_names", &builtin_chat_template_names,
+        "The names of the built-in chat templates ChatSession(chat_template=...) takes.");
   py::class_<PyChatSession>(m, "ChatSession",
                             "A multi-turn conversation over a runner-owned KV cache (CONTRACT C1-C7).")
       .def(py::init<const std::filesystem::path&, const std::optional<std::filesystem::path>&,
