@@ -333,3 +333,57 @@ def test_builtin_template_names():
 
     names = chat_template_names()
     assert "chatml" in names and "llama3" in names
+
+
+def test_reply_runs_without_holding_the_gil(stories):
+    # A pure-Python thread keeps running while generate_reply() works without a callback.
+    chat = make(stories, config=greedy(400, ignore_eos=True), kv_capacity=512)
+    ticks = 0
+    done = threading.Event()
+
+    def ticker():
+        nonlocal ticks
+        while not done.is_set():
+            ticks += 1
+            time.sleep(0)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        for _ in range(3):
+            chat.reset()
+            chat.add_user_message("Tell me a story.")
+            chat.generate_reply()
+    finally:
+        done.set()
+        t.join()
+    assert ticks > 100
+
+
+def test_interpreter_exit_during_a_reply_in_a_daemon_thread(stories):
+    # The atexit hook stops the reply; the process must exit cleanly.
+    import os
+    import subprocess
+    import sys
+
+    model, tok = stories
+    script = f"""
+import threading, time
+from llmpack.chat import ChatSession
+from llmpack.runner import GenerationConfig
+chat = ChatSession({str(model)!r}, {str(tok)!r}, chat_template="chatml",
+                   config=GenerationConfig(ignore_eos=True))
+chat.add_user_message("Tell me a story.")
+started = threading.Event()
+def callback(piece):
+    started.set()
+    time.sleep(0.01)
+threading.Thread(target=chat.generate_reply, args=(callback,), daemon=True).start()
+started.wait(10)
+print("exiting", flush=True)
+"""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert "exiting" in done.stdout
+    assert done.returncode == 0, done.stderr
+    assert "terminate" not in done.stderr
