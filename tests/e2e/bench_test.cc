@@ -10,33 +10,15 @@
 #include <sstream>
 #include <string>
 
+#include "common/cli_runner.h"
 #include "common/fixtures.h"
 
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Outcome = llmpack::testing::CliOutcome;
+using llmpack::testing::slurp;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-Outcome bench(const std::string& args) {
-  const std::string dir = ::testing::TempDir();
-  const std::string out = dir + "/llmpack_bench_out.txt", err = dir + "/llmpack_bench_err.txt";
-  const std::string cmd =
-      std::string(LLMPACK_BINARY_PATH) + " bench " + args + " >" + out + " 2>" + err + " </dev/null";
-  const int status = std::system(cmd.c_str());
-  Outcome o;
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(out);
-  o.err = slurp(err);
-  return o;
-}
+Outcome bench(const std::string& args) { return llmpack::testing::run_llmpack("bench " + args); }
 
 const std::string kSmall = " --synthetic_layers 1 --synthetic_vocab 512 -t 2 -r 2 ";
 

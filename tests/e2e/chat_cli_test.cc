@@ -15,40 +15,18 @@
 #include <fstream>
 #include <string>
 
+#include "common/cli_runner.h"
 #include "common/fixtures.h"
 
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-std::string temp_stem(const std::string& tag) {
-  static int call = 0;
-  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  return ::testing::TempDir() + "/llmpack_chat_e2e_" + std::to_string(getpid()) + "_" + (test ? test->name() : "x") +
-         "_" + tag + std::to_string(call++);
-}
+using Outcome = llmpack::testing::CliOutcome;
+using llmpack::testing::slurp;
+using llmpack::testing::temp_stem;
 
 // Runs `llmpack ARGS` with `input` on stdin (a pipe from a file).
 Outcome run_cli(const std::string& args, const std::string& input = "") {
-  const std::string stem = temp_stem("run");
-  const std::string in = stem + ".in", out = stem + ".out", err = stem + ".err";
-  std::ofstream(in, std::ios::binary) << input;
-  const std::string cmd = std::string(LLMPACK_BINARY_PATH) + " " + args + " <" + in + " >" + out + " 2>" + err;
-  const int status = std::system(cmd.c_str());
-  Outcome o;
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(out);
-  o.err = slurp(err);
-  for (const auto& p : {in, out, err}) std::remove(p.c_str());
-  return o;
+  return llmpack::testing::run_llmpack(args, input);
 }
 
 class ChatCli : public ::testing::Test {

@@ -10,39 +10,15 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "common/cli_runner.h"
 #include "common/fixtures.h"
 
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using Outcome = llmpack::testing::CliOutcome;
+using llmpack::testing::slurp;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-// Runs `llmpack ARGS` through the shell, capturing both streams.
-Outcome run_cli(const std::string& args) {
-  // Unique names: ctest runs tests of this binary in parallel processes.
-  static int call = 0;
-  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::string stem = ::testing::TempDir() + "/llmpack_e2e_" + std::to_string(getpid()) + "_" +
-                           (test ? test->name() : "x") + "_" + std::to_string(call++);
-  const std::string out = stem + ".out", err = stem + ".err";
-  const std::string cmd = std::string(LLMPACK_BINARY_PATH) + " " + args + " >" + out + " 2>" + err + " </dev/null";
-  const int status = std::system(cmd.c_str());
-  Outcome o;
-  o.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  o.out = slurp(out);
-  o.err = slurp(err);
-  std::remove(out.c_str());
-  std::remove(err.c_str());
-  return o;
-}
+Outcome run_cli(const std::string& args) { return llmpack::testing::run_llmpack(args); }
 
 int count_lines(const std::string& s) { return static_cast<int>(std::count(s.begin(), s.end(), '\n')); }
 

@@ -10,54 +10,21 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/cli_runner.h"
 #include "common/fixtures.h"
+#include "common/prompt_builder.h"
 #include "tokenizer/tokenizer_loader.h"
 
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Outcome = llmpack::testing::CliOutcome;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-Outcome llmpack(const std::string& args) {
-  static int call = 0;
-  const std::string stem = ::testing::TempDir() + "/contract_cli_" + std::to_string(getpid()) + "_" + std::to_string(call++);
-  const int status = std::system((std::string(LLMPACK_BINARY_PATH) + " " + args + " >" + stem + ".out 2>" + stem +
-                                  ".err </dev/null").c_str());
-  Outcome o{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(stem + ".out"), slurp(stem + ".err")};
-  std::filesystem::remove(stem + ".out");
-  std::filesystem::remove(stem + ".err");
-  return o;
-}
+Outcome llmpack(const std::string& args) { return llmpack::testing::run_llmpack(args); }
 
 nlohmann::json observer(const std::string& out) {
   const auto at = out.find("PyTorchObserver ");
   if (at == std::string::npos) return {};
   return nlohmann::json::parse(out.substr(at + 16, out.find('\n', at) - at - 16));
-}
-
-// A text whose encoding with one BOS has exactly n tokens.
-std::string prompt_of(const llmpack::Tokenizer& tok, int64_t n) {
-  static const char* words[] = {"Tom", "had", "a", "small", "blue", "car", "and", "it", "was", "fun", "."};
-  std::string text;
-  int64_t count = 1;
-  for (int i = 0; count < n; ++i) {
-    bool grown = false;
-    for (int k = 0; k < 11 && !grown; ++k) {
-      std::string next = text + (text.empty() ? "" : " ") + words[(i + k) % 11];
-      const int64_t c = static_cast<int64_t>(tok.encode(next, 1, 0)->size());
-      if (c <= n) text = next, count = c, grown = true;
-    }
-    if (!grown) break;
-  }
-  EXPECT_EQ(count, n);
-  return text;
 }
 
 struct KindArgs {
@@ -75,8 +42,8 @@ TEST(ContractCli, ExportRunInspectEveryKind) {
   const std::string dir = ::testing::TempDir() + "/contract_cli_" + std::to_string(getpid());
   std::filesystem::create_directories(dir);
   const std::string prompt_s = dir + "/s.txt", prompt_s1 = dir + "/s1.txt";
-  std::ofstream(prompt_s) << prompt_of(**tok, 128);
-  std::ofstream(prompt_s1) << prompt_of(**tok, 129);
+  std::ofstream(prompt_s) << llmpack::testing::prompt_of_length(**tok, 128);
+  std::ofstream(prompt_s1) << llmpack::testing::prompt_of_length(**tok, 129);
   const std::vector<KindArgs> kinds = {{"dynamic", "", 128, true},
                                        {"legacy", "--token_bound 127", 127, true},
                                        {"static1", "--static_shape", 1, false},

@@ -8,30 +8,14 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
+#include "common/cli_runner.h"
 #include "common/fixtures.h"
 
 namespace {
 
-struct Outcome {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Outcome = llmpack::testing::CliOutcome;
 
-std::string slurp(const std::string& path) {
-  std::ifstream in(path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-Outcome llmpack(const std::string& args) {
-  static int call = 0;
-  const std::string stem = ::testing::TempDir() + "/tools_cli_" + std::to_string(getpid()) + "_" + std::to_string(call++);
-  const int status = std::system((std::string(LLMPACK_BINARY_PATH) + " " + args + " >" + stem + ".out 2>" + stem +
-                                  ".err </dev/null").c_str());
-  Outcome o{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(stem + ".out"), slurp(stem + ".err")};
-  std::filesystem::remove(stem + ".out");
-  std::filesystem::remove(stem + ".err");
-  return o;
-}
+Outcome llmpack(const std::string& args) { return llmpack::testing::run_llmpack(args); }
 
 TEST(ToolsCli, PerplexityEndsWithTheFinalEstimateLine) {
   LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");

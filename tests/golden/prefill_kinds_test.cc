@@ -9,6 +9,7 @@
 #include <map>
 
 #include "common/fixtures.h"
+#include "common/prompt_builder.h"
 #include "engine/llama_program.h"
 #include "export/exporter.h"
 #include "runner/text_llm_runner.h"
@@ -115,29 +116,6 @@ class PrefillKinds : public ::testing::Test {
     return run;
   }
 
-  // A text whose encoding (with one BOS) is exactly n tokens: words are
-  // appended while the count stays <= n, trying shorter ones near the end.
-  static std::string prompt_of(const Tokenizer& tok, int64_t n) {
-    static const char* words[] = {"Lily", "saw", "a", "big", "red", "ball", "and", "the", "dog", "ran", "."};
-    std::string text;
-    int64_t count = 1;
-    for (int i = 0; count < n; ++i) {
-      bool grown = false;
-      for (int k = 0; k < 11 && !grown; ++k) {
-        std::string next = text + (text.empty() ? "" : " ") + words[(i + k) % 11];
-        const int64_t c = static_cast<int64_t>(tok.encode(next, 1, 0)->size());
-        if (c <= n) {
-          text = next;
-          count = c;
-          grown = true;
-        }
-      }
-      if (!grown) break;
-    }
-    EXPECT_EQ(count, n) << "could not build a prompt of " << n;
-    return text;
-  }
-
   static inline std::string dir_;
 };
 
@@ -182,7 +160,7 @@ TEST_F(PrefillKinds, R2_R6_EveryKindEveryPromptLength) {
         const int64_t ctx = kind.kv_cache == "none" ? kS : c;
         for (bool through_prefill : {false, true}) {
           Run run = open(kind, c);
-          const std::string prompt = prompt_of(*run.tokenizer, p);
+          const std::string prompt = testing::prompt_of_length(*run.tokenizer, p);
           std::string text;
           Status status = through_prefill ? run.runner->prefill(prompt, greedy(4))
                                           : run.runner->generate(prompt, greedy(4), [&](const std::string& s) { text += s; });
@@ -235,7 +213,7 @@ TEST_F(PrefillKinds, R2_LegacyPackagePrefillsExactlySTokensInTwoCalls) {
   Run run = open(kinds()[1], 512);
   EXPECT_EQ(run.runner->limits().max_seq_len, 128);
   EXPECT_EQ(run.runner->limits().token_bound, 127);
-  ASSERT_TRUE(run.runner->generate(prompt_of(*run.tokenizer, 128), greedy(1)).ok());
+  ASSERT_TRUE(run.runner->generate(testing::prompt_of_length(*run.tokenizer, 128), greedy(1)).ok());
   ASSERT_GE(run.calls.size(), 2u);
   EXPECT_EQ(run.calls[0].n_tokens, 127);
   EXPECT_EQ(run.calls[1].n_tokens, 1);
@@ -244,7 +222,7 @@ TEST_F(PrefillKinds, R2_LegacyPackagePrefillsExactlySTokensInTwoCalls) {
 
 TEST_F(PrefillKinds, R6_PromptOfCTokensRefusedBeforeAnyCall) {
   Run run = open(kinds()[0], 512);
-  auto status = run.runner->generate(prompt_of(*run.tokenizer, 512), greedy(1));
+  auto status = run.runner->generate(testing::prompt_of_length(*run.tokenizer, 512), greedy(1));
   ASSERT_FALSE(status.ok());
   EXPECT_TRUE(run.calls.empty());
   EXPECT_NE(status.message().find("512"), std::string::npos) << status.message();
