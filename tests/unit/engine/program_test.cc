@@ -168,3 +168,41 @@ TEST(Program, StaticChunkPaddingDoesNotChangeLogits) {
 
 }  // namespace
 }  // namespace llmpack
+
+namespace llmpack {
+namespace {
+
+// Bad input of issue 3: contradictory contract keys are refused at load,
+// naming the keys.
+TEST(ProgramContract, ContradictoryKeysAreRefusedNamingThem) {
+  struct Case {
+    testing::TinyContract contract;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {{16, 64, 0, true, "off_graph"}, "llmpack.forward.token_bound must be positive, found 0"},
+      {{32, 16, 16, true, "off_graph"}, "llmpack.max_context_len (16) is below llmpack.max_seq_len (32)"},
+      {{16, 64, 16, true, "sideways"}, "llmpack.kv_cache is 'sideways', expected in_graph, off_graph or none"},
+      {{16, 64, 128, true, "off_graph"}, "llmpack.forward.token_bound (128) exceeds llmpack.max_context_len (64)"},
+  };
+  for (const auto& c : cases) {
+    testing::TinyModelSpec spec;
+    spec.contract = c.contract;
+    auto loaded = testing::load_tiny_package(spec);
+    ASSERT_FALSE(loaded.ok()) << c.expected;
+    EXPECT_NE(loaded.status().message().find(c.expected), std::string::npos) << loaded.status().message();
+  }
+}
+
+// S > B is served (the runner chunks by B and warns, R1), not refused.
+TEST(ProgramContract, PublishedSeqLenAboveTheBoundIsServed) {
+  testing::TinyModelSpec spec;
+  spec.contract = testing::TinyContract{16, 64, 15, true, "off_graph"};
+  auto loaded = testing::load_tiny_package(spec);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(get_int_constant(*loaded->program, "get_max_seq_len").value(), 16);
+  EXPECT_EQ(loaded->program->method_meta("forward")->inputs[0].sizes[1], 15);
+}
+
+}  // namespace
+}  // namespace llmpack
