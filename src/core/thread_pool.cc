@@ -1,8 +1,39 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 namespace llmpack {
+
+namespace {
+
+// How long a worker (for the next job) or the caller (for the workers to
+// finish) spins before blocking on a condvar. A decode token of the 1B shape
+// makes ~130 parallel_for calls a few microseconds apart, so a wake-up through
+// the kernel (tens of microseconds) is paid on each; a short spin skips it and
+// then gives the core back. The spin yields rather than executing `pause`: on
+// the shared 2-vCPU dev machine a pause-spin of 50 us cut Llama-1B decode from
+// ~21.5 to ~17.5 tok/s (the spinner takes execution resources from the thread
+// doing the work, as an SMT sibling or an oversubscribed core would), while a
+// yielding spin gives the core to runnable threads and costs ~1 us per check.
+constexpr auto kSpinTime = std::chrono::microseconds(50);
+constexpr int kSpinsPerClockRead = 8;
+
+// Spins until done() or kSpinTime passes; returns done().
+template <typename Done>
+bool spin_until(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+  for (;;) {
+    for (int i = 0; i < kSpinsPerClockRead; ++i) {
+      if (done()) return true;
+      std::this_thread::yield();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return done();
+  }
+}
+
+}  // namespace
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
   workers_.reserve(n_threads_ - 1);
@@ -12,7 +43,7 @@ ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    shutting_down_ = true;
+    shutting_down_.store(true);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -29,6 +60,13 @@ void ThreadPool::run_range(int index) {
   if (begin < end) (*job_)(index, begin, end);
 }
 
+// Wake-up protocol (no lost wake-ups without a mutex on the fast path): the
+// caller publishes the job, then stores generation_ and loads sleepers_; a
+// worker about to block stores sleepers_ (under mutex_) and then loads
+// generation_ in the wait predicate. All four are seq_cst, so at least one side
+// sees the other's store: either the worker sees the new generation and does
+// not block, or the caller sees a sleeper and notifies under mutex_. Completion
+// uses the same scheme with pending_ and caller_waiting_.
 void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
@@ -36,34 +74,42 @@ void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain) {
     fn(0, 0, n);
     return;
   }
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job_ = &fn;
-    job_n_ = n;
-    job_grain_ = grain;
-    pending_ = n_threads_ - 1;
-    ++generation_;
+  job_ = &fn;
+  job_n_ = n;
+  job_grain_ = grain;
+  pending_.store(n_threads_ - 1);
+  generation_.fetch_add(1);
+  if (sleepers_.load() > 0) {
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    wake_.notify_all();
   }
-  wake_.notify_all();
   run_range(0);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [this] { return pending_ == 0; });
+  if (!spin_until([this] { return pending_.load() == 0; })) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    caller_waiting_.store(true);
+    done_.wait(lock, [this] { return pending_.load() == 0; });
+    caller_waiting_.store(false);
+  }
   job_ = nullptr;
 }
 
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
-    {
+    auto has_news = [&] { return shutting_down_.load() || generation_.load() != seen; };
+    if (!spin_until(has_news)) {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return shutting_down_ || generation_ != seen; });
-      if (shutting_down_) return;
-      seen = generation_;
+      sleepers_.fetch_add(1);
+      wake_.wait(lock, has_news);
+      sleepers_.fetch_sub(1);
     }
+    if (shutting_down_.load()) return;
+    seen = generation_.load();
     run_range(index);
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
+    // After this decrement the job (and fn) may be gone: touch only the pool.
+    if (pending_.fetch_sub(1) == 1 && caller_waiting_.load()) {
+      { std::lock_guard<std::mutex> lock(mutex_); }
+      done_.notify_one();
     }
   }
 }

@@ -1,0 +1,127 @@
+// ThreadPool: coverage of [0, n) (each index exactly once), range shape,
+// back-to-back calls across the spin/sleep boundary, and destruction.
+#include "core/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+namespace llmpack {
+namespace {
+
+// Runs one parallel_for and checks every index in [0, n) is visited exactly
+// once, by ranges that start on a multiple of grain, from valid thread indices.
+void expect_exact_cover(ThreadPool& pool, int64_t n, int64_t grain) {
+  std::vector<std::atomic<int>> visits(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  std::atomic<int> bad_range{0};
+  pool.parallel_for(
+      n,
+      [&](int thread, int64_t begin, int64_t end) {
+        if (thread < 0 || thread >= pool.n_threads() || begin >= end || begin % grain != 0)
+          bad_range.fetch_add(1);
+        for (int64_t i = begin; i < end; ++i) visits[i].fetch_add(1);
+      },
+      grain);
+  EXPECT_EQ(bad_range.load(), 0) << "n=" << n << " grain=" << grain;
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(visits[i].load(), 1) << "index " << i << " n=" << n << " grain=" << grain;
+}
+
+TEST(ThreadPool, EveryIndexOnceForManyShapes) {
+  for (int threads : {1, 2, 3, 4, 7}) {
+    ThreadPool pool(threads);
+    EXPECT_EQ(pool.n_threads(), threads);
+    for (int64_t n : {0, 1, 2, 3, 5, 8, 31, 64, 100, 1000})
+      for (int64_t grain : {1, 2, 3, 16, 64, 2000}) expect_exact_cover(pool, n, grain);
+  }
+}
+
+TEST(ThreadPool, ManyBackToBackCalls) {
+  ThreadPool pool(4);
+  std::atomic<int64_t> sum{0};
+  int64_t expected = 0;
+  for (int call = 0; call < 5000; ++call) {
+    const int64_t n = 1 + call % 97;
+    pool.parallel_for(n, [&](int, int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) sum.fetch_add(i + 1);
+    });
+    expected += n * (n + 1) / 2;
+  }
+  EXPECT_EQ(sum.load(), expected);
+}
+
+// Gaps longer than the spin make workers (and the caller) take the condvar path.
+TEST(ThreadPool, CallsAfterWorkersSleep) {
+  ThreadPool pool(3);
+  for (int call = 0; call < 20; ++call) {
+    if (call % 4 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    expect_exact_cover(pool, 50 + call, 1 + call % 5);
+  }
+}
+
+// A slow range makes the caller's spin run out so it blocks on completion.
+TEST(ThreadPool, CallerBlocksUntilSlowWorkerFinishes) {
+  ThreadPool pool(2);
+  std::atomic<int> done{0};
+  pool.parallel_for(2, [&](int thread, int64_t, int64_t) {
+    if (thread == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    done.fetch_add(1);
+  });
+  EXPECT_EQ(done.load(), 2);
+}
+
+TEST(ThreadPool, OneThreadRunsInlineOnCaller) {
+  ThreadPool pool(1);
+  const auto caller = std::this_thread::get_id();
+  int calls = 0;
+  pool.parallel_for(100, [&](int thread, int64_t b, int64_t e) {
+    EXPECT_EQ(thread, 0);
+    EXPECT_EQ(b, 0);
+    EXPECT_EQ(e, 100);
+    EXPECT_EQ(std::this_thread::get_id(), caller);
+    ++calls;
+  });
+  EXPECT_EQ(calls, 1);
+  ThreadPool clamped(0);  // <= 0 threads means one
+  EXPECT_EQ(clamped.n_threads(), 1);
+}
+
+// Destroying a pool right after construction, right after a call (workers
+// still spinning) and after they fell asleep must join cleanly.
+TEST(ThreadPool, DestructionWhileSpinningOrSleeping) {
+  for (int i = 0; i < 50; ++i) {
+    ThreadPool idle(3);
+  }
+  for (int i = 0; i < 50; ++i) {
+    ThreadPool pool(3);
+    expect_exact_cover(pool, 10, 1);
+  }
+  ThreadPool sleepy(3);
+  expect_exact_cover(sleepy, 10, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+}
+
+// Several pools used and destroyed from different threads at once.
+TEST(ThreadPool, IndependentPoolsOnConcurrentThreads) {
+  std::atomic<int> failures{0};
+  std::vector<std::thread> users;
+  for (int u = 0; u < 3; ++u) {
+    users.emplace_back([&failures, u] {
+      for (int round = 0; round < 20; ++round) {
+        ThreadPool pool(2 + u);
+        std::atomic<int64_t> count{0};
+        for (int call = 0; call < 20; ++call)
+          pool.parallel_for(64, [&](int, int64_t b, int64_t e) { count.fetch_add(e - b); });
+        if (count.load() != 64 * 20) failures.fetch_add(1);
+      }
+    });
+  }
+  for (auto& t : users) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+}  // namespace
+}  // namespace llmpack
