@@ -7,6 +7,7 @@
 
 #include "export/model_source.h"
 #include "export/tensor_convert.h"
+#include "export/tokenizer_metadata_bpe.h"
 
 namespace llmpack {
 namespace {
@@ -50,9 +51,7 @@ Result<TokenizerMetadata> choose_tokenizer(const ExportOptions& o, const ModelSo
   if (!o.tokenizer_path.empty()) return read_tokenizer_metadata(o.tokenizer_path);
   if (s.tokenizer) return *s.tokenizer;
   if (!s.tokenizer_file.empty()) return read_tokenizer_metadata(s.tokenizer_file);
-  if (!s.tokenizer_json.empty())
-    return error_status("this folder's tokenizer.json is a byte-level BPE tokenizer, which llmpack cannot run yet: "
-                        "pass --tokenizer_path with a SentencePiece tokenizer.model, a tokenizer.bin or a GGUF vocabulary");
+  if (!s.tokenizer_json.empty()) return read_tokenizer_metadata(s.tokenizer_json);
   return error_status("the " + s.kind + " checkpoint carries no tokenizer: pass --tokenizer_path "
                       "(tokenizer.bin, tokenizer.model or a GGUF)");
 }
@@ -110,6 +109,10 @@ Result<ExportReport> export_package(const ExportOptions& o, const GgufWriter::Pr
   auto tok = choose_tokenizer(o, src);
   if (!tok.ok()) return tok.status();
   report.tokenizer = tok->description;
+  const int64_t tokenizer_vocab = tok->vocab_size;
+  if (pad_bpe_tokenizer_metadata(&*tok, src.hp.vocab_size))
+    report.notices.push_back("the tokenizer's " + std::to_string(tokenizer_vocab) + " tokens were padded to the " +
+                             "model's " + std::to_string(src.hp.vocab_size) + " with unused [PAD<id>] tokens");
   if (tok->vocab_size > src.hp.vocab_size)
     return error_status("the tokenizer has " + std::to_string(tok->vocab_size) + " tokens but the model's embedding " +
                         "only " + std::to_string(src.hp.vocab_size) + " rows");

@@ -62,7 +62,7 @@ struct ModelSource {
   std::optional<std::string> chat_template;
   std::vector<int64_t> eos_ids;     // end-of-sequence ids the model config names (HF)
   std::string tokenizer_file;       // a tokenizer found beside the weights (HF tokenizer.model)
-  std::string tokenizer_json;       // HF tokenizer.json (byte-level BPE: not runnable yet)
+  std::string tokenizer_json;       // HF tokenizer.json (byte-level BPE)
   std::vector<std::string> notices;
   std::deque<std::vector<uint8_t>> owned;  // bytes made here (rope_freqs)
   std::vector<std::shared_ptr<void>> keep_alive;  // the open source files
@@ -85,7 +85,8 @@ Result<ModelSource> open_hf_source(const std::string& dir);
 Status check_source_tensors(const ModelSource& source);
 
 // Tokenizer metadata from tokenizer.bin (llama2.c), a SentencePiece .model,
-// or a GGUF (its tokenizer.* keys), told apart by content.
+// a GGUF (its tokenizer.* keys), an HF tokenizer.json(.gz) or a tiktoken file,
+// told apart by content.
 Result<TokenizerMetadata> read_tokenizer_metadata(const std::string& path);
 
 }  // namespace llmpack

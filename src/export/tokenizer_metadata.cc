@@ -1,11 +1,16 @@
 // Tokenizer files -> the tokenizer.* GGUF keys of a SentencePiece-style
-// vocabulary (tokenizer.ggml.model "llama"), so the tokenizer travels inside
-// the package (E4).
+// vocabulary (tokenizer.ggml.model "llama") or a byte-level BPE one ("gpt2",
+// tokenizer_metadata_bpe.h), so the tokenizer travels inside the package (E4).
 #include <cstring>
+#include <filesystem>
 
 #include "export/model_source.h"
+#include "export/tokenizer_metadata_bpe.h"
 #include "format/mapped_file.h"
 #include "format/sentencepiece_model.h"
+#include "tokenizer/hf_tokenizer_json.h"
+#include "tokenizer/hf_tokenizer_json_parser.h"
+#include "tokenizer/tiktoken.h"
 #include "tokenizer/tokenizer_loader.h"
 
 namespace llmpack {
@@ -120,6 +125,50 @@ Result<TokenizerMetadata> from_gguf(const std::string& path) {
   return m;
 }
 
+// tokenizer_config.json's chat_template beside `tokenizer_path`: a string,
+// or a list of {name, template} (the "default" one, else the first).
+std::optional<std::string> chat_template_beside(const std::string& tokenizer_path) {
+  const auto config = std::filesystem::path(tokenizer_path).parent_path() / "tokenizer_config.json";
+  auto text = read_maybe_gzip(config.string());
+  if (!text.ok()) return std::nullopt;
+  JsonReader r(*text);
+  auto root = r.read_value();
+  if (!root.ok()) return std::nullopt;
+  const JsonValue* t = root->get("chat_template");
+  if (t == nullptr) return std::nullopt;
+  if (t->is_string()) return t->string;
+  std::optional<std::string> out;
+  if (t->kind == JsonValue::Kind::kArray) {
+    for (const JsonValue& item : t->items) {
+      const JsonValue* body = item.get("template");
+      if (body == nullptr || !body->is_string()) continue;
+      if (!out || item.get_string("name") == "default") out = body->string;
+    }
+  }
+  return out;
+}
+
+// HF tokenizer.json (plain: starts with '{'; or gzip) or a tiktoken file.
+bool looks_like_json_or_gzip(std::span<const uint8_t> bytes) {
+  size_t i = 0;
+  while (i < bytes.size() && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t')) ++i;
+  if (i < bytes.size() && bytes[i] == '{') return true;
+  return bytes.size() >= 2 && bytes[0] == 0x1F && bytes[1] == 0x8B;
+}
+
+Result<TokenizerMetadata> from_byte_level_bpe(const std::string& path, bool json) {
+  if (json) {
+    LLMPACK_ASSIGN_OR_RETURN(auto tok, load_hf_tokenizer_json(path));
+    auto m = bpe_tokenizer_metadata(*tok, chat_template_beside(path));
+    if (m.ok()) m->description = "HF tokenizer.json, " + m->description;
+    return m;
+  }
+  LLMPACK_ASSIGN_OR_RETURN(auto tok, load_tiktoken(path));
+  auto m = bpe_tokenizer_metadata(*tok, std::nullopt);
+  if (m.ok()) m->description = "tiktoken, " + m->description;
+  return m;
+}
+
 }  // namespace
 
 Result<TokenizerMetadata> read_tokenizer_metadata(const std::string& path) {
@@ -128,6 +177,8 @@ Result<TokenizerMetadata> read_tokenizer_metadata(const std::string& path) {
   if (!file.ok()) return file.status().with_context(context);
   const auto bytes = (*file)->bytes();
   if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0) return from_gguf(path).with_context(context);
+  if (looks_like_json_or_gzip(bytes)) return from_byte_level_bpe(path, true).with_context(context);
+  if (looks_like_tiktoken(bytes)) return from_byte_level_bpe(path, false).with_context(context);
   // A SentencePiece protobuf parses cleanly only when it is one; a
   // tokenizer.bin fails at once (its first bytes are not a valid field).
   auto spm = parse_sentencepiece_model(bytes);
