@@ -1,5 +1,6 @@
 #include "export/tokenizer_metadata_bpe.h"
 
+#include <algorithm>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
@@ -92,35 +93,31 @@ Result<std::vector<std::vector<std::string>>> splits(const std::vector<std::stri
   return out;
 }
 
-// tiktoken has no merge list: token t is the pair its bytes reduce to under
-// BPE with the ranks below t (lowest rank first, leftmost on ties), which is
-// the merge that makes t. Ranks are ids; `raw` is each token's bytes.
+// tiktoken has no merge list: any adjacent pair whose bytes join into a
+// token merges, with that token's rank. A merge list says the same when it
+// holds every split (a, b) of every token t into two tokens, in t's rank
+// order (within a token by the ranks of a, then b: the order Hugging Face's
+// converter writes, so Llama 3's tokenizer.json comes out again). Ranks are
+// ids; tokens are raw bytes.
 std::vector<std::string> merges_from_ranks(const BpeVocab& v) {
   std::unordered_map<std::string_view, int32_t> rank;
   for (size_t i = 0; i < v.tokens.size(); ++i)
     if (type_of(v, i) == TokenType::kNormal) rank.emplace(v.tokens[i], static_cast<int32_t>(i));
   std::vector<std::string> merges;
+  std::vector<std::pair<std::pair<int32_t, int32_t>, size_t>> splits;  // ((rank a, rank b), length of a)
   for (size_t id = 0; id < v.tokens.size(); ++id) {
-    const std::string& raw = v.tokens[id];
+    const std::string_view raw = v.tokens[id];
     if (raw.size() < 2 || type_of(v, id) != TokenType::kNormal) continue;
-    std::vector<std::string> parts;
-    for (char c : raw) parts.emplace_back(1, c);
-    while (parts.size() > 2) {
-      size_t best = parts.size();
-      int32_t best_rank = static_cast<int32_t>(id);
-      for (size_t i = 0; i + 1 < parts.size(); ++i) {
-        auto it = rank.find(parts[i] + parts[i + 1]);
-        if (it != rank.end() && it->second < best_rank) {
-          best_rank = it->second;
-          best = i;
-        }
-      }
-      if (best == parts.size()) break;  // stuck: t is not reachable by merges
-      parts[best] += parts[best + 1];
-      parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+    splits.clear();
+    for (size_t cut = 1; cut < raw.size(); ++cut) {
+      auto a = rank.find(raw.substr(0, cut));
+      if (a == rank.end()) continue;
+      auto b = rank.find(raw.substr(cut));
+      if (b != rank.end()) splits.push_back({{a->second, b->second}, cut});
     }
-    if (parts.size() == 2 && rank.count(parts[0]) && rank.count(parts[1]))
-      merges.push_back(byte_level(parts[0]) + " " + byte_level(parts[1]));
+    std::sort(splits.begin(), splits.end());
+    for (const auto& [ranks, cut] : splits)
+      merges.push_back(byte_level(raw.substr(0, cut)) + " " + byte_level(raw.substr(cut)));
   }
   return merges;
 }

@@ -206,6 +206,74 @@ TEST(ExportBpeTokenizer, TokenizerPathAtQwen3TokenizerJsonOverridesTheSource) {
   expect_package_generates(*package);
 }
 
+std::string base64(std::string_view bytes) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    uint32_t v = static_cast<uint8_t>(bytes[i]) << 16;
+    if (i + 1 < bytes.size()) v |= static_cast<uint8_t>(bytes[i + 1]) << 8;
+    if (i + 2 < bytes.size()) v |= static_cast<uint8_t>(bytes[i + 2]);
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? kAlphabet[v & 63] : '=';
+  }
+  return out;
+}
+
+// Llama 3's original tokenizer.model is a tiktoken file (no merge list):
+// rebuilt here from tokenizer.json's first 128000 tokens, it exports with
+// merges recovered from the ranks (the same list as tokenizer.json's) and
+// tokenizes the vectors the same.
+TEST(ExportBpeTokenizer, TiktokenFileExportsWithMergesRecoveredFromRanks) {
+  LLMPACK_REQUIRE_FIXTURE(json_gz, "hf-tokenizers/llama3/tokenizer.json.gz");
+  LLMPACK_REQUIRE_FIXTURE(inputs, "llama.cpp-vocab/ggml-vocab-llama-bpe.gguf.inp");
+  const std::string vectors = testing::fixture_path("llama.cpp-vocab/ggml-vocab-llama-bpe.gguf");
+  auto reference = load_hf_tokenizer_json(json_gz);
+  ASSERT_TRUE(reference.ok()) << reference.status().message();
+  std::string tiktoken;
+  for (int32_t id = 0; id < 128000; ++id) {
+    auto raw = (*reference)->decode(-1, id);
+    ASSERT_TRUE(raw.ok());
+    tiktoken += base64(*raw) + " " + std::to_string(id) + "\n";
+  }
+  ScratchDir dir;
+  testing::write_text(dir.file("tokenizer.model"), tiktoken);
+  write_tiny_hf_llama(dir.file("hf"), 128256);
+  ExportOptions o;
+  o.checkpoint = dir.file("hf");
+  o.tokenizer_path = dir.file("tokenizer.model");
+  o.output = dir.file("tiktoken.gguf");
+  o.max_seq_len = 32;
+  auto report = export_package(o, {}, null_log_sink());
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_NE(report->tokenizer.find("tiktoken"), std::string::npos) << report->tokenizer;
+  auto gguf = GgufFile::open(o.output);
+  ASSERT_TRUE(gguf.ok());
+  EXPECT_EQ(key_string(**gguf, "tokenizer.ggml.pre"), "llama-bpe");
+  const auto* merges = (*gguf)->get_string_array("tokenizer.ggml.merges");
+  ASSERT_NE(merges, nullptr);
+  // Every split of every token into two tokens, in Hugging Face's order:
+  // exactly tokenizer.json's 280147 merges.
+  const auto& want = (*reference)->vocab().merges;
+  ASSERT_EQ(merges->size(), want.size());
+  int differing_merges = 0;
+  for (size_t i = 0; i < want.size(); ++i) differing_merges += (*merges)[i] != want[i].first + " " + want[i].second;
+  EXPECT_EQ(differing_merges, 0);
+  // Raw bytes are spelled as tokenizer.json spells them ("Ġthe").
+  const auto* tokens = (*gguf)->get_string_array("tokenizer.ggml.tokens");
+  ASSERT_NE(tokens, nullptr);
+  ASSERT_GE(tokens->size(), 128000u);
+  int differing = 0;
+  for (int32_t id = 0; id < 128000; ++id) differing += (*tokens)[id] != (*reference)->vocab().tokens[id];
+  EXPECT_EQ(differing, 0);
+  auto package = testing::load(o.output);
+  ASSERT_TRUE(package.ok()) << package.status().message();
+  EXPECT_EQ(package->tokenizer->bos_id(), 128000);
+  EXPECT_EQ(count_vector_passes(*package->tokenizer, vectors), 46);
+  expect_package_generates(*package);
+}
+
 TEST(ExportBpeTokenizer, PreKindIsFoundByBehaviourAndUnknownSplittersAreRefused) {
   BpeVocab v;
   // GPT-2's pattern as HF's ByteLevel(use_regex) spells it.
