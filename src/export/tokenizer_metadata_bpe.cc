@@ -195,6 +195,9 @@ Result<TokenizerMetadata> bpe_tokenizer_metadata(const BpeTokenizer& tok,
   if (eom >= 0) m.keys.emplace_back("tokenizer.ggml.eom_token_id", u32(eom));
   m.keys.emplace_back("tokenizer.ggml.add_bos_token", boolean(v.add_bos && v.bos_id >= 0));
   m.keys.emplace_back("tokenizer.ggml.add_eos_token", boolean(false));
+  // No llama.cpp key says "normalize to NFC first" (Qwen2/3's tokenizer.json
+  // does); the loader reads this one.
+  if (v.nfc) m.keys.emplace_back("tokenizer.llmpack.nfc", boolean(true));
   if (chat_template) m.keys.emplace_back("tokenizer.chat_template", text(*chat_template));
   m.description = "byte-level BPE (" + std::to_string(m.vocab_size) + " tokens, " + std::to_string(n_merges) +
                   " merges, pre-tokenizer " + pre + ")";

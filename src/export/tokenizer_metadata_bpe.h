@@ -20,7 +20,8 @@ Result<std::string> gguf_pre_kind(const BpeVocab& vocab);
 
 // Tokens (byte-level text), token types, merges ("a b", rank order; derived
 // from the ranks for tiktoken), pre, bos/eos/eot/eom ids, add_bos_token and
-// the chat template when given.
+// the chat template when given; tokenizer.llmpack.nfc when the tokenizer
+// NFC-normalizes its input (no llama.cpp key says so).
 Result<TokenizerMetadata> bpe_tokenizer_metadata(const BpeTokenizer& tok,
                                                  const std::optional<std::string>& chat_template);
 

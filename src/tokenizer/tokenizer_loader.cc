@@ -205,6 +205,13 @@ Result<std::unique_ptr<BpeTokenizer>> load_bpe_from_gguf(const GgufFile& gguf) {
   vocab.pretokenizer_regexes = std::move(*regexes);
   // llama.cpp's rule: only Llama 3 maps whole pre-tokens that are tokens.
   vocab.ignore_merges = pre == "llama-bpe" || pre == "llama3";
+  // llmpack export writes this for tokenizer.json files with an NFC
+  // normalizer (Qwen2/3); llama.cpp GGUFs have no such key and no NFC.
+  if (gguf.find("tokenizer.llmpack.nfc") != nullptr) {
+    const std::optional<bool> nfc = gguf.get_bool("tokenizer.llmpack.nfc");
+    if (!nfc) return Status::error("GGUF tokenizer: tokenizer.llmpack.nfc: expected a bool");
+    vocab.nfc = *nfc;
+  }
   auto bos = gguf_special_id(gguf, "tokenizer.ggml.bos_token_id", -1, n);
   auto eos = gguf_special_id(gguf, "tokenizer.ggml.eos_token_id", -1, n);
   auto eot = gguf_special_id(gguf, "tokenizer.ggml.eot_token_id", -1, n);

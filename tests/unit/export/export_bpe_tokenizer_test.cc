@@ -12,6 +12,7 @@
 #include "export/tokenizer_metadata_bpe.h"
 #include "format/gguf.h"
 #include "tokenizer/hf_tokenizer_json.h"
+#include "tokenizer/pretokenizer.h"
 #include "unit/export/export_test_util.h"
 #include "unit/tokenizer/vocab_vectors.h"
 
@@ -203,6 +204,17 @@ TEST(ExportBpeTokenizer, TokenizerPathAtQwen3TokenizerJsonOverridesTheSource) {
   ASSERT_FALSE(report->notices.empty());
   EXPECT_NE(report->notices.back().find("padded"), std::string::npos);
   EXPECT_EQ(count_vector_passes(*package->tokenizer, vectors), 46);
+  // Qwen's NFC normalizer survives the trip: decomposed accents give the
+  // composed text's ids, as through tokenizer.json.
+  auto reference = load_hf_tokenizer_json(json_gz);
+  ASSERT_TRUE(reference.ok()) << reference.status().message();
+  const std::string decomposed = "cafe\xCC\x81 A\xCC\x8Angstr\xC3\xB6m", composed = "caf\xC3\xA9 \xC3\x85ngstr\xC3\xB6m";
+  auto a = package->tokenizer->encode(decomposed, 0, 0);
+  auto b = (*reference)->encode(decomposed, 0, 0);
+  auto c = package->tokenizer->encode(composed, 0, 0);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(*a, *b);
+  EXPECT_EQ(*a, *c);
   expect_package_generates(*package);
 }
 
@@ -285,6 +297,67 @@ TEST(ExportBpeTokenizer, PreKindIsFoundByBehaviourAndUnknownSplittersAreRefused)
   kind = gguf_pre_kind(v);
   ASSERT_FALSE(kind.ok());
   EXPECT_NE(kind.status().message().find("[a-z]+"), std::string::npos) << kind.status().message();
+}
+
+TEST(ExportBpeTokenizer, BadTokenizerFilesAreRefusedNamingTheFile) {
+  ScratchDir dir;
+  write_tiny_hf_llama(dir.file("hf"), 300);
+  struct Case {
+    std::string name, content, expect;
+  };
+  const std::vector<Case> cases = {
+      {"broken.json", "{\"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": ", "broken.json"},
+      {"wordpiece.json", R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})", "WordPiece"},
+      {"truncated.json.gz", std::string("\x1f\x8b\x08\x00\x00\x00", 6), "truncated.json.gz"},
+  };
+  for (const Case& c : cases) {
+    testing::write_text(dir.file(c.name), c.content);
+    ExportOptions o;
+    o.checkpoint = dir.file("hf");
+    o.tokenizer_path = dir.file(c.name);
+    o.output = dir.file("out.gguf");
+    auto report = export_package(o, {}, null_log_sink());
+    ASSERT_FALSE(report.ok()) << c.name;
+    EXPECT_NE(report.status().message().find(c.expect), std::string::npos) << report.status().message();
+    EXPECT_FALSE(std::filesystem::exists(o.output)) << c.name;
+  }
+}
+
+TEST(ExportBpeTokenizer, HfFolderWithSpmStyleTokenizerJsonSaysWhy) {
+  LLMPACK_REQUIRE_FIXTURE(mistral, "hf-tokenizers/mistral-7b-v0.1/tokenizer.json");
+  ScratchDir dir;
+  write_tiny_hf_llama(dir.file("hf"), 32000);
+  std::filesystem::copy_file(mistral, dir.file("hf/tokenizer.json"));
+  ExportOptions o;
+  o.checkpoint = dir.file("hf");
+  o.output = dir.file("out.gguf");
+  auto report = export_package(o, {}, null_log_sink());
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("tokenizer.json"), std::string::npos) << report.status().message();
+}
+
+TEST(ExportBpeTokenizer, WholeWordLookupThatNoPreKindImpliesIsRefused) {
+  BpeVocab v;
+  v.tokens = {"a", "b", "ab"};
+  v.merges = {{"a", "b"}};
+  auto pre = pretokenizer_regexes("gpt-2");
+  ASSERT_TRUE(pre.ok());
+  v.pretokenizer_regexes = *pre;
+  v.ignore_merges = true;  // GGUF turns this on for llama-bpe only
+  auto tok = BpeTokenizer::create(v);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  auto m = bpe_tokenizer_metadata(**tok, std::nullopt);
+  ASSERT_FALSE(m.ok());
+  EXPECT_NE(m.status().message().find("gpt-2"), std::string::npos) << m.status().message();
+  v.ignore_merges = false;
+  tok = BpeTokenizer::create(v);
+  ASSERT_TRUE(tok.ok());
+  m = bpe_tokenizer_metadata(**tok, std::string("{{ x }}"));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->vocab_size, 3);
+  bool has_template = false;
+  for (const auto& [key, value] : m->keys) has_template |= key == "tokenizer.chat_template";
+  EXPECT_TRUE(has_template);
 }
 
 }  // namespace
