@@ -64,10 +64,32 @@ void Transformer::matmul(const kernels::WeightMatrix& w, const float* x, int64_t
   kernels::matmul(w, x, n, y, scratch_.data(), pool_);
 }
 
+// The per-token steps below split their n rows over the pool (one token runs
+// inline: parallel_for does not wake workers for n <= grain).
 void Transformer::rmsnorm_rows(float* out, const float* in, const float* weight, int64_t n,
                                int64_t width) {
-  for (int64_t t = 0; t < n; ++t)
-    kernels::rmsnorm(out + t * width, in + t * width, weight, width, cfg_.norm_eps);
+  pool_.parallel_for(n, [&](int, int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t)
+      kernels::rmsnorm(out + t * width, in + t * width, weight, width, cfg_.norm_eps);
+  });
+}
+
+// x[n, dim] += y[n, dim]
+void Transformer::add_residual(const float* y, int64_t n) {
+  const int64_t d = cfg_.dim;
+  pool_.parallel_for(n, [&](int, int64_t begin, int64_t end) {
+    float* x = x_.data();
+    for (int64_t i = begin * d; i < end * d; ++i) x[i] += y[i];
+  });
+}
+
+// hb[n, hidden] = silu(hb) * hb2, row by row.
+void Transformer::swiglu_rows(int64_t n) {
+  const int64_t h = cfg_.hidden_dim;
+  pool_.parallel_for(n, [&](int, int64_t begin, int64_t end) {
+    kernels::swiglu(hb_.data() + begin * h, hb_.data() + begin * h, hb2_.data() + begin * h,
+                    (end - begin) * h);
+  });
 }
 
 void Transformer::embed(std::span<const int64_t> tokens) {
@@ -99,7 +121,7 @@ void Transformer::attention_block(int64_t layer, int64_t n, int64_t start_pos) {
   rotate_and_cache(w, layer, n, start_pos);
   attend(layer, n, start_pos);
   matmul(w.wo, att_.data(), n, xb_.data());
-  for (int64_t i = 0; i < n * cfg_.dim; ++i) x_[i] += xb_[i];
+  add_residual(xb_.data(), n);
 }
 
 // x += W_down · (silu(W_gate · norm(x)) * (W_up · norm(x)))
@@ -108,9 +130,9 @@ void Transformer::feed_forward_block(int64_t layer, int64_t n) {
   rmsnorm_rows(xb_.data(), x_.data(), w.ffn_norm, n, cfg_.dim);
   matmul(w.w_gate, xb_.data(), n, hb_.data());
   matmul(w.w_up, xb_.data(), n, hb2_.data());
-  kernels::swiglu(hb_.data(), hb_.data(), hb2_.data(), n * cfg_.hidden_dim);
+  swiglu_rows(n);
   matmul(w.w_down, hb_.data(), n, xb_.data());
-  for (int64_t i = 0; i < n * cfg_.dim; ++i) x_[i] += xb_[i];
+  add_residual(xb_.data(), n);
 }
 
 void Transformer::project_qkv(const LayerWeights& w, int64_t n) {
@@ -127,21 +149,26 @@ void Transformer::project_qkv(const LayerWeights& w, int64_t n) {
   }
 }
 
+// Per token: qk-norm (qwen3) and rope on each q and k head, then k and v into
+// the cache (store writes only its own row, so tokens run in parallel).
 void Transformer::rotate_and_cache(const LayerWeights& w, int64_t layer, int64_t n, int64_t start_pos) {
+  pool_.parallel_for(n, [&](int, int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t pos = start_pos + t;
+      rotate_heads(q_.data() + t * cfg_.q_dim(), cfg_.n_heads, w.q_norm, pos);
+      rotate_heads(k_.data() + t * cfg_.kv_dim(), cfg_.n_kv_heads, w.k_norm, pos);
+      cache_->store(layer, pos, k_.data() + t * cfg_.kv_dim(), v_.data() + t * cfg_.kv_dim());
+    }
+  });
+}
+
+// heads[n_heads, head_dim] of one token: optional rmsnorm per head, then rope.
+void Transformer::rotate_heads(float* heads, int64_t n_heads, const float* norm, int64_t pos) {
   const int64_t hd = cfg_.head_dim;
-  for (int64_t t = 0; t < n; ++t) {
-    const int64_t pos = start_pos + t;
-    for (int64_t h = 0; h < cfg_.n_heads; ++h) {
-      float* qh = q_.data() + (t * cfg_.n_heads + h) * hd;
-      if (w.q_norm) kernels::rmsnorm(qh, qh, w.q_norm, hd, cfg_.norm_eps);  // qwen3
-      kernels::rope(qh, hd, cfg_.rope_dim, pos, inv_freq_.data(), cfg_.rope_style);
-    }
-    for (int64_t h = 0; h < cfg_.n_kv_heads; ++h) {
-      float* kh = k_.data() + (t * cfg_.n_kv_heads + h) * hd;
-      if (w.k_norm) kernels::rmsnorm(kh, kh, w.k_norm, hd, cfg_.norm_eps);
-      kernels::rope(kh, hd, cfg_.rope_dim, pos, inv_freq_.data(), cfg_.rope_style);
-    }
-    cache_->store(layer, pos, k_.data() + t * cfg_.kv_dim(), v_.data() + t * cfg_.kv_dim());
+  for (int64_t h = 0; h < n_heads; ++h) {
+    float* x = heads + h * hd;
+    if (norm) kernels::rmsnorm(x, x, norm, hd, cfg_.norm_eps);
+    kernels::rope(x, hd, cfg_.rope_dim, pos, inv_freq_.data(), cfg_.rope_style);
   }
 }
 

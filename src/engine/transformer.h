@@ -53,8 +53,11 @@ class Transformer {
   void feed_forward_block(int64_t layer, int64_t n);
   void project_qkv(const LayerWeights& w, int64_t n);
   void rotate_and_cache(const LayerWeights& w, int64_t layer, int64_t n, int64_t start_pos);
+  void rotate_heads(float* heads, int64_t n_heads, const float* norm, int64_t pos);
   void attend(int64_t layer, int64_t n, int64_t start_pos);
   void rmsnorm_rows(float* out, const float* in, const float* weight, int64_t n, int64_t width);
+  void add_residual(const float* y, int64_t n);
+  void swiglu_rows(int64_t n);
   void matmul(const kernels::WeightMatrix& w, const float* x, int64_t n, float* y);
 
   const Model& model_;
