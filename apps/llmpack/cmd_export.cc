@@ -33,7 +33,7 @@ void register_export(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("--checkpoint", o->checkpoint, "GGUF, llama2.c .bin, PyTorch .pt/.pth, or a Hugging Face folder")
       ->required();
   cmd->add_option("--params", o->params_path, "Meta params.json (PyTorch checkpoints without model_args)");
-  cmd->add_option("--tokenizer_path", o->tokenizer_path, "tokenizer.bin, SentencePiece tokenizer.model or a GGUF");
+  cmd->add_option("--tokenizer_path", o->tokenizer_path, "tokenizer.bin, SentencePiece tokenizer.model, HF tokenizer.json(.gz), tiktoken file or a GGUF");
   cmd->add_option("-o,--output", o->output, "The package to write (.gguf)")->required();
   cmd->add_option("--max_seq_length", o->max_seq_len, "S: tokens one forward call may take")->default_val(128);
   cmd->add_option("--max_context_length", o->max_context_len, "C: positions the KV cache holds (default S)");

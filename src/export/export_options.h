@@ -15,7 +15,7 @@ namespace llmpack {
 struct ExportOptions {
   std::string checkpoint;        // GGUF, llama2.c .bin, .pt/.pth, or a Hugging Face folder
   std::string params_path;       // Meta params.json (PyTorch checkpoints without model_args)
-  std::string tokenizer_path;    // tokenizer.bin, tokenizer.model or a GGUF; overrides the source's
+  std::string tokenizer_path;    // tokenizer.bin/.model/.json(.gz), tiktoken or a GGUF; overrides the source's
   std::string output;            // the package (.gguf)
   int64_t max_seq_len = 128;     // S
   int64_t max_context_len = 0;   // C; 0: S

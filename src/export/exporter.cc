@@ -53,7 +53,7 @@ Result<TokenizerMetadata> choose_tokenizer(const ExportOptions& o, const ModelSo
   if (!s.tokenizer_file.empty()) return read_tokenizer_metadata(s.tokenizer_file);
   if (!s.tokenizer_json.empty()) return read_tokenizer_metadata(s.tokenizer_json);
   return error_status("the " + s.kind + " checkpoint carries no tokenizer: pass --tokenizer_path "
-                      "(tokenizer.bin, tokenizer.model or a GGUF)");
+                      "(tokenizer.bin, tokenizer.model, tokenizer.json, a tiktoken file or a GGUF)");
 }
 
 std::string megabytes(uint64_t bytes) {
