@@ -5,6 +5,7 @@
 // ids of llama.cpp's 46 test vectors; the package generates.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -164,6 +165,12 @@ TEST(ExportBpeTokenizer, HfFolderWithLlama3TokenizerJsonPackagesTheVocabulary) {
   EXPECT_EQ(tok.bos_id(), (*reference)->bos_id());
   EXPECT_EQ(tok.eos_id(), (*reference)->eos_id());
   EXPECT_EQ(tok.default_num_bos(), 1);
+  auto sorted = [](std::vector<int32_t> v) {
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  EXPECT_EQ(sorted(tok.end_of_turn_ids()), sorted((*reference)->end_of_turn_ids()));
+  EXPECT_EQ(sorted(tok.special_token_ids()), sorted((*reference)->special_token_ids()));
   EXPECT_EQ(count_vector_passes(tok, vectors), 46);
   // Specials parse the same way through both.
   EncodeOptions special;
@@ -176,7 +183,7 @@ TEST(ExportBpeTokenizer, HfFolderWithLlama3TokenizerJsonPackagesTheVocabulary) {
   expect_package_generates(*package);
 }
 
-TEST(ExportBpeTokenizer, TokenizerPathAtQwen3TokenizerJsonOverridesTheSource) {
+TEST(ExportBpeTokenizer, TokenizerPathAtQwen3TokenizerJsonPadsToTheEmbeddingRows) {
   LLMPACK_REQUIRE_FIXTURE(json_gz, "hf-tokenizers/qwen3/tokenizer.json.gz");
   LLMPACK_REQUIRE_FIXTURE(inputs, "llama.cpp-vocab/ggml-vocab-qwen2.gguf.inp");
   const std::string vectors = testing::fixture_path("llama.cpp-vocab/ggml-vocab-qwen2.gguf");
@@ -204,10 +211,12 @@ TEST(ExportBpeTokenizer, TokenizerPathAtQwen3TokenizerJsonOverridesTheSource) {
   ASSERT_FALSE(report->notices.empty());
   EXPECT_NE(report->notices.back().find("padded"), std::string::npos);
   EXPECT_EQ(count_vector_passes(*package->tokenizer, vectors), 46);
+  EXPECT_EQ(package->tokenizer->default_num_bos(), 0);  // Qwen has no BOS
   // Qwen's NFC normalizer survives the trip: decomposed accents give the
   // composed text's ids, as through tokenizer.json.
   auto reference = load_hf_tokenizer_json(json_gz);
   ASSERT_TRUE(reference.ok()) << reference.status().message();
+  EXPECT_EQ(package->tokenizer->eos_id(), (*reference)->eos_id());
   const std::string decomposed = "cafe\xCC\x81 A\xCC\x8Angstr\xC3\xB6m", composed = "caf\xC3\xA9 \xC3\x85ngstr\xC3\xB6m";
   auto a = package->tokenizer->encode(decomposed, 0, 0);
   auto b = (*reference)->encode(decomposed, 0, 0);
