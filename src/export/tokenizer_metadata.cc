@@ -177,7 +177,13 @@ Result<TokenizerMetadata> read_tokenizer_metadata(const std::string& path) {
   if (!file.ok()) return file.status().with_context(context);
   const auto bytes = (*file)->bytes();
   if (bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0) return from_gguf(path).with_context(context);
-  if (looks_like_json_or_gzip(bytes)) return from_byte_level_bpe(path, true).with_context(context);
+  if (looks_like_json_or_gzip(bytes)) {
+    auto json = from_byte_level_bpe(path, true);
+    if (json.ok()) return json;
+    // A tokenizer.bin whose max_token_length is 123 also starts with '{'.
+    auto bin = bytes[0] == '{' ? from_llama2c(bytes) : Result<TokenizerMetadata>(error_status("not one"));
+    return bin.ok() ? std::move(bin) : std::move(json).with_context(context);
+  }
   if (looks_like_tiktoken(bytes)) return from_byte_level_bpe(path, false).with_context(context);
   // A SentencePiece protobuf parses cleanly only when it is one; a
   // tokenizer.bin fails at once (its first bytes are not a valid field).

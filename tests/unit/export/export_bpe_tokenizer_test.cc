@@ -332,6 +332,22 @@ TEST(ExportBpeTokenizer, BadTokenizerFilesAreRefusedNamingTheFile) {
   }
 }
 
+// JSON is told apart by its '{', which a tokenizer.bin whose
+// max_token_length is 123 also starts with: it still reads as one.
+TEST(ExportBpeTokenizer, TokenizerBinStartingWithABraceIsStillATokenizerBin) {
+  LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/tok512.bin");
+  std::string bytes = testing::read_all(bin);
+  ASSERT_GT(bytes.size(), 4u);
+  const int32_t max_len = 123;  // bytes 7B 00 00 00: '{'
+  std::memcpy(bytes.data(), &max_len, 4);
+  ScratchDir dir;
+  testing::write_text(dir.file("tok.bin"), bytes);
+  auto m = read_tokenizer_metadata(dir.file("tok.bin"));
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->vocab_size, 512);
+  EXPECT_NE(m->description.find("llama2.c"), std::string::npos) << m->description;
+}
+
 TEST(ExportBpeTokenizer, HfFolderWithSpmStyleTokenizerJsonSaysWhy) {
   LLMPACK_REQUIRE_FIXTURE(mistral, "hf-tokenizers/mistral-7b-v0.1/tokenizer.json");
   ScratchDir dir;
