@@ -44,9 +44,29 @@ class PipeReader final : public LineReader {
 };
 
 #ifdef LLMPACK_HAVE_LIBEDIT
+// libedit reads characters through this function: a SIGINT makes it return
+// EOF (so readline returns) whether the signal came before or during the
+// read; libedit's own read would retry after EINTR, or block when the signal
+// arrived before it started.
+volatile const int* g_terminal_interrupted = nullptr;
+
+int interruptible_getc(FILE*) {
+  for (;;) {
+    if (g_terminal_interrupted && *g_terminal_interrupted) return EOF;
+    unsigned char c = 0;
+    const ssize_t n = ::read(STDIN_FILENO, &c, 1);
+    if (n == 1) return c;
+    if (n == 0 || errno != EINTR) return EOF;
+  }
+}
+
 class TerminalReader final : public LineReader {
  public:
-  explicit TerminalReader(volatile const int& interrupted) : interrupted_(interrupted) { using_history(); }
+  explicit TerminalReader(volatile const int& interrupted) : interrupted_(interrupted) {
+    g_terminal_interrupted = &interrupted;
+    rl_getc_function = interruptible_getc;
+    using_history();
+  }
   ReadStatus read(const std::string& prompt, std::string& line) override {
     if (interrupted_) {  // a Ctrl-C that came before the read (e.g. while a notice printed)
       std::fputc('\n', stdout);
