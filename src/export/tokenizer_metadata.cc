@@ -16,46 +16,6 @@
 namespace llmpack {
 namespace {
 
-GgufValue string_array(std::vector<std::string> v) {
-  GgufValue g;
-  g.type = GgufValueType::kArray;
-  g.array_type = GgufValueType::kString;
-  g.value = std::move(v);
-  return g;
-}
-GgufValue float_array(const std::vector<float>& v) {
-  GgufValue g;
-  g.type = GgufValueType::kArray;
-  g.array_type = GgufValueType::kF32;
-  g.value = std::vector<double>(v.begin(), v.end());
-  return g;
-}
-GgufValue int_array(const std::vector<int32_t>& v) {
-  GgufValue g;
-  g.type = GgufValueType::kArray;
-  g.array_type = GgufValueType::kI32;
-  g.value = std::vector<int64_t>(v.begin(), v.end());
-  return g;
-}
-GgufValue u32(int64_t v) {
-  GgufValue g;
-  g.type = GgufValueType::kU32;
-  g.value = static_cast<uint64_t>(v);
-  return g;
-}
-GgufValue boolean(bool b) {
-  GgufValue g;
-  g.type = GgufValueType::kBool;
-  g.value = b;
-  return g;
-}
-GgufValue text(std::string s) {
-  GgufValue g;
-  g.type = GgufValueType::kString;
-  g.value = std::move(s);
-  return g;
-}
-
 TokenizerMetadata spm_metadata(std::vector<std::string> pieces, const std::vector<float>& scores,
                                const std::vector<int32_t>& types, int64_t bos, int64_t eos, int64_t unk,
                                bool add_space_prefix) {
@@ -63,16 +23,16 @@ TokenizerMetadata spm_metadata(std::vector<std::string> pieces, const std::vecto
   m.vocab_size = static_cast<int64_t>(pieces.size());
   m.bos_id = bos;
   m.eos_id = eos;
-  m.keys.emplace_back("tokenizer.ggml.model", text("llama"));
-  m.keys.emplace_back("tokenizer.ggml.tokens", string_array(std::move(pieces)));
-  m.keys.emplace_back("tokenizer.ggml.scores", float_array(scores));
-  m.keys.emplace_back("tokenizer.ggml.token_type", int_array(types));
-  if (bos >= 0) m.keys.emplace_back("tokenizer.ggml.bos_token_id", u32(bos));
-  if (eos >= 0) m.keys.emplace_back("tokenizer.ggml.eos_token_id", u32(eos));
-  if (unk >= 0) m.keys.emplace_back("tokenizer.ggml.unknown_token_id", u32(unk));
-  m.keys.emplace_back("tokenizer.ggml.add_bos_token", boolean(true));
-  m.keys.emplace_back("tokenizer.ggml.add_eos_token", boolean(false));
-  m.keys.emplace_back("tokenizer.ggml.add_space_prefix", boolean(add_space_prefix));
+  m.keys.emplace_back("tokenizer.ggml.model", gguf_string("llama"));
+  m.keys.emplace_back("tokenizer.ggml.tokens", gguf_string_array(std::move(pieces)));
+  m.keys.emplace_back("tokenizer.ggml.scores", gguf_f32_array(scores));
+  m.keys.emplace_back("tokenizer.ggml.token_type", gguf_i32_array(types));
+  if (bos >= 0) m.keys.emplace_back("tokenizer.ggml.bos_token_id", gguf_u32(bos));
+  if (eos >= 0) m.keys.emplace_back("tokenizer.ggml.eos_token_id", gguf_u32(eos));
+  if (unk >= 0) m.keys.emplace_back("tokenizer.ggml.unknown_token_id", gguf_u32(unk));
+  m.keys.emplace_back("tokenizer.ggml.add_bos_token", gguf_bool(true));
+  m.keys.emplace_back("tokenizer.ggml.add_eos_token", gguf_bool(false));
+  m.keys.emplace_back("tokenizer.ggml.add_space_prefix", gguf_bool(add_space_prefix));
   return m;
 }
 

@@ -11,39 +11,6 @@
 namespace llmpack {
 namespace {
 
-GgufValue string_array(std::vector<std::string> v) {
-  GgufValue g;
-  g.type = GgufValueType::kArray;
-  g.array_type = GgufValueType::kString;
-  g.value = std::move(v);
-  return g;
-}
-GgufValue int_array(const std::vector<int32_t>& v) {
-  GgufValue g;
-  g.type = GgufValueType::kArray;
-  g.array_type = GgufValueType::kI32;
-  g.value = std::vector<int64_t>(v.begin(), v.end());
-  return g;
-}
-GgufValue u32(int64_t v) {
-  GgufValue g;
-  g.type = GgufValueType::kU32;
-  g.value = static_cast<uint64_t>(v);
-  return g;
-}
-GgufValue boolean(bool b) {
-  GgufValue g;
-  g.type = GgufValueType::kBool;
-  g.value = b;
-  return g;
-}
-GgufValue text(std::string s) {
-  GgufValue g;
-  g.type = GgufValueType::kString;
-  g.value = std::move(s);
-  return g;
-}
-
 void append_utf8(uint32_t cp, std::string* out) {
   if (cp < 0x80) {
     out->push_back(static_cast<char>(cp));
@@ -184,21 +151,21 @@ Result<TokenizerMetadata> bpe_tokenizer_metadata(const BpeTokenizer& tok,
     else if (eom < 0) eom = id;
   }
   const size_t n_merges = merges.size();
-  m.keys.emplace_back("tokenizer.ggml.model", text("gpt2"));
-  m.keys.emplace_back("tokenizer.ggml.pre", text(pre));
-  m.keys.emplace_back("tokenizer.ggml.tokens", string_array(std::move(tokens)));
-  m.keys.emplace_back("tokenizer.ggml.token_type", int_array(types));
-  m.keys.emplace_back("tokenizer.ggml.merges", string_array(std::move(merges)));
-  if (v.bos_id >= 0) m.keys.emplace_back("tokenizer.ggml.bos_token_id", u32(v.bos_id));
-  if (v.eos_id >= 0) m.keys.emplace_back("tokenizer.ggml.eos_token_id", u32(v.eos_id));
-  if (eot >= 0) m.keys.emplace_back("tokenizer.ggml.eot_token_id", u32(eot));
-  if (eom >= 0) m.keys.emplace_back("tokenizer.ggml.eom_token_id", u32(eom));
-  m.keys.emplace_back("tokenizer.ggml.add_bos_token", boolean(v.add_bos && v.bos_id >= 0));
-  m.keys.emplace_back("tokenizer.ggml.add_eos_token", boolean(false));
+  m.keys.emplace_back("tokenizer.ggml.model", gguf_string("gpt2"));
+  m.keys.emplace_back("tokenizer.ggml.pre", gguf_string(pre));
+  m.keys.emplace_back("tokenizer.ggml.tokens", gguf_string_array(std::move(tokens)));
+  m.keys.emplace_back("tokenizer.ggml.token_type", gguf_i32_array(types));
+  m.keys.emplace_back("tokenizer.ggml.merges", gguf_string_array(std::move(merges)));
+  if (v.bos_id >= 0) m.keys.emplace_back("tokenizer.ggml.bos_token_id", gguf_u32(v.bos_id));
+  if (v.eos_id >= 0) m.keys.emplace_back("tokenizer.ggml.eos_token_id", gguf_u32(v.eos_id));
+  if (eot >= 0) m.keys.emplace_back("tokenizer.ggml.eot_token_id", gguf_u32(eot));
+  if (eom >= 0) m.keys.emplace_back("tokenizer.ggml.eom_token_id", gguf_u32(eom));
+  m.keys.emplace_back("tokenizer.ggml.add_bos_token", gguf_bool(v.add_bos && v.bos_id >= 0));
+  m.keys.emplace_back("tokenizer.ggml.add_eos_token", gguf_bool(false));
   // No llama.cpp key says "normalize to NFC first" (Qwen2/3's tokenizer.json
   // does); the loader reads this one.
-  if (v.nfc) m.keys.emplace_back("tokenizer.llmpack.nfc", boolean(true));
-  if (chat_template) m.keys.emplace_back("tokenizer.chat_template", text(*chat_template));
+  if (v.nfc) m.keys.emplace_back("tokenizer.llmpack.nfc", gguf_bool(true));
+  if (chat_template) m.keys.emplace_back("tokenizer.chat_template", gguf_string(*chat_template));
   m.description = "byte-level BPE (" + std::to_string(m.vocab_size) + " tokens, " + std::to_string(n_merges) +
                   " merges, pre-tokenizer " + pre + ")";
   return m;

@@ -93,6 +93,15 @@ class GgufFile {
   std::map<std::string, size_t, std::less<>> tensor_index_;
 };
 
+// Metadata values of the common types, for code that assembles key/value
+// lists before handing them to a GgufWriter.
+GgufValue gguf_u32(int64_t v);
+GgufValue gguf_bool(bool v);
+GgufValue gguf_string(std::string v);
+GgufValue gguf_string_array(std::vector<std::string> v);
+GgufValue gguf_f32_array(const std::vector<float>& v);
+GgufValue gguf_i32_array(const std::vector<int32_t>& v);
+
 // Builds a GGUF v3 file. Tensor bytes are borrowed until write() returns.
 // write() goes to "<path>.tmp-<pid>" then renames, so a failed write never
 // leaves a half-written file at `path`.

@@ -135,4 +135,49 @@ std::optional<std::vector<int64_t>> GgufFile::get_int_array(std::string_view key
   return std::nullopt;
 }
 
+GgufValue gguf_u32(int64_t v) {
+  GgufValue g;
+  g.type = GgufValueType::kU32;
+  g.value = static_cast<uint64_t>(v);
+  return g;
+}
+
+GgufValue gguf_bool(bool v) {
+  GgufValue g;
+  g.type = GgufValueType::kBool;
+  g.value = v;
+  return g;
+}
+
+GgufValue gguf_string(std::string v) {
+  GgufValue g;
+  g.type = GgufValueType::kString;
+  g.value = std::move(v);
+  return g;
+}
+
+GgufValue gguf_string_array(std::vector<std::string> v) {
+  GgufValue g;
+  g.type = GgufValueType::kArray;
+  g.array_type = GgufValueType::kString;
+  g.value = std::move(v);
+  return g;
+}
+
+GgufValue gguf_f32_array(const std::vector<float>& v) {
+  GgufValue g;
+  g.type = GgufValueType::kArray;
+  g.array_type = GgufValueType::kF32;
+  g.value = std::vector<double>(v.begin(), v.end());
+  return g;
+}
+
+GgufValue gguf_i32_array(const std::vector<int32_t>& v) {
+  GgufValue g;
+  g.type = GgufValueType::kArray;
+  g.array_type = GgufValueType::kI32;
+  g.value = std::vector<int64_t>(v.begin(), v.end());
+  return g;
+}
+
 }  // namespace llmpack
