@@ -12,6 +12,7 @@
 #include "bench_runner.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "kernels/kernels.h"
 
 namespace llmpack::cli {
 namespace {
@@ -30,7 +31,21 @@ struct BenchOptions {
   uint64_t seed = 1;
   bool bandwidth = false;
   std::string save_path;
+  std::string kernel_path;  // empty: the best the CPU supports
 };
+
+// --kernel_path: runs every test on the named kernel path (scalar, avx2,
+// avx512), for example to measure the AVX2 code on an AVX-512 machine.
+Status select_kernel_path(const std::string& name) {
+  if (name.empty()) return ok_status();
+  for (auto path : {kernels::KernelPath::kScalar, kernels::KernelPath::kAvx2, kernels::KernelPath::kAvx512}) {
+    if (kernels::kernel_path_name(path) != name) continue;
+    if (kernels::set_kernel_path(path)) return ok_status();
+    return Status::error("--kernel_path " + name + ": this CPU or build cannot run it (the best here is " +
+                                    std::string(kernels::kernel_path_name(kernels::active_kernel_path())) + ")");
+  }
+  return Status::error("--kernel_path: expected scalar, avx2 or avx512, got '" + name + "'");
+}
 
 // Prints as results arrive (md, csv) or all at the end (json).
 class Output {
@@ -151,7 +166,9 @@ int execute(const BenchOptions& o) {
   const int64_t max_seq_len = std::max<int64_t>(max_prompt, 1);
   const int64_t max_context = std::max<int64_t>({max_prompt, max_gen, 32});
   if (!o.save_path.empty()) return save_synthetic(o, (*sources)[0]);
+  if (auto status = select_kernel_path(o.kernel_path); !status.ok()) return fail(status);
   Output out(o.output);
+  out.note("kernel path: " + std::string(kernels::kernel_path_name(kernels::active_kernel_path())));
   double bandwidth = 0;  // bytes/s at the most threads asked for
   if (o.bandwidth) {
     for (int t : threads) {
@@ -213,6 +230,8 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                 "Also measure memory read bandwidth and the decode bound it sets (bandwidth / weight bytes)");
   cmd->add_option("--save", o->save_path,
                   "Write the --synthetic model to this GGUF file (to time loading it with -m) and exit");
+  cmd->add_option("--kernel_path", o->kernel_path,
+                  "Kernel path: scalar, avx2 or avx512 (default: the best this CPU supports)");
   cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens");
   cmd->add_option("--synthetic_layers", o->synthetic_layers, "Layers of synthetic models (tests)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}))

@@ -10,6 +10,7 @@
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
 #include "kernels/x86/avx2.h"
+#include "kernels/x86/avx512.h"
 
 namespace llmpack::kernels {
 namespace {
@@ -31,26 +32,30 @@ bool cpu_has_avx2() {
 #endif
 }
 
+// The AVX-512 path needs F, BW, VL, DQ and VNNI (vpdpbusd for the int8 dot
+// products): Zen 4 and 5, Intel Ice Lake and later.
 bool cpu_has_avx512() {
 #if defined(__x86_64__) || defined(__i386__)
   return cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vnni");
 #else
   return false;
 #endif
 }
 
-// Whether this build has kernels for the path (AVX-512 ones are not written yet;
-// LLMPACK_FORCE_SCALAR builds use the reference only).
+// Whether this build has kernels for the path (LLMPACK_FORCE_SCALAR builds use
+// the reference only).
 bool path_built(KernelPath path) {
 #if defined(LLMPACK_FORCE_SCALAR)
   return path == KernelPath::kScalar;
 #else
-  return path == KernelPath::kScalar || path == KernelPath::kAvx2;
+  return true;
 #endif
 }
 
 KernelPath best_path() {
+  if (path_built(KernelPath::kAvx512) && cpu_has_avx512()) return KernelPath::kAvx512;
   if (path_built(KernelPath::kAvx2) && cpu_has_avx2()) return KernelPath::kAvx2;
   return KernelPath::kScalar;
 }
@@ -62,7 +67,9 @@ std::atomic<KernelPath>& path_state() {
   return state;
 }
 
-bool use_avx2() { return path_state().load(std::memory_order_relaxed) == KernelPath::kAvx2; }
+// The AVX-512 path runs the AVX2 kernels wherever it has none of its own.
+bool use_avx2() { return path_state().load(std::memory_order_relaxed) != KernelPath::kScalar; }
+bool use_avx512() { return path_state().load(std::memory_order_relaxed) == KernelPath::kAvx512; }
 
 // Rows per parallel_for grain: a multiple of the 4-row register tiles and of
 // the 32-row packed panels of the prefill path.
@@ -133,6 +140,13 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, v
     pool.parallel_for(n_tokens, [&](int, int64_t b, int64_t e) {
       avx2::prepare_activations(w.dtype, x, w.cols, n_tokens, b, e, scratch);
     });
+  }
+  if (use_avx512() && avx512::supports(w.dtype, n_tokens)) {
+    pool.parallel_for(
+        w.rows,
+        [&](int, int64_t b, int64_t e) { avx512::matmul_rows(w, x, n_tokens, y, scratch, b, e); },
+        kRowGrain);
+    return;
   }
   pool.parallel_for(
       w.rows,
