@@ -1,12 +1,19 @@
 // AVX-512 matmul entry: routes each weight type to its AVX-512 kernel family,
 // where one is written; dispatch falls back to AVX2 for the rest.
 #include "kernels/x86/avx512.h"
+#include "kernels/x86/avx512_internal.h"
 
 namespace llmpack::kernels::avx512 {
 
-bool supports(DType dtype, int64_t n_tokens) { return false; }
+bool supports(DType dtype, int64_t n_tokens) {
+  return float_supports(dtype, n_tokens) || quant_supports(dtype, n_tokens);
+}
 
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
-                 const void* scratch, int64_t row_begin, int64_t row_end) {}
+                 const void* scratch, int64_t row_begin, int64_t row_end) {
+  if (float_supports(w.dtype, n_tokens)) return matmul_rows_float(w, x, n_tokens, y, row_begin, row_end);
+  if (quant_supports(w.dtype, n_tokens))
+    return matmul_rows_quant(w, static_cast<const avx2::ActBlock*>(scratch), n_tokens, y, row_begin, row_end);
+}
 
 }  // namespace llmpack::kernels::avx512

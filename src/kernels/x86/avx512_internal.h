@@ -1,0 +1,22 @@
+// Per-family AVX-512 matmul entry points, combined by x86/matmul_avx512.cc.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/kernels.h"
+#include "kernels/x86/avx2_internal.h"  // ActBlock: activations shared with the AVX2 path
+
+namespace llmpack::kernels::avx512 {
+
+// F32 / F16 / BF16 weights (x86/matmul_float_avx512.cc).
+bool float_supports(DType dtype, int64_t n_tokens);
+void matmul_rows_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+                       int64_t row_begin, int64_t row_end);
+
+// Q4_0 / Q8_0 / Q4_K / Q6_K weights against activations quantized by
+// avx2::quantize_activations (x86/matmul_packed_avx512.cc).
+bool quant_supports(DType dtype, int64_t n_tokens);
+void matmul_rows_quant(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,
+                       int64_t row_begin, int64_t row_end);
+
+}  // namespace llmpack::kernels::avx512
