@@ -11,9 +11,9 @@ bool supports(DType dtype, int64_t n_tokens) {
 
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                  const void* scratch, int64_t row_begin, int64_t row_end) {
-  if (float_supports(w.dtype, n_tokens)) return matmul_rows_float(w, x, n_tokens, y, row_begin, row_end);
+  if (float_supports(w.dtype, n_tokens)) return avx512::matmul_rows_float(w, x, n_tokens, y, row_begin, row_end);
   if (quant_supports(w.dtype, n_tokens))
-    return matmul_rows_quant(w, static_cast<const avx2::ActBlock*>(scratch), n_tokens, y, row_begin, row_end);
+    return avx512::matmul_rows_quant(w, static_cast<const avx2::ActBlock*>(scratch), n_tokens, y, row_begin, row_end);
 }
 
 }  // namespace llmpack::kernels::avx512
