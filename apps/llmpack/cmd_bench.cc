@@ -8,6 +8,7 @@
 
 #include "bench_bandwidth.h"
 #include "bench_model.h"
+#include "bench_peak.h"
 #include "bench_report.h"
 #include "bench_runner.h"
 #include "cli_common.h"
@@ -32,7 +33,11 @@ struct BenchOptions {
   bool bandwidth = false;
   std::string save_path;
   std::string kernel_path;  // empty: the best the CPU supports
+  bool peak = false;
 };
+
+// fp32 peak (flop/s) per thread count, filled when --peak is given.
+using PeakByThreads = std::vector<std::pair<int, double>>;
 
 // --kernel_path: runs every test on the named kernel path (scalar, avx2,
 // avx512), for example to measure the AVX2 code on an AVX-512 machine.
@@ -92,6 +97,19 @@ Result<std::vector<BenchModelSource>> model_sources(const BenchOptions& o) {
   return sources;
 }
 
+// With --peak: prefill's arithmetic rate (2 flops per weight per token; the
+// attention's own work is not counted) as a fraction of the fp32 FMA peak.
+void note_peak_fraction(const BenchRecord& r, const PeakByThreads& peaks, Output& out) {
+  for (const auto& [threads, flops] : peaks) {
+    if (threads != r.n_threads || flops <= 0) continue;
+    const double rate = 2.0 * static_cast<double>(r.model->n_params) * r.avg_ts();
+    char line[256];
+    std::snprintf(line, sizeof(line), "%s %s, %d thread%s: %.1f GFLOP/s (2 x parameters per token), %.0f%% of the fp32 peak",
+                  r.model->display.c_str(), r.test.c_str(), threads, threads == 1 ? "" : "s", rate / 1e9, 100.0 * rate / flops);
+    out.note(line);
+  }
+}
+
 // Runs `measure` once per repetition into a record.
 template <typename Measure>
 Result<BenchRecord> repeat(const BenchOptions& o, BenchRecord r, Measure measure) {
@@ -105,7 +123,8 @@ Result<BenchRecord> repeat(const BenchOptions& o, BenchRecord r, Measure measure
 }
 
 // pp, tg and (when asked) time to first token, batched and token by token.
-Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, Output& out) {
+Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const PeakByThreads& peaks,
+                 Output& out) {
   LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
   LLMPACK_RETURN_IF_ERROR(runner.warmup().with_context("warmup"));
   const int64_t b = runner.token_bound();
@@ -117,6 +136,7 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, Output
     r.test = "pp" + std::to_string(p), r.n_prompt = p, r.n_batch = std::min(b, p);
     LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&] { return runner.prompt_ns(p, b); }));
     out.add(r);
+    note_peak_fraction(r, peaks, out);
   }
   for (int64_t n : o.gens) {
     if (n == 0) continue;  // -n 0: prompt tests only, as in llama-bench
@@ -179,6 +199,23 @@ int execute(const BenchOptions& o) {
       out.note(line);
     }
   }
+  PeakByThreads peaks;
+  if (o.peak) {
+    const bool avx512 = kernels::active_kernel_path() == kernels::KernelPath::kAvx512;
+    for (int t : threads) {
+      const ComputePeak peak = measure_compute_peak(avx512, t, 0.3, 3);
+      if (peak.isa.empty()) {
+        out.note("compute peak: this CPU has neither AVX2+FMA nor AVX-512");
+        break;
+      }
+      peaks.emplace_back(t, peak.fp32_flops);
+      char line[256];
+      std::snprintf(line, sizeof(line),
+                    "compute peak (%s registers, %d thread%s): fp32 %.1f GFLOP/s, int8 %.1f G multiply-adds/s",
+                    peak.isa.c_str(), t, t == 1 ? "" : "s", peak.fp32_flops / 1e9, peak.int8_macs / 1e9);
+      out.note(line);
+    }
+  }
   for (const auto& source : *sources) {
     for (int t : threads) {
       auto model = load_bench_model(source, t, max_seq_len, max_context);
@@ -193,7 +230,7 @@ int execute(const BenchOptions& o) {
                       static_cast<double>(model->size_bytes) / 1e6);
         out.note(line);
       }
-      if (auto status = run_tests(o, *model, t, out); !status.ok())
+      if (auto status = run_tests(o, *model, t, peaks, out); !status.ok())
         return fail(status.with_context(model->display));
     }
   }
@@ -230,6 +267,8 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                 "Also measure memory read bandwidth and the decode bound it sets (bandwidth / weight bytes)");
   cmd->add_option("--save", o->save_path,
                   "Write the --synthetic model to this GGUF file (to time loading it with -m) and exit");
+  cmd->add_flag("--peak", o->peak,
+                "Also measure the CPU's fp32 and int8 compute peaks and give prefill's share of the fp32 peak");
   cmd->add_option("--kernel_path", o->kernel_path,
                   "Kernel path: scalar, avx2 or avx512 (default: the best this CPU supports)");
   cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens");

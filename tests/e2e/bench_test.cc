@@ -104,6 +104,28 @@ TEST(Bench, TimeToFirstTokenBatchedAndTokenByToken) {
   EXPECT_NE(r.err.find("time to first token of a 12-token prompt"), std::string::npos) << r.err;
 }
 
+// --kernel_path runs the tests on the named path and says so (scalar runs on
+// every CPU); the JSON's kernel_path field follows it.
+TEST(Bench, KernelPathIsChosenAndReported) {
+  auto r = bench("--synthetic stories110m:q8_0 -p 8 -n 1" + kSmall + "--kernel_path scalar -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json.size(), 2u);
+  EXPECT_EQ(json[0]["kernel_path"], "scalar");
+  EXPECT_NE(r.err.find("kernel path: scalar"), std::string::npos) << r.err;
+}
+
+// --peak measures the compute ceilings and relates each pp test to the fp32 one.
+TEST(Bench, PeakGivesCeilingsAndPrefillShare) {
+  auto r = bench("--synthetic stories110m:q4_0 -p 8 -n 0 --synthetic_layers 1 --synthetic_vocab 512 -t 1 -r 1 --peak");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  if (r.out.find("neither AVX2+FMA nor AVX-512") != std::string::npos) GTEST_SKIP() << "no SIMD on this CPU";
+  EXPECT_NE(r.out.find("compute peak ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GFLOP/s, int8 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("pp8, 1 thread: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("of the fp32 peak"), std::string::npos) << r.out;
+}
+
 TEST(Bench, ModelFileIsLoadedAndTimed) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
   auto r = bench("-m " + model + " -p 16 -n 4 -r 1 -t 1 -o json");
@@ -145,6 +167,7 @@ TEST(Bench, BadFlagsGiveOneLine) {
       {"-p 16", 1, "needs a model"},
       {"-m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf"},
       {"-m /nonexistent/model.gguf --save /tmp/x.gguf", 1, "--save needs a --synthetic model"},
+      {"--synthetic stories110m:q4_0 --kernel_path avx9", 1, "expected scalar, avx2 or avx512, got 'avx9'"},
   };
   for (const auto& c : cases) {
     auto r = bench(c.args);
