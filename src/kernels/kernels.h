@@ -71,4 +71,27 @@ void swiglu(float* out, const float* gate, const float* up, int64_t n);
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
                     int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
 
+// attention_head over a KV cache stored in a compact element type, read in
+// place (no row is converted to f32 in bulk). Rows are addressed in BYTES:
+// key row j starts at (const uint8_t*)k + j * row_stride_bytes, value row j
+// at (const uint8_t*)v + j * row_stride_bytes; row_stride_bytes is even.
+// q[head_dim] f32, scores[n_ctx] scratch, out[head_dim]. Accuracy: as
+// attention_head on the dequantized rows (values are exact in f32).
+//
+// f16: each row holds head_dim IEEE binary16 values (any head_dim >= 1).
+void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v,
+                        int64_t row_stride_bytes, int64_t n_ctx, int64_t head_dim, float scale,
+                        float* scores, float* out);
+
+// q8_0: each row is a run of GGUF BlockQ8_0 (kernels/quant_blocks.h: an f16
+// scale d and 32 int8 q, value = d * q), as KvCache stores a row of kv_dim
+// elements; the head is elements [first, first + head_dim) of that run,
+// counted from the row's first block. `first` need not be a multiple of 32
+// (a block may straddle two heads) and the row's last block may be short:
+// only elements inside the head are read. Fastest when first and head_dim
+// are multiples of 32 (the head is whole blocks).
+void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t row_stride_bytes,
+                         int64_t first, int64_t n_ctx, int64_t head_dim, float scale,
+                         float* scores, float* out);
+
 }  // namespace llmpack::kernels

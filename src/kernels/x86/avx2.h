@@ -33,5 +33,12 @@ void softmax(float* x, int64_t n);
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
                     int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
+// Compact-cache attention (kernels.h): x86/attention_cache_avx2.cc.
+void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v,
+                        int64_t row_stride_bytes, int64_t n_ctx, int64_t head_dim, float scale,
+                        float* scores, float* out);
+void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t row_stride_bytes,
+                         int64_t first, int64_t n_ctx, int64_t head_dim, float scale,
+                         float* scores, float* out);
 
 }  // namespace llmpack::kernels::avx2
