@@ -1,0 +1,148 @@
+// The AVX-512 VNNI prefill GEMM (x86/matmul_packed_avx512.cc) against the
+// scalar reference. It packs rows 16 at a time into panels, 32 rows per
+// group, columns 1024 at a time, and tiles 32 rows x 6 tokens, so the shapes
+// below leave partial panels (rows % 16), a lone panel in a group (rows % 32
+// in 1..16), several column chunks and every token tail (n_tokens % 6).
+// Error bound: activations are quantized per 32 to int8 (step d = amax/127,
+// error <= d/2 per element), so |y_simd - y_ref| <= sum_b (amax_b / 254) * sum_b |w|.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernels/quantize.h"
+#include "unit/kernels/test_util.h"
+
+namespace llmpack::kernels {
+namespace {
+
+using testing::PathGuard;
+using testing::random_floats;
+
+std::vector<float> run(KernelPath path, const WeightMatrix& w, const std::vector<float>& x,
+                       int64_t n_tokens, ThreadPool& pool) {
+  PathGuard guard;
+  EXPECT_TRUE(set_kernel_path(path));
+  std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), -1.0f);
+  std::vector<uint8_t> scratch(matmul_scratch_bytes(w.dtype, w.cols, n_tokens));
+  matmul(w, x.data(), n_tokens, y.data(), scratch.data(), pool);
+  return y;
+}
+
+struct Case {
+  std::vector<uint8_t> packed;
+  WeightMatrix w;
+  std::vector<float> x;
+};
+
+Case make_case(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, uint32_t seed) {
+  Case c;
+  const auto wf = random_floats(static_cast<size_t>(rows * cols), seed);
+  const int64_t rb = row_bytes(*dtype_info(dtype), cols);
+  c.packed.resize(static_cast<size_t>(rb * rows));
+  for (int64_t r = 0; r < rows; ++r)
+    EXPECT_GT(quantize_row(dtype, wf.data() + r * cols, cols, c.packed.data() + r * rb), 0u);
+  c.w = WeightMatrix{dtype, rows, cols, c.packed.data()};
+  c.x = random_floats(static_cast<size_t>(n_tokens * cols), seed + 1, 2.0f);
+  c.x[0] = 40.0f;  // an outlier, as real activations have
+  return c;
+}
+
+// AVX-512 result vs the scalar reference, within the activation rounding bound.
+void check(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool& pool) {
+  const Case c = make_case(dtype, rows, cols, n_tokens, static_cast<uint32_t>(7 * rows + cols + n_tokens));
+  std::vector<float> wd(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) dequantize_row(c.w, r, wd.data() + r * cols);
+  const auto ref = run(KernelPath::kScalar, c.w, c.x, n_tokens, pool);
+  const auto y = run(KernelPath::kAvx512, c.w, c.x, n_tokens, pool);
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t r = 0; r < rows; ++r) {
+      double bound = 0, mag = 0;
+      for (int64_t b = 0; b < cols / 32; ++b) {
+        double amax = 0, wsum = 0;
+        for (int64_t c0 = b * 32; c0 < b * 32 + 32; ++c0) {
+          amax = std::max(amax, double(std::fabs(c.x[t * cols + c0])));
+          wsum += std::fabs(wd[r * cols + c0]);
+          mag += std::fabs(double(wd[r * cols + c0]) * c.x[t * cols + c0]);
+        }
+        bound += amax / 254.0 * wsum;
+      }
+      ASSERT_NEAR(y[t * rows + r], ref[t * rows + r], 1.01 * bound + 1e-5 * mag)
+          << dtype_name(dtype) << " rows=" << rows << " cols=" << cols << " tokens=" << n_tokens
+          << " r=" << r << " t=" << t;
+    }
+}
+
+class MatmulQuantAvx512Test : public ::testing::TestWithParam<DType> {
+ protected:
+  void SetUp() override {
+    if (!cpu_supports(KernelPath::kAvx512))
+      GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/DQ/VNNI (or the build has no AVX-512 path)";
+  }
+  int64_t block() const { return dtype_info(GetParam())->block_elems; }
+};
+
+TEST_P(MatmulQuantAvx512Test, PanelAndTokenTails) {
+  ThreadPool pool1(1), pool2(2);
+  const int64_t cols = 2 * 256;
+  for (int64_t rows : {1, 15, 16, 17, 31, 32, 33, 48, 63})
+    for (int64_t n_tokens : {4, 5, 6, 7, 11, 12, 13}) {
+      check(GetParam(), rows, cols, n_tokens, rows % 2 ? pool1 : pool2);
+      if (HasFatalFailure()) return;
+    }
+}
+
+TEST_P(MatmulQuantAvx512Test, SeveralColumnChunks) {
+  ThreadPool pool1(1), pool2(2);
+  // 1024 columns per chunk: a partial second chunk, then three chunks exactly
+  for (int64_t cols : {1024 + block(), int64_t{3072}})
+    for (int64_t rows : {40, 97}) {
+      check(GetParam(), rows, cols, 9, pool1);
+      if (HasFatalFailure()) return;
+      check(GetParam(), rows, cols, 16, pool2);
+      if (HasFatalFailure()) return;
+    }
+}
+
+// Two threads split rows with a grain of 32: each range packs its own panels
+// and must give the same bits as one thread doing all rows.
+TEST_P(MatmulQuantAvx512Test, ThreadSplitGivesSameBits) {
+  ThreadPool pool1(1), pool2(2);
+  const Case c = make_case(GetParam(), 203, 1024 + 2 * block(), 14, 5);
+  const auto y1 = run(KernelPath::kAvx512, c.w, c.x, 14, pool1);
+  const auto y2 = run(KernelPath::kAvx512, c.w, c.x, 14, pool2);
+  ASSERT_EQ(y1.size(), y2.size());
+  for (size_t i = 0; i < y1.size(); ++i) ASSERT_EQ(y1[i], y2[i]) << "i=" << i;
+}
+
+// Zero weights give exactly zero, whatever the offsets folded into the int32
+// sums (Q4_0's -8, Q8_0's +128, Q6_K's -32) and the activations.
+TEST_P(MatmulQuantAvx512Test, ZeroWeightsGiveZero) {
+  ThreadPool pool(1);
+  const int64_t rows = 37, cols = 512, n_tokens = 8;
+  const std::vector<float> zeros(static_cast<size_t>(rows * cols), 0.0f);
+  const int64_t rb = row_bytes(*dtype_info(GetParam()), cols);
+  std::vector<uint8_t> packed(static_cast<size_t>(rb * rows));
+  for (int64_t r = 0; r < rows; ++r)
+    ASSERT_GT(quantize_row(GetParam(), zeros.data() + r * cols, cols, packed.data() + r * rb), 0u);
+  const WeightMatrix w{GetParam(), rows, cols, packed.data()};
+  const auto x = random_floats(static_cast<size_t>(n_tokens * cols), 9, 3.0f);
+  const auto y = run(KernelPath::kAvx512, w, x, n_tokens, pool);
+  for (float v : y) ASSERT_EQ(v, 0.0f);
+}
+
+// A real-sized projection (Llama-3.2-1B q/o shape, 64 rows of it) over a
+// prefill batch: many tiles, chunks and the tokens' tail.
+TEST_P(MatmulQuantAvx512Test, PrefillShape) {
+  ThreadPool pool(2);
+  check(GetParam(), 64 + 5, 2048, 37, pool);
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantAvx512Test,
+                         ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+}  // namespace llmpack::kernels
