@@ -4,11 +4,14 @@
 // tokens x 16 layers calls). Each thread keeps the table of its last
 // (pos, rot_dim, inv_freq values) in fixed thread-local storage (no heap);
 // values are computed exactly as the reference does, so results are identical.
+// The rotation itself runs in AVX2 on the SIMD paths (x86/rope_x86.cc), also
+// bit-identical to the reference.
 #include <cmath>
 #include <cstring>
 
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
+#include "kernels/x86/rope_x86.h"
 
 namespace llmpack::kernels {
 namespace {
@@ -47,6 +50,8 @@ void rope(float* x, int64_t head_dim, int64_t rot_dim, int64_t pos, const float*
   if (half <= 0 || half > kMaxHalf) return ref::rope(x, head_dim, rot_dim, pos, inv_freq, style);
   const RopeTable& t = table_for(pos, half, inv_freq);
   const bool adjacent = style == RopeStyle::kAdjacentPairs;
+  if (active_kernel_path() != KernelPath::kScalar)  // AVX2 and AVX-512 paths
+    return avx2::rope_rotate(x, t.cos, t.sin, half, adjacent);
   for (int64_t i = 0; i < half; ++i) {
     const int64_t a = adjacent ? 2 * i : i;
     const int64_t b = adjacent ? 2 * i + 1 : i + half;

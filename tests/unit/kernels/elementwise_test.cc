@@ -156,6 +156,34 @@ TEST(RopeTest, ReusedTablesMatchReferenceBitForBit) {
   EXPECT_EQ(y, e);
 }
 
+// Every path's rotation (AVX2: 8 halves or 4 adjacent pairs at a time, then a
+// scalar tail) equals the reference bit for bit, over widths with tails.
+TEST(RopeTest, EveryPathEqualsReferenceBitForBit) {
+  std::vector<KernelPath> paths = {KernelPath::kScalar};
+  for (KernelPath p : testing::simd_paths()) paths.push_back(p);
+  int checked = 0;
+  for (KernelPath p : paths) {
+    PathGuard guard;
+    ASSERT_TRUE(set_kernel_path(p));
+    for (RopeStyle style : {RopeStyle::kAdjacentPairs, RopeStyle::kHalves})
+      for (int64_t head_dim : {2, 6, 14, 64, 80, 128})
+        for (int64_t rot_dim : {head_dim, head_dim / 2 - (head_dim / 2) % 2}) {
+          if (rot_dim < 2) continue;
+          std::vector<float> inv_freq(rot_dim / 2);
+          for (int64_t i = 0; i < rot_dim / 2; ++i)
+            inv_freq[i] = static_cast<float>(std::pow(500000.0, -2.0 * i / rot_dim));
+          for (int64_t pos : {1, 77, 4095}) {
+            auto y = random_floats(head_dim, 31 + head_dim + pos), e = y;
+            rope(y.data(), head_dim, rot_dim, pos, inv_freq.data(), style);
+            ref::rope(e.data(), head_dim, rot_dim, pos, inv_freq.data(), style);
+            ASSERT_EQ(y, e) << kernel_path_name(p) << " head_dim " << head_dim << " rot " << rot_dim << " pos " << pos;
+            ++checked;
+          }
+        }
+  }
+  EXPECT_GE(checked, 66);
+}
+
 TEST(RopeTest, PositionZeroIsIdentityAndNormIsKept) {
   std::vector<float> inv_freq(16, 0.5f);
   const auto x = random_floats(32, 77);
