@@ -62,6 +62,23 @@ INSTANTIATE_TEST_SUITE_P(Types, ExportQuant,
                                            QuantCase{"q4_k_m", 0.25f, DType::kQ8_0, DType::kF16}),
                          [](const auto& info) { return std::string(info.param.dtype); });
 
+// Issue 4: greedy text of stories260K exported to Q8_0 equals the f32 text
+// (llama2.c's reference ids) for the first 64 tokens.
+TEST(ExportQuantTypes, Q8_0GreedyEqualsF32ForFirst64Tokens) {
+  LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
+  ScratchDir dir;
+  ExportOptions o;
+  o.checkpoint = model;
+  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+  o.output = dir.file("q8.gguf");
+  o.dtype = "q8_0";
+  ASSERT_TRUE(export_package(o).ok());
+  auto pkg = testing::load(o.output);
+  ASSERT_TRUE(pkg.ok()) << pkg.status().message();
+  const auto ids = testing::greedy(*pkg->program, 64);
+  EXPECT_EQ(ids, testing::golden_ids(64));
+}
+
 TEST(ExportQuantTypes, FloatTypesKeepEveryMatrixAndGreedyIds) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
   for (const char* dtype : {"f16", "bf16"}) {
