@@ -130,10 +130,6 @@ Status KvCache::reserve(int64_t n_rows) {
   const size_t bytes = static_cast<size_t>(rows) * n_layers_ * row_bytes_;
   k_.resize(bytes);
   v_.resize(bytes);
-  if (dtype_ != KvDtype::kF32) {
-    k_f32_.resize(static_cast<size_t>(rows * kv_dim_));
-    v_f32_.resize(static_cast<size_t>(rows * kv_dim_));
-  }
   allocated_ = rows;
   return ok_status();
 }
@@ -144,22 +140,15 @@ void KvCache::store(int64_t layer, int64_t row, const float* k, const float* v) 
   encode(dtype_, v, kv_dim_, v_.data() + at);
 }
 
-KvCache::LayerView KvCache::read(int64_t layer, int64_t n_rows) {
-  if (dtype_ == KvDtype::kF32) {
-    const auto* k = reinterpret_cast<const float*>(k_.data()) + layer * kv_dim_;
-    const auto* v = reinterpret_cast<const float*>(v_.data()) + layer * kv_dim_;
-    return {k, v, n_layers_ * kv_dim_};
-  }
-  for (int64_t r = 0; r < n_rows; ++r) {
-    const size_t at = (static_cast<size_t>(r) * n_layers_ + layer) * row_bytes_;
-    decode(dtype_, k_.data() + at, kv_dim_, k_f32_.data() + r * kv_dim_);
-    decode(dtype_, v_.data() + at, kv_dim_, v_f32_.data() + r * kv_dim_);
-  }
-  return {k_f32_.data(), v_f32_.data(), kv_dim_};
+KvCache::LayerView KvCache::layer_view(int64_t layer) const {
+  const size_t at = static_cast<size_t>(layer) * row_bytes_;
+  return {dtype_, k_.data() + at, v_.data() + at, n_layers_ * static_cast<int64_t>(row_bytes_)};
 }
 
-uint64_t KvCache::bytes() const {
-  return k_.size() + v_.size() + (k_f32_.size() + v_f32_.size()) * sizeof(float);
+void KvCache::read_row(int64_t layer, int64_t row, float* k, float* v) const {
+  const size_t at = (static_cast<size_t>(row) * n_layers_ + layer) * row_bytes_;
+  decode(dtype_, k_.data() + at, kv_dim_, k);
+  decode(dtype_, v_.data() + at, kv_dim_, v);
 }
 
 std::span<const uint8_t> KvCache::raw_keys(int64_t n_rows) const {

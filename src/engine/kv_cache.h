@@ -2,11 +2,12 @@
 // owned by whoever drives the program (a chat session, a runner) and bound to
 // it with Program::bind_kv_cache. It starts small and grows (doubling, so no
 // per-token reallocation) up to its capacity; rows are stored as f32, f16 or
-// q8_0 and read back as f32 for the attention kernel.
+// q8_0 and the attention kernels read them in place in that type
+// (kernels::attention_head{,_f16,_q8_0}): nothing is converted in bulk.
 //
 // Layout: [rows][n_layers][row_bytes] for keys and the same for values, so
-// growing is an append (no re-layout) and an f32 layer is read in place with
-// a row stride of n_layers * kv_dim floats.
+// growing is an append (no re-layout) and one layer's rows sit at a stride
+// of n_layers * row_bytes bytes.
 #pragma once
 
 #include <cstdint>
@@ -44,15 +45,22 @@ class KvCache {
   // to the cache's element type). Precondition: row < allocated_rows().
   void store(int64_t layer, int64_t row, const float* k, const float* v);
 
-  // f32 keys and values of rows [0, n_rows) of one layer: row j at
-  // k + j * stride. f32 caches are read in place; f16 and q8_0 rows are
-  // converted into scratch sized with the allocation (nothing allocated here).
+  // One layer's rows as stored: key row j at k + j * row_stride_bytes (value
+  // row j likewise from v), each kv_dim elements of `dtype`: f32 floats, f16
+  // halves, or q8_0 as GGUF BlockQ8_0 blocks of 32 (kv_dim need not be a
+  // multiple of 32: the short last block is zero-padded and has its own
+  // scale). Valid until the next reserve (growing moves the rows).
   struct LayerView {
-    const float* k = nullptr;
-    const float* v = nullptr;
-    int64_t stride = 0;
+    KvDtype dtype = KvDtype::kF32;
+    const uint8_t* k = nullptr;
+    const uint8_t* v = nullptr;
+    int64_t row_stride_bytes = 0;
   };
-  LayerView read(int64_t layer, int64_t n_rows);
+  LayerView layer_view(int64_t layer) const;
+
+  // Decodes the key and value of one position to f32 (k[kv_dim], v[kv_dim]);
+  // for tests and tools, not the forward pass. Precondition: row < allocated_rows().
+  void read_row(int64_t layer, int64_t row, float* k, float* v) const;
 
   int64_t n_layers() const { return n_layers_; }
   int64_t kv_dim() const { return kv_dim_; }
@@ -61,8 +69,8 @@ class KvCache {
   int64_t allocated_rows() const { return allocated_; }
   // Bytes of one position over all layers, keys and values.
   uint64_t bytes_per_row() const { return 2 * static_cast<uint64_t>(n_layers_) * row_bytes_; }
-  // Bytes held now: the rows allocated plus the f32 read scratch.
-  uint64_t bytes() const;
+  // Bytes held now: the rows allocated (keys and values).
+  uint64_t bytes() const { return k_.size() + v_.size(); }
 
   // Raw storage of rows [0, n_rows) (keys then values), for save/load.
   std::span<const uint8_t> raw_keys(int64_t n_rows) const;
@@ -72,14 +80,11 @@ class KvCache {
 
  private:
   KvCache() = default;
-  void encode_row(const float* in, uint8_t* out) const;
-  void decode_row(const uint8_t* in, float* out) const;
 
   int64_t n_layers_ = 0, kv_dim_ = 0, capacity_ = 0, allocated_ = 0;
   KvDtype dtype_ = KvDtype::kF32;
   size_t row_bytes_ = 0;             // one layer's row of kv_dim elements
   std::vector<uint8_t> k_, v_;       // [allocated][n_layers][row_bytes]
-  std::vector<float> k_f32_, v_f32_; // read scratch [allocated][kv_dim] (f16 / q8_0 only)
 };
 
 // A saved conversation: what the cache held and who it belongs to.

@@ -172,20 +172,39 @@ void Transformer::rotate_heads(float* heads, int64_t n_heads, const float* norm,
   }
 }
 
-// Each (token, head) pair attends causally to positions 0..start_pos + t.
+// Each (token, head) pair attends causally to positions 0..start_pos + t,
+// reading the cache's rows in their stored type (f16 and q8_0 rows are never
+// converted in bulk: each kernel decodes what it reads, on every thread).
 void Transformer::attend(int64_t layer, int64_t n, int64_t start_pos) {
   const int64_t hd = cfg_.head_dim;
   const int64_t group = cfg_.n_heads / cfg_.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  // f16 / q8_0 rows are converted to f32 once per layer here, not per head.
-  const KvCache::LayerView kv = cache_->read(layer, start_pos + n);
+  const KvCache::LayerView kv = cache_->layer_view(layer);
   pool_.parallel_for(n * cfg_.n_heads, [&](int thread, int64_t begin, int64_t end) {
     float* scores = scores_.data() + thread * plan_.cache_rows;
     for (int64_t i = begin; i < end; ++i) {
       const int64_t t = i / cfg_.n_heads, h = i % cfg_.n_heads;
-      const int64_t kv_offset = (h / group) * hd;
-      kernels::attention_head(q_.data() + i * hd, kv.k + kv_offset, kv.v + kv_offset, kv.stride,
-                              start_pos + t + 1, hd, scale, scores, att_.data() + i * hd);
+      const int64_t first = (h / group) * hd;  // the kv head's first element in a row
+      const int64_t n_ctx = start_pos + t + 1;
+      const float* q = q_.data() + i * hd;
+      float* out = att_.data() + i * hd;
+      switch (kv.dtype) {
+        case KvDtype::kF32:
+          kernels::attention_head(q, reinterpret_cast<const float*>(kv.k) + first,
+                                  reinterpret_cast<const float*>(kv.v) + first,
+                                  kv.row_stride_bytes / static_cast<int64_t>(sizeof(float)), n_ctx, hd,
+                                  scale, scores, out);
+          break;
+        case KvDtype::kF16:
+          kernels::attention_head_f16(q, reinterpret_cast<const uint16_t*>(kv.k) + first,
+                                      reinterpret_cast<const uint16_t*>(kv.v) + first, kv.row_stride_bytes,
+                                      n_ctx, hd, scale, scores, out);
+          break;
+        case KvDtype::kQ8_0:
+          kernels::attention_head_q8_0(q, kv.k, kv.v, kv.row_stride_bytes, first, n_ctx, hd, scale, scores,
+                                       out);
+          break;
+      }
     }
   });
 }

@@ -6,10 +6,12 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <random>
 
 #include "common/tiny_model.h"
+#include "core/half.h"
 #include "engine/kv_cache.h"
 
 namespace llmpack {
@@ -37,11 +39,17 @@ TEST(KvCache, C7_StartsSmallGrowsByDoublingUpToItsCapacity) {
   EXPECT_EQ(c->allocated_rows(), 64);
   ASSERT_TRUE(c->reserve(65).ok());
   EXPECT_EQ(c->allocated_rows(), 100);  // capped at the capacity
-  auto view = c->read(1, 16);
+  std::vector<float> k_back(40), v_back(40);
+  c->read_row(1, 15, k_back.data(), v_back.data());
+  const auto view = c->layer_view(1);  // the f32 rows in place, after the growth
+  const auto* k_raw = reinterpret_cast<const float*>(view.k + 15 * view.row_stride_bytes);
   for (int i = 0; i < 40; ++i) {  // rows written before growing survive it
-    EXPECT_EQ(view.k[15 * view.stride + i], k[i]);
-    EXPECT_EQ(view.v[15 * view.stride + i], v[i]);
+    EXPECT_EQ(k_back[i], k[i]);
+    EXPECT_EQ(v_back[i], v[i]);
+    EXPECT_EQ(k_raw[i], k[i]);
   }
+  EXPECT_EQ(view.row_stride_bytes, 2 * 40 * 4);
+  EXPECT_EQ(c->bytes(), 100u * 2 * 2 * 40 * 4);  // the rows, nothing else
   auto refused = c->reserve(101);
   ASSERT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find("capacity is 100"), std::string::npos) << refused.message();
@@ -55,10 +63,28 @@ TEST(KvCache, C7_F16AndQ8RowsReadBackCloseToF32AndTakeLessMemory) {
   for (auto [dtype, tolerance] : {std::pair{KvDtype::kF16, 2e-3f}, std::pair{KvDtype::kQ8_0, 3e-2f}}) {
     auto c = KvCache::create(3, dim, {dtype, 4, 8}).value();
     c->store(2, 3, k.data(), v.data());
-    auto view = c->read(2, 4);
+    std::vector<float> k_back(dim), v_back(dim);
+    c->read_row(2, 3, k_back.data(), v_back.data());
     for (int64_t i = 0; i < dim; ++i) {
-      EXPECT_NEAR(view.k[3 * view.stride + i], k[i], tolerance * std::fabs(k[i]) + tolerance) << i;
-      EXPECT_NEAR(view.v[3 * view.stride + i], v[i], tolerance * std::fabs(v[i]) + tolerance) << i;
+      EXPECT_NEAR(k_back[i], k[i], tolerance * std::fabs(k[i]) + tolerance) << i;
+      EXPECT_NEAR(v_back[i], v[i], tolerance * std::fabs(v[i]) + tolerance) << i;
+    }
+    // The view the attention kernels read: the stored type in place, one
+    // layer's rows n_layers rows apart, and no f32 copy held beside them.
+    const auto view = c->layer_view(2);
+    EXPECT_EQ(view.dtype, dtype);
+    const int64_t row_bytes = dtype == KvDtype::kF16 ? dim * 2 : 3 * 34;
+    EXPECT_EQ(view.row_stride_bytes, 3 * row_bytes);
+    EXPECT_EQ(c->bytes(), static_cast<uint64_t>(c->allocated_rows() * 2 * 3 * row_bytes));
+    const uint8_t* row = view.k + 3 * view.row_stride_bytes;
+    if (dtype == KvDtype::kF16) {
+      uint16_t h;
+      std::memcpy(&h, row + 2 * 5, 2);
+      EXPECT_EQ(f16_to_f32(h), k_back[5]);
+    } else {  // element 40: block 1, int8 8, scale at the block's start
+      uint16_t d;
+      std::memcpy(&d, row + 34, 2);
+      EXPECT_EQ(f16_to_f32(d) * static_cast<int8_t>(row[34 + 2 + 8]), k_back[40]);
     }
   }
   EXPECT_EQ(KvCache::create(3, dim, {KvDtype::kF32, 1, 1}).value()->bytes_per_row(), 3u * 2 * dim * 4);
