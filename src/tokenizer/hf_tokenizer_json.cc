@@ -182,8 +182,16 @@ Status add_pre_tokenizer(const JsonValue& p, std::vector<std::string>* regexes, 
     }
     return ok_status();
   }
+  if (type == "Digits") {
+    // HF splits off numeric characters (char::is_numeric: \p{N}), each on its
+    // own with individual_digits (SmolLM, StarCoder), else runs of them.
+    const JsonValue* individual = p.get("individual_digits");
+    const bool each = individual != nullptr && individual->kind == JsonValue::Kind::kBool && individual->boolean;
+    regexes->push_back(each ? "\\p{N}" : "\\p{N}+");
+    return ok_status();
+  }
   return Status::error("pre_tokenizer type \"" + (type.empty() ? json_kind_name(p.kind) : type) +
-                       "\" is not supported (ByteLevel, Split, Sequence)");
+                       "\" is not supported (ByteLevel, Split, Digits, Sequence)");
 }
 
 Status read_normalizer(const JsonValue& n, bool* nfc) {

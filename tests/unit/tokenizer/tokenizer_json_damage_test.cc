@@ -4,6 +4,7 @@
 
 #include "tokenizer/hf_tokenizer_json.h"
 #include "tokenizer/hf_tokenizer_json_parser.h"
+#include "tokenizer/pretokenizer.h"
 #include "tokenizer/tiktoken.h"
 #include "tokenizer/tokenizer_loader.h"
 #include "unit/tokenizer/vocab_vectors.h"
@@ -43,6 +44,32 @@ TEST(TokenizerJson, TinyFileWorks) {
   auto pairs = parse_hf_tokenizer_json(tiny_json("BPE", "ByteLevel", "[[\"h\", \"i\"]]"));
   ASSERT_TRUE(pairs.ok()) << pairs.status().message();
   EXPECT_EQ(pairs->merges, (std::vector<std::pair<std::string, std::string>>{{"h", "i"}}));
+}
+
+// SmolLM's pre-tokenizer: Sequence [Digits (individual_digits), ByteLevel]
+// gives llama.cpp's "smollm" regexes (each digit its own piece, then GPT-2's),
+// so "2024" cannot merge as one piece; without individual digits they group.
+TEST(TokenizerJson, DigitsPreTokenizerSplitsNumbers) {
+  const std::string byte_level = "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}";
+  for (bool individual : {true, false}) {
+    std::string json = tiny_json("BPE", "ByteLevel", "[\"h i\", \"2 0\"]");
+    const std::string digits = std::string("{\"type\": \"Digits\", \"individual_digits\": ") +
+                               (individual ? "true" : "false") + "}";
+    const std::string old_pre = "{\"type\": \"ByteLevel\", \"add_prefix_space\": false, \"use_regex\": true}";
+    json.replace(json.find(old_pre), old_pre.size(),
+                 "{\"type\": \"Sequence\", \"pretokenizers\": [" + digits + ", " + byte_level + "]}");
+    json.replace(json.find("\"hi\": 256"), std::string("\"hi\": 256").size(), "\"hi\": 256, \"20\": 258");
+    auto vocab = parse_hf_tokenizer_json(json);
+    ASSERT_TRUE(vocab.ok()) << vocab.status().message();
+    auto smollm = pretokenizer_regexes("smollm");
+    ASSERT_TRUE(smollm.ok());
+    if (individual) EXPECT_EQ(vocab->pretokenizer_regexes, *smollm);
+    auto tok = BpeTokenizer::create(std::move(*vocab));
+    ASSERT_TRUE(tok.ok()) << tok.status().message();
+    const std::vector<int32_t> each = {256, '2', '0', '2', '4'};
+    const std::vector<int32_t> grouped = {256, 258, '2', '4'};
+    EXPECT_EQ(*(*tok)->encode("hi2024", 0, 0), individual ? each : grouped) << individual;
+  }
 }
 
 void expect_error(const std::string& json, const std::string& needle) {
