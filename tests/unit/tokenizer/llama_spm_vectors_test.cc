@@ -2,61 +2,21 @@
 // vocabularies in GGUF: every case must give exactly the expected ids.
 #include <gtest/gtest.h>
 
-#include <fstream>
-#include <sstream>
-
 #include "common/fixtures.h"
 #include "format/gguf.h"
 #include "tokenizer/tokenizer_loader.h"
+#include "unit/tokenizer/vocab_vectors.h"
 
 namespace llmpack {
 namespace {
-
-std::string read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Cases are separated by (and the file ends with) this exact separator.
-std::vector<std::string> parse_inputs(const std::string& raw) {
-  const std::string sep = "\n__ggml_vocab_test__\n";
-  std::vector<std::string> out;
-  size_t pos = 0;
-  while (pos < raw.size()) {
-    const size_t next = raw.find(sep, pos);
-    if (next == std::string::npos) {
-      out.push_back(raw.substr(pos));
-      break;
-    }
-    out.push_back(raw.substr(pos, next - pos));
-    pos = next + sep.size();
-  }
-  return out;
-}
-
-std::vector<std::vector<int32_t>> parse_outputs(const std::string& raw) {
-  std::vector<std::vector<int32_t>> out;
-  std::istringstream lines(raw);
-  std::string line;
-  while (std::getline(lines, line)) {
-    std::istringstream nums(line);
-    std::vector<int32_t> ids;
-    int64_t id;
-    while (nums >> id) ids.push_back(static_cast<int32_t>(id));
-    out.push_back(ids);
-  }
-  return out;
-}
 
 void check_vectors(const std::string& gguf_path) {
   auto gguf = GgufFile::open(gguf_path);
   ASSERT_TRUE(gguf.ok()) << gguf.status().message();
   auto tok = load_spm_from_gguf(**gguf);
   ASSERT_TRUE(tok.ok()) << tok.status().message();
-  const auto inputs = parse_inputs(read_all(gguf_path + ".inp"));
-  const auto outputs = parse_outputs(read_all(gguf_path + ".out"));
+  const auto inputs = testing::parse_vocab_inputs(testing::read_all(gguf_path + ".inp"));
+  const auto outputs = testing::parse_vocab_outputs(testing::read_all(gguf_path + ".out"));
   ASSERT_EQ(inputs.size(), 46u);
   ASSERT_EQ(outputs.size(), inputs.size());
   int passed = 0;
