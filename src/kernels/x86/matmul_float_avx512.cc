@@ -189,7 +189,8 @@ void matmul_rows_float(const WeightMatrix& w, const float* x, int64_t n_tokens, 
                        int64_t row_begin, int64_t row_end) {
   if (n_tokens <= 0 || row_begin >= row_end) return;
   if (w.cols <= 0) {  // empty dot products
-    for (int64_t t = 0; t < n_tokens; ++t) std::fill(y + t * w.rows + row_begin, y + t * w.rows + row_end, 0.0f);
+    for (int64_t t = 0; t < n_tokens; ++t)
+      std::fill(y + t * w.rows + row_begin, y + t * w.rows + row_end, 0.0f);
     return;
   }
   switch (w.dtype) {

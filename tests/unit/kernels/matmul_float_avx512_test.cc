@@ -128,6 +128,22 @@ TEST(MatmulFloatAvx512Test, DecodeStaysOnAvx2AndOtherTypesAreNotClaimed) {
   EXPECT_FALSE(avx512::float_supports(DType::kI32, 64));
 }
 
+// Zero columns: every dot product is empty, so every output is 0.
+TEST(MatmulFloatAvx512Test, ZeroColumnsGiveZeros) {
+  SKIP_WITHOUT_AVX512();
+  PathGuard guard;
+  ASSERT_TRUE(set_kernel_path(KernelPath::kAvx512));
+  ThreadPool pool(1);
+  const float dummy = 0.0f;
+  const std::vector<float> x(1, 0.0f);
+  for (DType dtype : {DType::kF32, DType::kF16, DType::kBF16}) {
+    const WeightMatrix w{dtype, 35, 0, &dummy};
+    std::vector<float> y(35 * 6, -7.0f);
+    matmul(w, x.data(), 6, y.data(), nullptr, pool);
+    for (float v : y) ASSERT_EQ(v, 0.0f) << dtype_name(dtype);
+  }
+}
+
 // Weights mapped read-only and ending right at a PROT_NONE page: a write to
 // them, or a read past the last row's end (column tails use masked loads),
 // faults. A sub-range of rows not aligned to the panels writes only its rows.
@@ -140,7 +156,8 @@ TEST(MatmulFloatAvx512Test, ReadOnlyWeightsEndingAtAGuardPageAndARowSubrange) {
     const auto packed = pack_float(dtype, wf);
     const int64_t data_pages = (static_cast<int64_t>(packed.size()) + page - 1) / page;
     const size_t map_bytes = static_cast<size_t>((data_pages + 1) * page);
-    void* map = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* map =
+        mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(map, MAP_FAILED);
     auto* base = static_cast<uint8_t*>(map);
     uint8_t* data = base + data_pages * page - packed.size();
@@ -157,7 +174,8 @@ TEST(MatmulFloatAvx512Test, ReadOnlyWeightsEndingAtAGuardPageAndARowSubrange) {
     for (int64_t t = 0; t < s.n_tokens; ++t)
       for (int64_t r = 0; r < s.rows; ++r)
         if (r < row_begin || r >= row_end) {
-          ASSERT_EQ(y[t * s.rows + r], -7.0f) << "row " << r << " token " << t << " outside the range";
+          ASSERT_EQ(y[t * s.rows + r], -7.0f)
+              << "row " << r << " token " << t << " outside the range was written";
         }
     EXPECT_EQ(std::memcmp(data, packed.data(), packed.size()), 0);
     munmap(map, map_bytes);
