@@ -25,24 +25,14 @@ void dequant_q4_0(const BlockQ4_0* b, int64_t n_blocks, float* out) {
   }
 }
 
-void dequant_q4_k(const BlockQ4_K* b, int64_t n_blocks, float* out) {
-  for (int64_t i = 0; i < n_blocks; ++i) {
-    const float d = f16_to_f32(b[i].d);
-    const float dmin = f16_to_f32(b[i].dmin);
-    for (int c = 0; c < 4; ++c, out += 64) {
-      uint8_t sc0, m0, sc1, m1;
-      unpack_q4k_scale(b[i].scales, 2 * c, &sc0, &m0);
-      unpack_q4k_scale(b[i].scales, 2 * c + 1, &sc1, &m1);
-      const uint8_t* q = b[i].qs + 32 * c;
-      for (int l = 0; l < 32; ++l) {
-        out[l] = d * sc0 * (q[l] & 0x0F) - dmin * m0;
-        out[l + 32] = d * sc1 * (q[l] >> 4) - dmin * m1;
-      }
-    }
-  }
-}
+// The fifth bit of Q5_K's quant l in sub-block j (Q4_K has none).
+int high_bit(const BlockQ4_K&, int, int) { return 0; }
+int high_bit(const BlockQ5_K& b, int l, int j) { return ((b.qh[l] >> j) & 1) << 4; }
 
-void dequant_q5_k(const BlockQ5_K* b, int64_t n_blocks, float* out) {
+// Q4_K and Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins; sub-blocks
+// 2c and 2c + 1 share the bytes qs[32c..32c+31] (low and high nibbles).
+template <class Block>
+void dequant_k45(const Block* b, int64_t n_blocks, float* out) {
   for (int64_t i = 0; i < n_blocks; ++i) {
     const float d = f16_to_f32(b[i].d);
     const float dmin = f16_to_f32(b[i].dmin);
@@ -52,8 +42,8 @@ void dequant_q5_k(const BlockQ5_K* b, int64_t n_blocks, float* out) {
       unpack_q4k_scale(b[i].scales, 2 * c + 1, &sc1, &m1);
       const uint8_t* q = b[i].qs + 32 * c;
       for (int l = 0; l < 32; ++l) {
-        const int lo = (q[l] & 0x0F) | (((b[i].qh[l] >> (2 * c)) & 1) << 4);
-        const int hi = (q[l] >> 4) | (((b[i].qh[l] >> (2 * c + 1)) & 1) << 4);
+        const int lo = (q[l] & 0x0F) | high_bit(b[i], l, 2 * c);
+        const int hi = (q[l] >> 4) | high_bit(b[i], l, 2 * c + 1);
         out[l] = d * sc0 * lo - dmin * m0;
         out[l + 32] = d * sc1 * hi - dmin * m1;
       }
@@ -94,10 +84,10 @@ bool dequantize_quant(DType dtype, const void* src, int64_t n, float* out) {
       dequant_q4_0(static_cast<const BlockQ4_0*>(src), n / kQK, out);
       return true;
     case DType::kQ4_K:
-      dequant_q4_k(static_cast<const BlockQ4_K*>(src), n / kQKK, out);
+      dequant_k45(static_cast<const BlockQ4_K*>(src), n / kQKK, out);
       return true;
     case DType::kQ5_K:
-      dequant_q5_k(static_cast<const BlockQ5_K*>(src), n / kQKK, out);
+      dequant_k45(static_cast<const BlockQ5_K*>(src), n / kQKK, out);
       return true;
     case DType::kQ6_K:
       dequant_q6_k(static_cast<const BlockQ6_K*>(src), n / kQKK, out);
