@@ -7,6 +7,8 @@
 // vpdpbusd of q[g] with a broadcast of 4 signed activation bytes adds 4
 // products into each of the 16 rows' lanes: no horizontal sums, and each
 // weight vector feeds kTile tokens, each activation broadcast kTilePanels panels.
+// Packing 16 rows takes 16-byte loads and two rounds of vpermt2d per 16
+// bytes of each row (transpose16x4).
 //
 // Per unit (Q6_K: per half-unit of 16 elements), with the exact int32 sum
 // s = init + sum(q * a.q) (|s| < 2^21, so its float conversion is exact):
@@ -20,6 +22,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <memory>
 
@@ -31,12 +34,15 @@ namespace {
 
 using avx2::ActBlock;
 
+// Measured on Zen 5 (1B shapes, 512 tokens): 64-row groups beat 32 by a few
+// percent; 32x6 tiles beat 32x4, 32x7 and 16x12.
 constexpr int kPanelRows = 16;   // rows per interleaved panel (one zmm of int32 lanes)
-constexpr int kGroupPanels = 2;  // panels packed together (32 rows)
+constexpr int kGroupPanels = 4;  // panels packed together (64 rows, 80 KiB of stack)
 constexpr int kChunkUnits = 32;  // units of 32 columns packed at once (1024 columns)
 constexpr int kTilePanels = 2;   // panels per register tile (32 rows)
-constexpr int kTile = 6;         // tokens per register tile
-// Fewest tokens for which packing 16-row panels pays (decode streams rows on AVX2).
+constexpr int kTile = 6;         // tokens per register tile: 12 int32 + 12 f32 accumulators
+// Fewest tokens for which packing pays; below it rows stream (AVX2), as in
+// decode, where the weights' memory bandwidth bounds either kernel.
 constexpr int64_t kMinTokens = 4;
 
 // One unit (32 columns) of 16 rows. ws[0]: the rows' scales (Q6_K: of
@@ -54,22 +60,63 @@ struct TokenUnit {
   float dqs;
 };
 
-inline float half(uint16_t h) { return _cvtsh_ss(h); }
+// Packing works on 16 rows at once: src[r] is row r's block (a zero block
+// for rows past the matrix). transpose16x4 gives out[g] with int32 lane r =
+// bytes off + 4g..off + 4g + 3 of row r: four 4-row loads, then two rounds of
+// vpermt2d (no per-row work beyond the loads).
+inline __m512i load4rows(const uint8_t* const* src, int k, int off) {
+  const auto row = [&](int i) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(src[4 * k + i] + off)); };
+  __m512i z = _mm512_castsi128_si512(row(0));
+  z = _mm512_inserti32x4(z, row(1), 1);
+  z = _mm512_inserti32x4(z, row(2), 2);
+  return _mm512_inserti32x4(z, row(3), 3);
+}
 
-// Each packer gives, for one block of a row, the 32 unsigned quants of unit
-// j as one vector (int32 lane g = elements 4g..4g+3) and the row's ws terms
-// of the block's units; `token` fills a TokenUnit's kind-specific fields.
+inline void transpose16x4(const uint8_t* const* src, int off, __m512i* out) {
+  // z_k lane 4i + g = row 4k + i, group g. Round 1: rows 0..7 (or 8..15) of
+  // groups {0, 1} (lo) or {2, 3} (hi), lane 8 * (g % 2) + row.
+  const __m512i lo = _mm512_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28, 1, 5, 9, 13, 17, 21, 25, 29);
+  const __m512i hi = _mm512_add_epi32(lo, _mm512_set1_epi32(2));
+  const __m512i z0 = load4rows(src, 0, off), z1 = load4rows(src, 1, off);
+  const __m512i z2 = load4rows(src, 2, off), z3 = load4rows(src, 3, off);
+  const __m512i a = _mm512_permutex2var_epi32(z0, lo, z1), b = _mm512_permutex2var_epi32(z0, hi, z1);
+  const __m512i c = _mm512_permutex2var_epi32(z2, lo, z3), d = _mm512_permutex2var_epi32(z2, hi, z3);
+  // Round 2: group g's rows 0..7 from a / b, rows 8..15 from c / d.
+  const __m512i g0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+  const __m512i g1 = _mm512_add_epi32(g0, _mm512_set1_epi32(8));
+  out[0] = _mm512_permutex2var_epi32(a, g0, c);
+  out[1] = _mm512_permutex2var_epi32(a, g1, c);
+  out[2] = _mm512_permutex2var_epi32(b, g0, d);
+  out[3] = _mm512_permutex2var_epi32(b, g1, d);
+}
+
+// The f16 at byte `off` of each row's block, as 16 floats.
+inline __m512 f16x16(const uint8_t* const* src, int off) {
+  alignas(32) uint16_t h[kPanelRows];
+  for (int r = 0; r < kPanelRows; ++r) std::memcpy(&h[r], src[r] + off, 2);
+  return _mm512_cvtph_ps(_mm256_load_si256(reinterpret_cast<const __m256i*>(h)));
+}
+
+inline __m512i nibbles_lo(__m512i v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
+inline __m512i nibbles_hi(__m512i v) { return nibbles_lo(_mm512_srli_epi32(v, 4)); }
+// byte lanes of int32 lanes: (v >> 8 * byte) & mask, as float
+inline __m512 byte_field(__m512i v, int shift, int mask) {
+  return _mm512_cvtepi32_ps(_mm512_and_si512(_mm512_srli_epi32(v, shift), _mm512_set1_epi32(mask)));
+}
+
+// Each packer fills the kUnitsPerBlock units of one block of 16 rows
+// (pack_block) and a TokenUnit's kind-specific fields (token).
 struct Q4_0Pack {
   static constexpr int kUnitsPerBlock = 1, kBytes = sizeof(BlockQ4_0);
   static constexpr bool kMin = false, kHalves = false;
-  static __m256i expand(const uint8_t* block, int) {
-    const auto* b = reinterpret_cast<const BlockQ4_0*>(block);
-    const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs));
-    const __m128i mask = _mm_set1_epi8(0x0F);
-    return _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), _mm_and_si128(raw, mask));
-  }
-  static void scales(const uint8_t* block, float (*s)[2]) {
-    s[0][0] = half(reinterpret_cast<const BlockQ4_0*>(block)->d);
+  static void pack_block(const uint8_t* const* src, Unit* u) {
+    __m512i t[4];  // elements 4g.. (low nibbles) and 16 + 4g.. (high)
+    transpose16x4(src, offsetof(BlockQ4_0, qs), t);
+    for (int g = 0; g < 4; ++g) {
+      _mm512_store_si512(u->q[g], nibbles_lo(t[g]));
+      _mm512_store_si512(u->q[g + 4], nibbles_hi(t[g]));
+    }
+    _mm512_store_ps(u->ws[0], f16x16(src, offsetof(BlockQ4_0, d)));
   }
   static void token(const ActBlock& a, TokenUnit* tu) { tu->init[0] = -8 * a.qsum; }
 };
@@ -77,34 +124,45 @@ struct Q4_0Pack {
 struct Q8_0Pack {
   static constexpr int kUnitsPerBlock = 1, kBytes = sizeof(BlockQ8_0);
   static constexpr bool kMin = false, kHalves = false;
-  static __m256i expand(const uint8_t* block, int) {
-    const auto* b = reinterpret_cast<const BlockQ8_0*>(block);
-    const __m256i w = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
-    return _mm256_xor_si256(w, _mm256_set1_epi8(static_cast<char>(0x80)));  // w + 128
-  }
-  static void scales(const uint8_t* block, float (*s)[2]) {
-    s[0][0] = half(reinterpret_cast<const BlockQ8_0*>(block)->d);
+  static void pack_block(const uint8_t* const* src, Unit* u) {
+    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));  // w xor 0x80 = w + 128
+    __m512i t[8];
+    transpose16x4(src, offsetof(BlockQ8_0, qs), t);
+    transpose16x4(src, offsetof(BlockQ8_0, qs) + 16, t + 4);
+    for (int g = 0; g < 8; ++g) _mm512_store_si512(u->q[g], _mm512_xor_si512(t[g], bias));
+    _mm512_store_ps(u->ws[0], f16x16(src, offsetof(BlockQ8_0, d)));
   }
   static void token(const ActBlock& a, TokenUnit* tu) { tu->init[0] = -128 * a.qsum; }
 };
 
+// Q4_K: bytes 0..15 of a block are d, dmin and the 12 packed scale bytes, so
+// one transpose gives all 16 rows' scales (unpacked as unpack_q4k_scale does).
 struct Q4_KPack {
   static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(BlockQ4_K);
   static constexpr bool kMin = true, kHalves = false;
-  static __m256i expand(const uint8_t* block, int j) {
-    const auto* b = reinterpret_cast<const BlockQ4_K*>(block);
-    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * (j / 2)));
-    const __m256i mask = _mm256_set1_epi8(0x0F);
-    return (j % 2) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask) : _mm256_and_si256(raw, mask);
-  }
-  static void scales(const uint8_t* block, float (*s)[2]) {
-    const auto* b = reinterpret_cast<const BlockQ4_K*>(block);
-    const float d = half(b->d), dmin = half(b->dmin);
-    for (int j = 0; j < 8; ++j) {
-      uint8_t sc, mn;
-      unpack_q4k_scale(b->scales, j, &sc, &mn);
-      s[j][0] = d * sc;
-      s[j][1] = dmin * mn;
+  static void pack_block(const uint8_t* const* src, Unit* u) {
+    __m512i h[4];  // d | dmin << 16, scales[0..3], scales[4..7], scales[8..11]
+    transpose16x4(src, 0, h);
+    const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h[0]));
+    const __m512 dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32(h[0], 16)));
+    for (int j = 0; j < 4; ++j) {
+      _mm512_store_ps(u[j].ws[0], _mm512_mul_ps(d, byte_field(h[1], 8 * j, 63)));
+      _mm512_store_ps(u[j].ws[1], _mm512_mul_ps(dmin, byte_field(h[2], 8 * j, 63)));
+      const __m512 sc = _mm512_add_ps(byte_field(h[3], 8 * j, 0x0F),
+                                      _mm512_mul_ps(byte_field(h[1], 8 * j + 6, 3), _mm512_set1_ps(16)));
+      const __m512 mn = _mm512_add_ps(byte_field(h[3], 8 * j + 4, 0x0F),
+                                      _mm512_mul_ps(byte_field(h[2], 8 * j + 6, 3), _mm512_set1_ps(16)));
+      _mm512_store_ps(u[j + 4].ws[0], _mm512_mul_ps(d, sc));
+      _mm512_store_ps(u[j + 4].ws[1], _mm512_mul_ps(dmin, mn));
+    }
+    for (int c = 0; c < 4; ++c) {  // qs[32c..32c+31]: units 2c (low nibbles), 2c+1 (high)
+      __m512i t[8];
+      transpose16x4(src, offsetof(BlockQ4_K, qs) + 32 * c, t);
+      transpose16x4(src, offsetof(BlockQ4_K, qs) + 32 * c + 16, t + 4);
+      for (int g = 0; g < 8; ++g) {
+        _mm512_store_si512(u[2 * c].q[g], nibbles_lo(t[g]));
+        _mm512_store_si512(u[2 * c + 1].q[g], nibbles_hi(t[g]));
+      }
     }
   }
   static void token(const ActBlock& a, TokenUnit* tu) {
@@ -113,28 +171,36 @@ struct Q4_KPack {
   }
 };
 
-// Q6_K unit j = elements 128h + 32g + l (h = j / 4, g = j % 4), q in 0..63.
+// Q6_K unit j = elements 128h + 32g + l (h = j / 4, g = j % 4), q in 0..63:
+// low 4 bits from ql[64h + 32(g & 1) + l] (low nibble for g < 2, high after),
+// high 2 bits from (qh[32h + l] >> 2g) & 3; scales[8h + 2g] and [8h + 2g + 1].
 struct Q6_KPack {
   static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(BlockQ6_K);
   static constexpr bool kMin = false, kHalves = true;
-  static __m256i expand(const uint8_t* block, int j) {
-    const auto* b = reinterpret_cast<const BlockQ6_K*>(block);
-    const int h = j / 4, g = j % 4;
-    const __m256i ql = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * h + 32 * (g & 1)));
-    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * h));
-    const __m256i mask4 = _mm256_set1_epi8(0x0F), mask2 = _mm256_set1_epi8(3);
-    const __m256i low = g < 2 ? _mm256_and_si256(ql, mask4)
-                              : _mm256_and_si256(_mm256_srli_epi16(ql, 4), mask4);
-    const __m256i high = _mm256_and_si256(_mm256_srl_epi16(qh, _mm_cvtsi32_si128(2 * g)), mask2);
-    return _mm256_or_si256(low, _mm256_slli_epi16(high, 4));
-  }
-  static void scales(const uint8_t* block, float (*s)[2]) {
-    const auto* b = reinterpret_cast<const BlockQ6_K*>(block);
-    const float d = half(b->d);
+  static void pack_block(const uint8_t* const* src, Unit* u) {
+    const __m512 d = f16x16(src, offsetof(BlockQ6_K, d));
+    __m512i sc[4];  // scales[4i..4i+3] as int32 lane of each row
+    transpose16x4(src, offsetof(BlockQ6_K, scales), sc);
     for (int j = 0; j < 8; ++j) {
-      const int8_t* sc = b->scales + 8 * (j / 4) + 2 * (j % 4);
-      s[j][0] = d * sc[0];
-      s[j][1] = d * sc[1];
+      const int m = 8 * (j / 4) + 2 * (j % 4), byte = m % 4;  // byte 0 or 2
+      const __m512i v = sc[m / 4];
+      const __m512i a = _mm512_srai_epi32(_mm512_slli_epi32(v, 24 - 8 * byte), 24);
+      const __m512i b = _mm512_srai_epi32(_mm512_slli_epi32(v, 16 - 8 * byte), 24);
+      _mm512_store_ps(u[j].ws[0], _mm512_mul_ps(d, _mm512_cvtepi32_ps(a)));
+      _mm512_store_ps(u[j].ws[1], _mm512_mul_ps(d, _mm512_cvtepi32_ps(b)));
+    }
+    const __m512i mask2 = _mm512_set1_epi8(3);
+    for (int h = 0; h < 2; ++h) {
+      __m512i ql[16], qh[8];
+      for (int i = 0; i < 4; ++i) transpose16x4(src, offsetof(BlockQ6_K, ql) + 64 * h + 16 * i, ql + 4 * i);
+      for (int i = 0; i < 2; ++i) transpose16x4(src, offsetof(BlockQ6_K, qh) + 32 * h + 16 * i, qh + 4 * i);
+      for (int g = 0; g < 4; ++g)
+        for (int i = 0; i < 8; ++i) {
+          const __m512i l = ql[8 * (g & 1) + i];
+          const __m512i low = g < 2 ? nibbles_lo(l) : nibbles_hi(l);
+          const __m512i high = _mm512_and_si512(_mm512_srli_epi32(qh[i], 2 * g), mask2);
+          _mm512_store_si512(u[4 * h + g].q[i], _mm512_or_si512(low, _mm512_slli_epi32(high, 4)));
+        }
     }
   }
   static void token(const ActBlock& a, TokenUnit* tu) {
@@ -143,51 +209,21 @@ struct Q6_KPack {
   }
 };
 
-// 8x8 transpose of int32 lanes: out[g] lane r = in[r] lane g.
-inline void transpose8(const __m256i* in, __m256i* out) {
-  __m256i t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_epi32(in[2 * i], in[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_epi32(in[2 * i], in[2 * i + 1]);
-  }
-  for (int h = 0; h < 2; ++h) {  // rows 4h..4h+3
-    const __m256i* th = t + 4 * h;
-    u[4 * h + 0] = _mm256_unpacklo_epi64(th[0], th[2]);  // groups 0 / 4
-    u[4 * h + 1] = _mm256_unpackhi_epi64(th[0], th[2]);  // 1 / 5
-    u[4 * h + 2] = _mm256_unpacklo_epi64(th[1], th[3]);  // 2 / 6
-    u[4 * h + 3] = _mm256_unpackhi_epi64(th[1], th[3]);  // 3 / 7
-  }
-  for (int g = 0; g < 4; ++g) {
-    out[g] = _mm256_permute2x128_si256(u[g], u[4 + g], 0x20);
-    out[g + 4] = _mm256_permute2x128_si256(u[g], u[4 + g], 0x31);
-  }
-}
+// Stands in for the blocks of rows past the matrix (zero quants and scales).
+alignas(64) constexpr uint8_t kZeroBlock[256] = {};
+static_assert(sizeof(BlockQ6_K) <= sizeof(kZeroBlock));
 
 // Packs rows [r0, r0 + n_rows) (n_rows <= 16; missing rows are zero, with
 // zero scales) over blocks [blk0, blk0 + n_blk) into u[n_blk * kUnitsPerBlock].
 template <class P>
 void pack_panel(const uint8_t* base, int64_t stride, int64_t r0, int n_rows, int64_t blk0,
                 int64_t n_blk, Unit* u) {
-  const uint8_t* rows[kPanelRows];
-  for (int r = 0; r < n_rows; ++r) rows[r] = base + (r0 + r) * stride + blk0 * P::kBytes;
+  const uint8_t* src[kPanelRows];
+  for (int r = 0; r < kPanelRows; ++r)
+    src[r] = r < n_rows ? base + (r0 + r) * stride + blk0 * P::kBytes : kZeroBlock;
   for (int64_t b = 0; b < n_blk; ++b) {
-    Unit* ub = u + b * P::kUnitsPerBlock;
-    for (int r = 0; r < kPanelRows; ++r) {
-      float s[P::kUnitsPerBlock][2] = {};
-      if (r < n_rows) P::scales(rows[r] + b * P::kBytes, s);
-      for (int j = 0; j < P::kUnitsPerBlock; ++j) ub[j].ws[0][r] = s[j][0], ub[j].ws[1][r] = s[j][1];
-    }
-    for (int j = 0; j < P::kUnitsPerBlock; ++j)
-      for (int h = 0; h < 2; ++h) {  // rows 8h..8h+7: bytes 32h..32h+31 of each q[g]
-        __m256i in[8], out[8];
-        for (int i = 0; i < 8; ++i) {
-          const int r = 8 * h + i;
-          in[i] = r < n_rows ? P::expand(rows[r] + b * P::kBytes, j) : _mm256_setzero_si256();
-        }
-        transpose8(in, out);
-        for (int g = 0; g < 8; ++g)
-          _mm256_store_si256(reinterpret_cast<__m256i*>(ub[j].q[g] + 32 * h), out[g]);
-      }
+    P::pack_block(src, u + b * P::kUnitsPerBlock);
+    for (int r = 0; r < n_rows; ++r) src[r] += P::kBytes;
   }
 }
 
@@ -321,7 +357,7 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
   const auto* base = static_cast<const uint8_t*>(w.data);
   // 16 B per token and unit of a chunk (8 KiB per 16 tokens): on the heap
   const auto tu = std::make_unique<TokenUnit[]>(static_cast<size_t>(n_tokens * kChunkUnits));
-  Unit units[kGroupPanels * kChunkUnits];  // 40 KiB of stack
+  Unit units[kGroupPanels * kChunkUnits];  // 80 KiB of stack
   for (int64_t b0 = 0; b0 < n_blk; b0 += kBlkPerChunk) {
     const int64_t nb = std::min(kBlkPerChunk, n_blk - b0);
     const int64_t n_units = nb * P::kUnitsPerBlock;

@@ -1,8 +1,9 @@
 // The AVX-512 VNNI prefill GEMM (x86/matmul_packed_avx512.cc) against the
-// scalar reference. It packs rows 16 at a time into panels, 32 rows per
+// scalar reference. It packs rows 16 at a time into panels, 64 rows per
 // group, columns 1024 at a time, and tiles 32 rows x 6 tokens, so the shapes
-// below leave partial panels (rows % 16), a lone panel in a group (rows % 32
-// in 1..16), several column chunks and every token tail (n_tokens % 6).
+// below leave partial panels (rows % 16), groups of 1 to 4 panels (a lone
+// panel after the 2-panel tiles), several column chunks and every token tail
+// (n_tokens % 6).
 // Error bound: activations are quantized per 32 to int8 (step d = amax/127,
 // error <= d/2 per element), so |y_simd - y_ref| <= sum_b (amax_b / 254) * sum_b |w|.
 #include <gtest/gtest.h>
@@ -87,7 +88,7 @@ class MatmulQuantAvx512Test : public ::testing::TestWithParam<DType> {
 TEST_P(MatmulQuantAvx512Test, PanelAndTokenTails) {
   ThreadPool pool1(1), pool2(2);
   const int64_t cols = 2 * 256;
-  for (int64_t rows : {1, 15, 16, 17, 31, 32, 33, 48, 63})
+  for (int64_t rows : {1, 15, 16, 17, 31, 33, 48, 63, 64, 81, 127})
     for (int64_t n_tokens : {4, 5, 6, 7, 11, 12, 13}) {
       check(GetParam(), rows, cols, n_tokens, rows % 2 ? pool1 : pool2);
       if (HasFatalFailure()) return;
