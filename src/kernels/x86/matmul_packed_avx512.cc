@@ -35,7 +35,8 @@ namespace {
 using avx2::ActBlock;
 
 // Measured on Zen 5 (1B shapes, 512 tokens): 64-row groups beat 32 by a few
-// percent; 32x6 tiles beat 32x4, 32x7 and 16x12.
+// percent; 32x6 tiles beat 32x4, 32x7 and 16x12, and match 48x4 and 64x3
+// (within noise; 64x3 is slower for Q4_K / Q6_K).
 constexpr int kPanelRows = 16;   // rows per interleaved panel (one zmm of int32 lanes)
 constexpr int kGroupPanels = 4;  // panels packed together (64 rows, 80 KiB of stack)
 constexpr int kChunkUnits = 32;  // units of 32 columns packed at once (1024 columns)
@@ -324,6 +325,14 @@ void tile_tokens(int nt, const Unit* u, int64_t n_units, const ActBlock* act, in
   if constexpr (T > 1) tile_tokens<P, NP, T - 1>(nt, u, n_units, act, n_sub, tu, y, ld_y, n_rows, add);
 }
 
+// tile_tokens for np <= NP panels (the last tile of a group may have fewer).
+template <class P, int NP>
+void tile_panels(int np, int nt, const Unit* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
+                 const TokenUnit* tu, float* y, int64_t ld_y, int n_rows, bool add) {
+  if (np == NP) return tile_tokens<P, NP, kTile>(nt, u, n_units, act, n_sub, tu, y, ld_y, n_rows, add);
+  if constexpr (NP > 1) tile_panels<P, NP - 1>(np, nt, u, n_units, act, n_sub, tu, y, ld_y, n_rows, add);
+}
+
 // All tokens against the n_panels packed panels of rows [r0, r1).
 template <class P>
 void tokens_over_panels(const Unit* units, int n_panels, int64_t n_units, int64_t r0, int64_t r1,
@@ -339,10 +348,7 @@ void tokens_over_panels(const Unit* units, int n_panels, int64_t n_units, int64_
       const ActBlock* a = act + t * n_sub;
       const TokenUnit* tt = tu + t * kChunkUnits;
       float* out = y + t * ld_y + r;
-      if (np == kTilePanels)
-        tile_tokens<P, kTilePanels, kTile>(nt, u, n_units, a, n_sub, tt, out, ld_y, n_rows, add);
-      else
-        tile_tokens<P, 1, kTile>(nt, u, n_units, a, n_sub, tt, out, ld_y, n_rows, add);
+      tile_panels<P, kTilePanels>(np, nt, u, n_units, a, n_sub, tt, out, ld_y, n_rows, add);
     }
   }
 }
