@@ -33,7 +33,9 @@ constexpr int kTile = 4;           // tokens per register tile
 // One unit (32 columns) of 8 rows: q[g] is a 32-byte vector whose int32
 // lane r holds row r's elements 4g..4g+3. Layouts: nibbles (Q4_0, Q4_K), signed bytes (Q8_0, sign trick),
 // six-bit with 16-element scales (Q6_K).
-enum Kind { kNibble, kSigned, kSixBit };
+// kNibble8: nibbles with a fixed offset of 8 (Q4_0), whose min term folds
+// into the integer sum as -8 * qsum (no float min term).
+enum Kind { kNibble, kNibble8, kSigned, kSixBit };
 
 template <int kKind>
 struct alignas(32) Unit {
@@ -65,7 +67,7 @@ inline float half(uint16_t h) { return _cvtsh_ss(h); }
 // as one vector (int32 lane g = elements 4g..4g+3), and the row's
 // scales and mins of the block's units.
 struct Q4_0Pack {
-  static constexpr int kKind = kNibble;
+  static constexpr int kKind = kNibble8;
   static constexpr bool kSplit = false;
   static constexpr int kUnitsPerBlock = 1, kBytes = sizeof(BlockQ4_0);
   static __m256i expand(const uint8_t* block, int) {
@@ -287,7 +289,18 @@ inline void tile(const Unit<kKind>* u, int64_t n_units, const ActBlock* act,
     __m256i i32[T];
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) i32[t] = _mm256_madd_epi16(s16[t], ones);
-    const __m256 ws = _mm256_load_ps(u->ws), wm = _mm256_load_ps(u->wm);
+    const __m256 ws = _mm256_load_ps(u->ws);
+    if constexpr (kKind == kNibble8) {
+      // sum (q - 8) a = sum q a - 8 qsum, exact in int32
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const ActBlock& a = act[t * n_sub + k];
+        const __m256i v = _mm256_sub_epi32(i32[t], _mm256_set1_epi32(8 * a.qsum));
+        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(ws, _mm256_set1_ps(a.d)), acc[t]);
+      }
+      continue;
+    }
+    const __m256 wm = _mm256_load_ps(u->wm);
     #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const ActBlock& a = act[t * n_sub + k];
