@@ -127,37 +127,58 @@ Status KvCache::reserve(int64_t n_rows) {
   // Doubling keeps growth amortized: a conversation of n tokens reallocates
   // log2(n / initial) times, never per token.
   const int64_t rows = std::min(capacity_, std::max(n_rows, allocated_ * 2));
-  const size_t bytes = static_cast<size_t>(rows) * n_layers_ * row_bytes_;
-  k_.resize(bytes);
-  v_.resize(bytes);
+  // Layer-major: each layer's block [allocated_][row_bytes] moves to the
+  // start of its new, larger block [rows][row_bytes].
+  const size_t old_layer = static_cast<size_t>(allocated_) * row_bytes_;
+  const size_t new_layer = static_cast<size_t>(rows) * row_bytes_;
+  for (std::vector<uint8_t>* store : {&k_, &v_}) {
+    std::vector<uint8_t> grown(new_layer * static_cast<size_t>(n_layers_));
+    for (int64_t l = 0; l < n_layers_ && old_layer > 0; ++l)
+      std::memcpy(grown.data() + l * new_layer, store->data() + l * old_layer, old_layer);
+    store->swap(grown);
+  }
   allocated_ = rows;
   return ok_status();
 }
 
 void KvCache::store(int64_t layer, int64_t row, const float* k, const float* v) {
-  const size_t at = (static_cast<size_t>(row) * n_layers_ + layer) * row_bytes_;
+  const size_t at = offset(layer, row);
   encode(dtype_, k, kv_dim_, k_.data() + at);
   encode(dtype_, v, kv_dim_, v_.data() + at);
 }
 
 KvCache::LayerView KvCache::layer_view(int64_t layer) const {
-  const size_t at = static_cast<size_t>(layer) * row_bytes_;
-  return {dtype_, k_.data() + at, v_.data() + at, n_layers_ * static_cast<int64_t>(row_bytes_)};
+  const size_t at = offset(layer, 0);
+  return {dtype_, k_.data() + at, v_.data() + at, static_cast<int64_t>(row_bytes_)};
 }
 
 void KvCache::read_row(int64_t layer, int64_t row, float* k, float* v) const {
-  const size_t at = (static_cast<size_t>(row) * n_layers_ + layer) * row_bytes_;
+  const size_t at = offset(layer, row);
   decode(dtype_, k_.data() + at, kv_dim_, k);
   decode(dtype_, v_.data() + at, kv_dim_, v);
 }
 
-std::span<const uint8_t> KvCache::raw_keys(int64_t n_rows) const {
-  return {k_.data(), static_cast<size_t>(n_rows) * n_layers_ * row_bytes_};
+// Layer-major storage -> row-major [n_rows][n_layers][row_bytes].
+std::vector<uint8_t> KvCache::gather(const std::vector<uint8_t>& store, int64_t n_rows) const {
+  std::vector<uint8_t> rows(static_cast<size_t>(n_rows) * n_layers_ * row_bytes_);
+  for (int64_t j = 0; j < n_rows; ++j)
+    for (int64_t l = 0; l < n_layers_; ++l)
+      std::memcpy(rows.data() + (static_cast<size_t>(j) * n_layers_ + l) * row_bytes_, store.data() + offset(l, j),
+                  row_bytes_);
+  return rows;
 }
 
-std::span<const uint8_t> KvCache::raw_values(int64_t n_rows) const {
-  return {v_.data(), static_cast<size_t>(n_rows) * n_layers_ * row_bytes_};
+// Row-major [n_rows][n_layers][row_bytes] -> layer-major storage.
+void KvCache::scatter(std::span<const uint8_t> rows, int64_t n_rows, std::vector<uint8_t>& store) {
+  for (int64_t j = 0; j < n_rows; ++j)
+    for (int64_t l = 0; l < n_layers_; ++l)
+      std::memcpy(store.data() + offset(l, j), rows.data() + (static_cast<size_t>(j) * n_layers_ + l) * row_bytes_,
+                  row_bytes_);
 }
+
+std::vector<uint8_t> KvCache::raw_keys(int64_t n_rows) const { return gather(k_, n_rows); }
+
+std::vector<uint8_t> KvCache::raw_values(int64_t n_rows) const { return gather(v_, n_rows); }
 
 Status KvCache::assign_raw(int64_t n_rows, std::span<const uint8_t> keys, std::span<const uint8_t> values) {
   const size_t want = static_cast<size_t>(n_rows) * n_layers_ * row_bytes_;
@@ -165,8 +186,8 @@ Status KvCache::assign_raw(int64_t n_rows, std::span<const uint8_t> keys, std::s
     return error_status("KV cache: " + n_str(static_cast<int64_t>(keys.size())) + " bytes of rows given, expected " +
                         n_str(static_cast<int64_t>(want)));
   LLMPACK_RETURN_IF_ERROR(reserve(n_rows));
-  std::copy(keys.begin(), keys.end(), k_.begin());
-  std::copy(values.begin(), values.end(), v_.begin());
+  scatter(keys, n_rows, k_);
+  scatter(values, n_rows, v_);
   return ok_status();
 }
 
@@ -210,7 +231,9 @@ Status save_kv_cache_file(const std::string& path, const KvCache& cache, const K
   append(out, &h, 1);
   append(out, contents.tokens.data(), contents.tokens.size());
   out += contents.metadata;
-  auto k = cache.raw_keys(n_rows), v = cache.raw_values(n_rows);
+  // The file keeps the row-major order [rows][layers] (version 1 files from
+  // before the layer-major cache load unchanged); raw_* convert.
+  const std::vector<uint8_t> k = cache.raw_keys(n_rows), v = cache.raw_values(n_rows);
   append(out, k.data(), k.size());
   append(out, v.data(), v.size());
   const uint64_t sum = fnv1a64(out.data(), out.size());

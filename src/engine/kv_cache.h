@@ -5,9 +5,13 @@
 // q8_0 and the attention kernels read them in place in that type
 // (kernels::attention_head{,_f16,_q8_0}): nothing is converted in bulk.
 //
-// Layout: [rows][n_layers][row_bytes] for keys and the same for values, so
-// growing is an append (no re-layout) and one layer's rows sit at a stride
-// of n_layers * row_bytes bytes.
+// Layout: [n_layers][allocated_rows][row_bytes] for keys and the same for
+// values (layer l, row j at (l * allocated_rows + j) * row_bytes), so one
+// layer's rows are contiguous and attention walks them at a stride of
+// row_bytes (a row-major [rows][n_layers] layout put consecutive positions
+// n_layers * row_bytes apart: 32 KiB for Llama-3.2-1B, cache and TLB hostile).
+// Growing therefore moves each layer's rows into the new allocation; it is
+// amortized by doubling. Save/load keep the portable [rows][n_layers] order.
 #pragma once
 
 #include <cstdint>
@@ -46,7 +50,7 @@ class KvCache {
   void store(int64_t layer, int64_t row, const float* k, const float* v);
 
   // One layer's rows as stored: key row j at k + j * row_stride_bytes (value
-  // row j likewise from v), each kv_dim elements of `dtype`: f32 floats, f16
+  // row j likewise from v; row_stride_bytes is one row's bytes), each kv_dim elements of `dtype`: f32 floats, f16
   // halves, or q8_0 as GGUF BlockQ8_0 blocks of 32 (kv_dim need not be a
   // multiple of 32: the short last block is zero-padded and has its own
   // scale). Valid until the next reserve (growing moves the rows).
@@ -72,19 +76,27 @@ class KvCache {
   // Bytes held now: the rows allocated (keys and values).
   uint64_t bytes() const { return k_.size() + v_.size(); }
 
-  // Raw storage of rows [0, n_rows) (keys then values), for save/load.
-  std::span<const uint8_t> raw_keys(int64_t n_rows) const;
-  std::span<const uint8_t> raw_values(int64_t n_rows) const;
-  // Replaces rows [0, n_rows) with raw storage of the same layout.
+  // Rows [0, n_rows) of every layer in the stored element type, for save/load,
+  // in the portable row-major order [n_rows][n_layers][row_bytes] (the file
+  // format's, whatever the in-memory layout): a copy gathered per layer.
+  // Precondition: n_rows <= allocated_rows().
+  std::vector<uint8_t> raw_keys(int64_t n_rows) const;
+  std::vector<uint8_t> raw_values(int64_t n_rows) const;
+  // Replaces rows [0, n_rows) with raw rows in that same row-major order.
   Status assign_raw(int64_t n_rows, std::span<const uint8_t> keys, std::span<const uint8_t> values);
 
  private:
   KvCache() = default;
+  size_t offset(int64_t layer, int64_t row) const {
+    return (static_cast<size_t>(layer) * allocated_ + row) * row_bytes_;
+  }
+  std::vector<uint8_t> gather(const std::vector<uint8_t>& store, int64_t n_rows) const;
+  void scatter(std::span<const uint8_t> rows, int64_t n_rows, std::vector<uint8_t>& store);
 
   int64_t n_layers_ = 0, kv_dim_ = 0, capacity_ = 0, allocated_ = 0;
   KvDtype dtype_ = KvDtype::kF32;
   size_t row_bytes_ = 0;             // one layer's row of kv_dim elements
-  std::vector<uint8_t> k_, v_;       // [allocated][n_layers][row_bytes]
+  std::vector<uint8_t> k_, v_;       // [n_layers][allocated][row_bytes]
 };
 
 // A saved conversation: what the cache held and who it belongs to.

@@ -48,7 +48,7 @@ TEST(KvCache, C7_StartsSmallGrowsByDoublingUpToItsCapacity) {
     EXPECT_EQ(v_back[i], v[i]);
     EXPECT_EQ(k_raw[i], k[i]);
   }
-  EXPECT_EQ(view.row_stride_bytes, 2 * 40 * 4);
+  EXPECT_EQ(view.row_stride_bytes, 40 * 4);  // layer-major: one layer's rows are contiguous
   EXPECT_EQ(c->bytes(), 100u * 2 * 2 * 40 * 4);  // the rows, nothing else
   auto refused = c->reserve(101);
   ASSERT_FALSE(refused.ok());
@@ -70,11 +70,11 @@ TEST(KvCache, C7_F16AndQ8RowsReadBackCloseToF32AndTakeLessMemory) {
       EXPECT_NEAR(v_back[i], v[i], tolerance * std::fabs(v[i]) + tolerance) << i;
     }
     // The view the attention kernels read: the stored type in place, one
-    // layer's rows n_layers rows apart, and no f32 copy held beside them.
+    // layer's rows back to back, and no f32 copy held beside them.
     const auto view = c->layer_view(2);
     EXPECT_EQ(view.dtype, dtype);
     const int64_t row_bytes = dtype == KvDtype::kF16 ? dim * 2 : 3 * 34;
-    EXPECT_EQ(view.row_stride_bytes, 3 * row_bytes);
+    EXPECT_EQ(view.row_stride_bytes, row_bytes);
     EXPECT_EQ(c->bytes(), static_cast<uint64_t>(c->allocated_rows() * 2 * 3 * row_bytes));
     const uint8_t* row = view.k + 3 * view.row_stride_bytes;
     if (dtype == KvDtype::kF16) {
@@ -92,6 +92,148 @@ TEST(KvCache, C7_F16AndQ8RowsReadBackCloseToF32AndTakeLessMemory) {
   EXPECT_EQ(KvCache::create(3, dim, {KvDtype::kQ8_0, 1, 1}).value()->bytes_per_row(), 3u * 2 * 3 * 34);
   EXPECT_TRUE(parse_kv_dtype("q8_0").ok());
   EXPECT_FALSE(parse_kv_dtype("q4_0").ok());
+}
+
+// A value that names its layer, row and element, exactly representable in
+// f16 (and in q8_0 relative terms), so growth bugs show as wrong numbers.
+float tagged(int64_t layer, int64_t row, int64_t i) {
+  return static_cast<float>(layer * 64 + row) + static_cast<float>(i) / 64.0f;
+}
+
+void store_tagged(KvCache& c, int64_t layer, int64_t row) {
+  std::vector<float> k(static_cast<size_t>(c.kv_dim())), v(k.size());
+  for (int64_t i = 0; i < c.kv_dim(); ++i) {
+    k[i] = tagged(layer, row, i);
+    v[i] = -tagged(layer, row, i);
+  }
+  c.store(layer, row, k.data(), v.data());
+}
+
+// Layer-major storage: growing moves every layer's rows into the new
+// allocation; two doublings later every row of every layer reads back as
+// written, both through read_row and through the contiguous layer view.
+TEST(KvCache, C7_EveryLayersRowsSurviveTwoDoublings) {
+  for (KvDtype dtype : {KvDtype::kF32, KvDtype::kF16, KvDtype::kQ8_0}) {
+    const int64_t layers = 3, dim = 40;
+    auto c = KvCache::create(layers, dim, {dtype, 4, 64}).value();
+    std::vector<std::vector<float>> before;  // [layer * 4 + row] -> k then v, decoded
+    for (int64_t r = 0; r < 4; ++r)
+      for (int64_t l = 0; l < layers; ++l) store_tagged(*c, l, r);
+    std::vector<float> k(dim), v(dim);
+    for (int64_t l = 0; l < layers; ++l)
+      for (int64_t r = 0; r < 4; ++r) {
+        c->read_row(l, r, k.data(), v.data());
+        std::vector<float> kv = k;
+        kv.insert(kv.end(), v.begin(), v.end());
+        before.push_back(kv);
+      }
+    ASSERT_TRUE(c->reserve(5).ok());
+    EXPECT_EQ(c->allocated_rows(), 8);
+    for (int64_t l = 0; l < layers; ++l) store_tagged(*c, l, 7);  // the new last row of each layer
+    ASSERT_TRUE(c->reserve(9).ok());
+    EXPECT_EQ(c->allocated_rows(), 16);
+    for (int64_t l = 0; l < layers; ++l) store_tagged(*c, l, 15);
+    for (int64_t l = 0; l < layers; ++l) {
+      for (int64_t r = 0; r < 4; ++r) {
+        c->read_row(l, r, k.data(), v.data());
+        const auto& want = before[l * 4 + r];
+        for (int64_t i = 0; i < dim; ++i) {
+          ASSERT_EQ(k[i], want[i]) << kv_dtype_name(dtype) << " layer " << l << " row " << r << " elem " << i;
+          ASSERT_EQ(v[i], want[dim + i]) << kv_dtype_name(dtype) << " layer " << l << " row " << r;
+        }
+      }
+      for (int64_t r : {7, 15}) {
+        c->read_row(l, r, k.data(), v.data());
+        for (int64_t i = 0; i < dim; ++i)
+          ASSERT_NEAR(k[i], tagged(l, r, i), 0.01f * std::fabs(tagged(l, r, i))) << l << " " << r;
+      }
+    }
+    if (dtype == KvDtype::kF32) {  // the view: row j of layer l at k + j * row_bytes
+      for (int64_t l = 0; l < layers; ++l) {
+        const auto view = c->layer_view(l);
+        EXPECT_EQ(view.row_stride_bytes, dim * 4);
+        for (int64_t r : {0, 3, 7, 15}) {
+          const auto* kr = reinterpret_cast<const float*>(view.k + r * view.row_stride_bytes);
+          const auto* vr = reinterpret_cast<const float*>(view.v + r * view.row_stride_bytes);
+          EXPECT_EQ(kr[5], tagged(l, r, 5)) << l << " " << r;
+          EXPECT_EQ(vr[5], -tagged(l, r, 5)) << l << " " << r;
+        }
+      }
+    }
+  }
+}
+
+// Writes a version-1 conversation file by hand, in the on-disk order the
+// format has always had: keys [rows][layers][kv_dim] then values alike.
+std::string handmade_v1_file(int64_t layers, int64_t dim, int64_t rows, uint64_t identity) {
+  std::string out(64, '\0');
+  const char magic[8] = {'L', 'L', 'M', 'P', 'K', 'V', 'C', '1'};
+  const uint32_t version = 1, dtype = 0;  // f32
+  const int64_t header_ints[4] = {layers, dim, rows, rows};
+  const uint64_t metadata_bytes = 2;
+  std::memcpy(out.data(), magic, 8);
+  std::memcpy(out.data() + 8, &version, 4);
+  std::memcpy(out.data() + 12, &dtype, 4);
+  std::memcpy(out.data() + 16, &identity, 8);
+  std::memcpy(out.data() + 24, header_ints, 32);
+  std::memcpy(out.data() + 56, &metadata_bytes, 8);
+  for (int64_t t = 0; t < rows; ++t) out.append(reinterpret_cast<const char*>(&t), 8);
+  out += "md";
+  for (float sign : {1.0f, -1.0f})
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t l = 0; l < layers; ++l)
+        for (int64_t i = 0; i < dim; ++i) {
+          const float x = sign * tagged(l, r, i);
+          out.append(reinterpret_cast<const char*>(&x), 4);
+        }
+  const uint64_t sum = fnv1a64(out.data(), out.size());
+  out.append(reinterpret_cast<const char*>(&sum), 8);
+  return out;
+}
+
+// The file format did not change with the layer-major cache: a file in the
+// row-major order loads into the right layers and rows (also into an f16
+// cache, converted), and a save writes exactly that order back.
+TEST(KvCache, C4_FilesKeepTheRowMajorOrderAcrossTheLayerMajorCache) {
+  const std::string path = ::testing::TempDir() + "/llmpack_kv_v1_" + std::to_string(getpid()) + ".bin";
+  const int64_t layers = 3, dim = 8, rows = 6;
+  const std::string file = handmade_v1_file(layers, dim, rows, 7);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << file;
+  auto c = KvCache::create(layers, dim, {KvDtype::kF32, 2, 32}).value();  // grows while loading
+  auto loaded = load_kv_cache_file(path, *c, 7);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->metadata, "md");
+  EXPECT_GE(c->allocated_rows(), rows);
+  std::vector<float> k(dim), v(dim);
+  for (int64_t l = 0; l < layers; ++l)
+    for (int64_t r = 0; r < rows; ++r) {
+      c->read_row(l, r, k.data(), v.data());
+      for (int64_t i = 0; i < dim; ++i) {
+        ASSERT_EQ(k[i], tagged(l, r, i)) << "layer " << l << " row " << r;
+        ASSERT_EQ(v[i], -tagged(l, r, i)) << "layer " << l << " row " << r;
+      }
+    }
+  auto half = KvCache::create(layers, dim, {KvDtype::kF16, 2, 32}).value();
+  ASSERT_TRUE(load_kv_cache_file(path, *half, 7).ok());
+  half->read_row(2, 5, k.data(), v.data());
+  for (int64_t i = 0; i < dim; ++i) EXPECT_NEAR(k[i], tagged(2, 5, i), 0.07f) << i;  // f16 steps of 1/8 near 133
+
+  // Saved again from the layer-major cache: byte for byte the handmade file.
+  KvCacheFile contents{7, {0, 1, 2, 3, 4, 5}, "md"};
+  ASSERT_TRUE(save_kv_cache_file(path, *c, contents).ok());
+  std::string saved;
+  {
+    std::ifstream in(path, std::ios::binary);
+    saved.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_EQ(saved.size(), file.size());
+  EXPECT_TRUE(saved == file) << "the saved file differs from the row-major version-1 layout";
+  const auto raw = c->raw_keys(rows);  // raw rows are row-major too
+  ASSERT_EQ(raw.size(), static_cast<size_t>(rows * layers * dim * 4));
+  float x;
+  std::memcpy(&x, raw.data() + ((4 * layers + 1) * dim + 3) * 4, 4);  // row 4, layer 1, elem 3
+  EXPECT_EQ(x, tagged(1, 4, 3));
+  std::remove(path.c_str());
 }
 
 LoadedPackage load(const TinyModelSpec& spec) {
