@@ -175,6 +175,14 @@ void Transformer::rotate_heads(float* heads, int64_t n_heads, const float* norm,
 // Each (token, head) pair attends causally to positions 0..start_pos + t,
 // reading the cache's rows in their stored type (f16 and q8_0 rows are never
 // converted in bulk: each kernel decodes what it reads, on every thread).
+//
+// Work units run kv-head-major, (kv head g, token t, query head of g's
+// group): the pool gives each thread a contiguous range, so a thread walks
+// one kv head's rows (layer-major cache: [n_ctx][head_dim] slices row_bytes
+// apart, ~256 KiB at 512 positions for Llama-3.2-1B, L2-resident) for every
+// token and every query head sharing them, and every thread gets a share of
+// early and late tokens (token-major ranges gave the last thread the longest
+// causal contexts: ~3x the first's work at -t 2).
 void Transformer::attend(int64_t layer, int64_t n, int64_t start_pos) {
   const int64_t hd = cfg_.head_dim;
   const int64_t group = cfg_.n_heads / cfg_.n_kv_heads;
@@ -183,11 +191,12 @@ void Transformer::attend(int64_t layer, int64_t n, int64_t start_pos) {
   pool_.parallel_for(n * cfg_.n_heads, [&](int thread, int64_t begin, int64_t end) {
     float* scores = scores_.data() + thread * plan_.cache_rows;
     for (int64_t i = begin; i < end; ++i) {
-      const int64_t t = i / cfg_.n_heads, h = i % cfg_.n_heads;
-      const int64_t first = (h / group) * hd;  // the kv head's first element in a row
+      const int64_t g = i / (n * group), t = (i / group) % n;
+      const int64_t h = g * group + i % group;
+      const int64_t first = g * hd;  // the kv head's first element in a row
       const int64_t n_ctx = start_pos + t + 1;
-      const float* q = q_.data() + i * hd;
-      float* out = att_.data() + i * hd;
+      const float* q = q_.data() + (t * cfg_.n_heads + h) * hd;
+      float* out = att_.data() + (t * cfg_.n_heads + h) * hd;
       switch (kv.dtype) {
         case KvDtype::kF32:
           kernels::attention_head(q, reinterpret_cast<const float*>(kv.k) + first,
