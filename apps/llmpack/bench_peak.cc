@@ -66,9 +66,9 @@ __attribute__((target("avx512f,avx512vnni"))) float int8_loop_avx512(int64_t ite
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_dpbusd_epi32(acc[i], w, a);
     a = _mm512_xor_si512(a, w);
   }
-  __m512i s = acc[0];
-  for (int i = 1; i < kAcc; ++i) s = _mm512_add_epi32(s, acc[i]);
-  return static_cast<float>(_mm512_reduce_add_epi32(s));
+  __m512i s = acc[0];  // the sums wrap: combine and read them without int arithmetic
+  for (int i = 1; i < kAcc; ++i) s = _mm512_xor_si512(s, acc[i]);
+  return static_cast<float>(_mm_cvtsi128_si32(_mm512_castsi512_si128(s)));
 }
 
 // Runs `loop` on `threads` threads at once; returns operations per second,
