@@ -192,9 +192,10 @@ inline __m256i q4k_scales_mins(const uint8_t* packed, __m256i* mins) {
 template <int T>
 void q4k_row_tokens(const BlockQ4_K* row, int64_t n_super, const ActBlock* act,
                     const float* scales, int64_t n_sub, float* y, int64_t ld_y) {
-  __m256 acc[T], macc[T];
+  // two accumulators per token (low and high nibble sub-blocks): independent FMA chains
+  __m256 acc[T], acc_hi[T], macc[T];
 #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[t] = macc[t] = _mm256_setzero_ps();
+  for (int t = 0; t < T; ++t) acc[t] = acc_hi[t] = macc[t] = _mm256_setzero_ps();
   const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockQ4_K& b = row[sb];
@@ -223,13 +224,14 @@ void q4k_row_tokens(const BlockQ4_K* row, int64_t n_super, const ActBlock* act,
               reinterpret_cast<const __m256i*>(act[t * n_sub + 8 * sb + j].q));
           const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q[h], a), ones);
           const __m256 sj = _mm256_permutevar8x32_ps(s[t], _mm256_set1_epi32(j));
-          acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sj, acc[t]);
+          __m256& a_h = h ? acc_hi[t] : acc[t];
+          a_h = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sj, a_h);
         }
       }
     }
   }
 #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) y[t * ld_y] = hsum(acc[t]) - hsum(macc[t]);
+  for (int t = 0; t < T; ++t) y[t * ld_y] = hsum(_mm256_add_ps(acc[t], acc_hi[t])) - hsum(macc[t]);
 }
 
 void q4k_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
