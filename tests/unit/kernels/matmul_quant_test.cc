@@ -20,12 +20,7 @@ using testing::random_floats;
 
 std::vector<float> run(KernelPath path, const WeightMatrix& w, const std::vector<float>& x,
                        int64_t n_tokens, ThreadPool& pool) {
-  PathGuard guard;
-  EXPECT_TRUE(set_kernel_path(path));
-  std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), -1.0f);
-  std::vector<uint8_t> scratch(matmul_scratch_bytes(w.dtype, w.cols, n_tokens));
-  matmul(w, x.data(), n_tokens, y.data(), scratch.data(), pool);
-  return y;
+  return testing::matmul_on_path(path, w, x, n_tokens, pool);
 }
 
 void check(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool& pool) {

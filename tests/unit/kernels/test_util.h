@@ -51,6 +51,18 @@ inline std::vector<uint8_t> pack_float(DType dtype, const std::vector<float>& v)
   return out;
 }
 
+// y = matmul(w, x) computed on `path`: [n_tokens, w.rows], prefilled with -1
+// so rows a kernel forgot stand out.
+inline std::vector<float> matmul_on_path(KernelPath path, const WeightMatrix& w, const std::vector<float>& x,
+                                         int64_t n_tokens, ThreadPool& pool) {
+  PathGuard guard;
+  EXPECT_TRUE(set_kernel_path(path));
+  std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), -1.0f);
+  std::vector<uint8_t> scratch(matmul_scratch_bytes(w.dtype, w.cols, n_tokens));
+  matmul(w, x.data(), n_tokens, y.data(), scratch.data(), pool);
+  return y;
+}
+
 // Paths other than scalar that this machine and build can run.
 inline std::vector<KernelPath> simd_paths() {
   std::vector<KernelPath> paths;
