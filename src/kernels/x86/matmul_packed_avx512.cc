@@ -24,7 +24,6 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
-#include <memory>
 
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx512_internal.h"
@@ -228,8 +227,8 @@ void pack_panel(const uint8_t* base, int64_t stride, int64_t r0, int n_rows, int
   }
 }
 
-// The TokenUnits of tokens [0, n_tokens) over the chunk's n_units units
-// (act: unit 0 of the chunk for token 0; tu[t * kChunkUnits + k]).
+// The TokenUnits of tokens [0, n_tokens) (n_tokens <= kTile) over the chunk's
+// n_units units (act: unit 0 of the chunk for token 0; tu[t * kChunkUnits + k]).
 template <class P>
 void fill_token_units(const ActBlock* act, int64_t n_sub, int64_t n_tokens, int64_t n_units,
                       TokenUnit* tu) {
@@ -335,20 +334,23 @@ void tile_panels(int np, int nt, const Unit* u, int64_t n_units, const ActBlock*
   if constexpr (NP > 1) tile_panels<P, NP - 1>(np, nt, u, n_units, act, n_sub, tu, y, ld_y, n_rows, add);
 }
 
-// All tokens against the n_panels packed panels of rows [r0, r1).
+// All tokens against the n_panels packed panels of rows [r0, r1). Each token
+// tile's TokenUnits are derived into a small stack table first (forward
+// allocates nothing, P6; the cost is one entry per 2048 multiply-adds).
 template <class P>
 void tokens_over_panels(const Unit* units, int n_panels, int64_t n_units, int64_t r0, int64_t r1,
-                        const ActBlock* act, int64_t n_sub, const TokenUnit* tu,
-                        int64_t n_tokens, float* y, int64_t ld_y, bool add) {
+                        const ActBlock* act, int64_t n_sub, int64_t n_tokens, float* y, int64_t ld_y,
+                        bool add) {
+  TokenUnit tt[kTile * kChunkUnits];
   for (int64_t t = 0; t < n_tokens; t += kTile) {
     const int nt = static_cast<int>(std::min<int64_t>(kTile, n_tokens - t));
+    fill_token_units<P>(act + t * n_sub, n_sub, nt, n_units, tt);
     for (int p = 0; p < n_panels; p += kTilePanels) {
       const int np = std::min(kTilePanels, n_panels - p);
       const int64_t r = r0 + p * kPanelRows;
       const int n_rows = static_cast<int>(std::min<int64_t>(np * kPanelRows, r1 - r));
       const Unit* u = units + p * kChunkUnits;
       const ActBlock* a = act + t * n_sub;
-      const TokenUnit* tt = tu + t * kChunkUnits;
       float* out = y + t * ld_y + r;
       tile_panels<P, kTilePanels>(np, nt, u, n_units, a, n_sub, tt, out, ld_y, n_rows, add);
     }
@@ -363,14 +365,11 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
   const int64_t n_sub = w.cols / 32;
   const int64_t stride = n_blk * P::kBytes;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  // 16 B per token and unit of a chunk (8 KiB per 16 tokens): on the heap
-  const auto tu = std::make_unique<TokenUnit[]>(static_cast<size_t>(n_tokens * kChunkUnits));
   Unit units[kGroupPanels * kChunkUnits];  // 80 KiB of stack
   for (int64_t b0 = 0; b0 < n_blk; b0 += kBlkPerChunk) {
     const int64_t nb = std::min(kBlkPerChunk, n_blk - b0);
     const int64_t n_units = nb * P::kUnitsPerBlock;
     const ActBlock* chunk_act = act + b0 * P::kUnitsPerBlock;
-    fill_token_units<P>(chunk_act, n_sub, n_tokens, n_units, tu.get());
     for (int64_t r0 = row_begin; r0 < row_end; r0 += kGroupPanels * kPanelRows) {
       const int64_t r1 = std::min(row_end, r0 + kGroupPanels * kPanelRows);
       const int n_panels = static_cast<int>((r1 - r0 + kPanelRows - 1) / kPanelRows);
@@ -379,8 +378,8 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
         const int n_rows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r));
         pack_panel<P>(base, stride, r, n_rows, b0, nb, units + p * kChunkUnits);
       }
-      tokens_over_panels<P>(units, n_panels, n_units, r0, r1, chunk_act, n_sub, tu.get(), n_tokens,
-                            y, w.rows, b0 > 0);
+      tokens_over_panels<P>(units, n_panels, n_units, r0, r1, chunk_act, n_sub, n_tokens, y, w.rows,
+                            b0 > 0);
     }
   }
 }

@@ -1,0 +1,51 @@
+// P6 at the kernel level: every matmul path (scalar, AVX2, AVX-512 where the
+// CPU has it) for every weight type, prefill-sized and decode-sized, allocates
+// nothing once its scratch is planned; the tiny f32 package of program_test
+// alone would not reach the quantized and AVX-512 kernels.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernels/quantize.h"
+#include "unit/engine/alloc_counter.h"
+#include "unit/kernels/test_util.h"
+
+namespace llmpack {
+namespace {
+
+TEST(KernelAllocations, P6_MatmulsOnEveryPathAllocateNothing) {
+  using kernels::KernelPath;
+  std::vector<KernelPath> paths = {KernelPath::kScalar};
+  for (KernelPath p : kernels::testing::simd_paths()) paths.push_back(p);
+  ThreadPool pool(2);
+  const int64_t rows = 80, cols = 512, max_tokens = 13;
+  const auto wf = kernels::testing::random_floats(rows * cols, 3);
+  const auto x = kernels::testing::random_floats(max_tokens * cols, 4);
+  std::vector<float> y(max_tokens * rows);
+  int checked = 0;
+  for (DType dtype : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kF16, DType::kF32}) {
+    const int64_t rb = row_bytes(*dtype_info(dtype), cols);
+    std::vector<uint8_t> packed(static_cast<size_t>(rb * rows));
+    for (int64_t r = 0; r < rows; ++r)
+      ASSERT_GT(kernels::quantize_row(dtype, wf.data() + r * cols, cols, packed.data() + r * rb), 0u);
+    const kernels::WeightMatrix w{dtype, rows, cols, packed.data()};
+    std::vector<uint8_t> scratch(kernels::matmul_scratch_bytes(dtype, cols, max_tokens) + 1);
+    for (KernelPath path : paths) {
+      kernels::testing::PathGuard guard;
+      ASSERT_TRUE(kernels::set_kernel_path(path));
+      for (int64_t n : {max_tokens, int64_t{6}, int64_t{1}}) {
+        testing::AllocationCounter counter;
+        kernels::matmul(w, x.data(), n, y.data(), scratch.data(), pool);
+        const int64_t allocations = counter.count();
+        EXPECT_EQ(allocations, 0) << dtype_name(dtype) << " on " << kernels::kernel_path_name(path) << ", "
+                                  << n << " tokens";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GE(checked, 36);
+}
+
+}  // namespace
+}  // namespace llmpack
