@@ -4,9 +4,11 @@
 // Outputs are compared with a double-precision dot product of the weights as
 // stored (after f16/bf16 rounding).
 #include <gtest/gtest.h>
+
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -26,11 +28,16 @@ struct Shape {
   int64_t rows, cols, n_tokens;
 };
 
-bool avx512_available() { return cpu_supports(KernelPath::kAvx512); }
+// The CPU has the features and this build has the path (a LLMPACK_FORCE_SCALAR
+// build compiles the AVX-512 files but never selects them).
+bool avx512_available() {
+  const auto paths = testing::simd_paths();
+  return std::find(paths.begin(), paths.end(), KernelPath::kAvx512) != paths.end();
+}
 
 #define SKIP_WITHOUT_AVX512()                                                           \
-  if (!avx512_available()) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/DQ/VNNI, " \
-                                           "so the AVX-512 path cannot run"
+  if (!avx512_available()) GTEST_SKIP() << "this CPU lacks AVX-512 F/BW/VL/DQ/VNNI " \
+                                           "or the build forces scalar kernels"
 
 // Checks y[t * w.rows + r] for r in [row_begin, row_end) against a double dot
 // product; the bound is float rounding of a dot of `cols` terms (below
