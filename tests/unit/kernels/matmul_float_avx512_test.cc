@@ -23,10 +23,8 @@ namespace {
 using testing::PathGuard;
 using testing::pack_float;
 using testing::random_floats;
+using testing::Shape;
 
-struct Shape {
-  int64_t rows, cols, n_tokens;
-};
 
 // The CPU has the features and this build has the path (a LLMPACK_FORCE_SCALAR
 // build compiles the AVX-512 files but never selects them).

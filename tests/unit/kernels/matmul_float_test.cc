@@ -15,23 +15,11 @@ namespace {
 using testing::PathGuard;
 using testing::pack_float;
 using testing::random_floats;
+using testing::Shape;
 
-struct Shape {
-  int64_t rows, cols, n_tokens;
-};
 
-// y from `path`, and the error bound per output: float rounding of a dot of
-// `cols` terms is below cols * 2^-23 * sum|w x|; use 4x margin plus a floor.
-std::vector<float> run_matmul(KernelPath path, const WeightMatrix& w, const std::vector<float>& x,
-                              int64_t n_tokens, ThreadPool& pool) {
-  PathGuard guard;
-  EXPECT_TRUE(set_kernel_path(path));
-  std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), -1.0f);
-  std::vector<uint8_t> scratch(matmul_scratch_bytes(w.dtype, w.cols, n_tokens));
-  matmul(w, x.data(), n_tokens, y.data(), scratch.data(), pool);
-  return y;
-}
-
+// Error bound per output: float rounding of a dot of `cols` terms is below
+// cols * 2^-23 * sum|w x|; use 4x margin plus a floor.
 void check_shape(DType dtype, const Shape& s, ThreadPool& pool) {
   const auto wf = random_floats(static_cast<size_t>(s.rows * s.cols), 11 + s.rows * 7 + s.cols);
   const auto x = random_floats(static_cast<size_t>(s.n_tokens * s.cols), 5 + s.cols);
@@ -39,7 +27,7 @@ void check_shape(DType dtype, const Shape& s, ThreadPool& pool) {
   const WeightMatrix w{dtype, s.rows, s.cols, packed.data()};
   // The weights as the kernels see them (after f16/bf16 rounding).
   std::vector<float> wd(static_cast<size_t>(s.cols));
-  const auto ref = run_matmul(KernelPath::kScalar, w, x, s.n_tokens, pool);
+  const auto ref = testing::matmul_on_path(KernelPath::kScalar, w, x, s.n_tokens, pool);
   for (int64_t r = 0; r < s.rows; ++r) {
     dequantize_row(w, r, wd.data());
     for (int64_t t = 0; t < s.n_tokens; ++t) {
@@ -53,7 +41,7 @@ void check_shape(DType dtype, const Shape& s, ThreadPool& pool) {
     }
   }
   for (KernelPath p : testing::simd_paths()) {
-    const auto y = run_matmul(p, w, x, s.n_tokens, pool);
+    const auto y = testing::matmul_on_path(p, w, x, s.n_tokens, pool);
     for (int64_t r = 0; r < s.rows; ++r) {
       for (int64_t t = 0; t < s.n_tokens; ++t) {
         double mag = 0.0;

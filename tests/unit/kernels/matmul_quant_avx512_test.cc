@@ -19,13 +19,8 @@
 namespace llmpack::kernels {
 namespace {
 
-using testing::PathGuard;
 using testing::random_floats;
 
-std::vector<float> run(KernelPath path, const WeightMatrix& w, const std::vector<float>& x,
-                       int64_t n_tokens, ThreadPool& pool) {
-  return testing::matmul_on_path(path, w, x, n_tokens, pool);
-}
 
 struct Case {
   std::vector<uint8_t> packed;
@@ -51,8 +46,8 @@ void check(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool
   const Case c = make_case(dtype, rows, cols, n_tokens, static_cast<uint32_t>(7 * rows + cols + n_tokens));
   std::vector<float> wd(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r) dequantize_row(c.w, r, wd.data() + r * cols);
-  const auto ref = run(KernelPath::kScalar, c.w, c.x, n_tokens, pool);
-  const auto y = run(KernelPath::kAvx512, c.w, c.x, n_tokens, pool);
+  const auto ref = testing::matmul_on_path(KernelPath::kScalar, c.w, c.x, n_tokens, pool);
+  const auto y = testing::matmul_on_path(KernelPath::kAvx512, c.w, c.x, n_tokens, pool);
   for (int64_t t = 0; t < n_tokens; ++t)
     for (int64_t r = 0; r < rows; ++r) {
       double bound = 0, mag = 0;
@@ -108,8 +103,8 @@ TEST_P(MatmulQuantAvx512Test, SeveralColumnChunks) {
 TEST_P(MatmulQuantAvx512Test, ThreadSplitGivesSameBits) {
   ThreadPool pool1(1), pool2(2);
   const Case c = make_case(GetParam(), 203, 1024 + 2 * block(), 14, 5);
-  const auto y1 = run(KernelPath::kAvx512, c.w, c.x, 14, pool1);
-  const auto y2 = run(KernelPath::kAvx512, c.w, c.x, 14, pool2);
+  const auto y1 = testing::matmul_on_path(KernelPath::kAvx512, c.w, c.x, 14, pool1);
+  const auto y2 = testing::matmul_on_path(KernelPath::kAvx512, c.w, c.x, 14, pool2);
   ASSERT_EQ(y1.size(), y2.size());
   for (size_t i = 0; i < y1.size(); ++i) ASSERT_EQ(y1[i], y2[i]) << "i=" << i;
 }
@@ -126,7 +121,7 @@ TEST_P(MatmulQuantAvx512Test, ZeroWeightsGiveZero) {
     ASSERT_GT(quantize_row(GetParam(), zeros.data() + r * cols, cols, packed.data() + r * rb), 0u);
   const WeightMatrix w{GetParam(), rows, cols, packed.data()};
   const auto x = random_floats(static_cast<size_t>(n_tokens * cols), 9, 3.0f);
-  const auto y = run(KernelPath::kAvx512, w, x, n_tokens, pool);
+  const auto y = testing::matmul_on_path(KernelPath::kAvx512, w, x, n_tokens, pool);
   for (float v : y) ASSERT_EQ(v, 0.0f);
 }
 

@@ -15,13 +15,8 @@
 namespace llmpack::kernels {
 namespace {
 
-using testing::PathGuard;
 using testing::random_floats;
 
-std::vector<float> run(KernelPath path, const WeightMatrix& w, const std::vector<float>& x,
-                       int64_t n_tokens, ThreadPool& pool) {
-  return testing::matmul_on_path(path, w, x, n_tokens, pool);
-}
 
 void check(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool& pool) {
   const auto wf = random_floats(static_cast<size_t>(rows * cols), 100 + rows + cols);
@@ -35,7 +30,7 @@ void check(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool
   std::vector<float> wd(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r) dequantize_row(w, r, wd.data() + r * cols);
 
-  const auto ref = run(KernelPath::kScalar, w, x, n_tokens, pool);
+  const auto ref = testing::matmul_on_path(KernelPath::kScalar, w, x, n_tokens, pool);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t t = 0; t < n_tokens; ++t) {
       double exact = 0, mag = 0;
@@ -47,7 +42,7 @@ void check(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool
     }
 
   for (KernelPath p : testing::simd_paths()) {
-    const auto y = run(p, w, x, n_tokens, pool);
+    const auto y = testing::matmul_on_path(p, w, x, n_tokens, pool);
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t t = 0; t < n_tokens; ++t) {
         double bound = 0, mag = 0;

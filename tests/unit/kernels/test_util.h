@@ -51,6 +51,11 @@ inline std::vector<uint8_t> pack_float(DType dtype, const std::vector<float>& v)
   return out;
 }
 
+// A matmul test case: w is rows x cols, x is n_tokens x cols.
+struct Shape {
+  int64_t rows, cols, n_tokens;
+};
+
 // y = matmul(w, x) computed on `path`: [n_tokens, w.rows], prefilled with -1
 // so rows a kernel forgot stand out.
 inline std::vector<float> matmul_on_path(KernelPath path, const WeightMatrix& w, const std::vector<float>& x,
