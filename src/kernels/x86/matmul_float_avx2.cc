@@ -72,6 +72,40 @@ inline void tile(const typename W::Elem* w, int64_t ld_w, const float* x, int64_
   }
 }
 
+// Decode (one token): 8 rows stream side by side, each prefetching one cache
+// line a step, kDecodePrefetchBytes ahead.
+template <class W>
+inline void decode_tile8(const typename W::Elem* w, int64_t ld_w, const float* x, int64_t cols,
+                         float* y) {
+  constexpr int R = 8;
+  constexpr int64_t kLine = 64 / sizeof(typename W::Elem);  // elements per cache line
+  constexpr int64_t kAhead = kDecodePrefetchBytes / sizeof(typename W::Elem);
+  __m256 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+  int64_t c = 0;
+  for (; c + kLine <= cols; c += kLine) {
+    // past a row's end, the same row of the next tile (prefetches never fault)
+    const int64_t ahead = c + kAhead < cols ? c + kAhead : c + kAhead - cols + R * ld_w;
+    for (int r = 0; r < R; ++r)
+      _mm_prefetch(reinterpret_cast<const char*>(w + r * ld_w + ahead), _MM_HINT_T0);
+#pragma GCC unroll 8
+    for (int64_t k = 0; k < kLine; k += 8) {
+      const __m256 xv = _mm256_loadu_ps(x + c + k);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(W::load8(w + r * ld_w + c + k), xv, acc[r]);
+    }
+  }
+  for (; c + 8 <= cols; c += 8) {
+    const __m256 xv = _mm256_loadu_ps(x + c);
+    for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(W::load8(w + r * ld_w + c), xv, acc[r]);
+  }
+  for (int r = 0; r < R; ++r) {
+    float s = hsum(acc[r]);
+    for (int64_t cc = c; cc < cols; ++cc) s += W::at(w + r * ld_w + cc) * x[cc];
+    y[r] = s;
+  }
+}
+
 template <class W, int T>
 void rows_for_tokens(const typename W::Elem* w, const WeightMatrix& m, const float* x,
                      float* y, int64_t row_begin, int64_t row_end) {
@@ -79,7 +113,7 @@ void rows_for_tokens(const typename W::Elem* w, const WeightMatrix& m, const flo
   // One token (decode): 8 rows, so 8 independent FMA chains cover the FMA
   // latency (4 rows left each core at about 60% of its read bandwidth).
   if constexpr (T == 1)
-    for (; r + 8 <= row_end; r += 8) tile<W, 8, 1>(w + r * m.cols, m.cols, x, m.cols, y + r, m.rows);
+    for (; r + 8 <= row_end; r += 8) decode_tile8<W>(w + r * m.cols, m.cols, x, m.cols, y + r);
   for (; r + 4 <= row_end; r += 4) tile<W, 4, T>(w + r * m.cols, m.cols, x, m.cols, y + r, m.rows);
   for (; r < row_end; ++r) tile<W, 1, T>(w + r * m.cols, m.cols, x, m.cols, y + r, m.rows);
 }

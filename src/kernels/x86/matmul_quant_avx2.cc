@@ -147,6 +147,8 @@ void row_tokens(const uint8_t* row, int64_t n_super, const ActBlock* act, int64_
   };
   int64_t sb = 0;
   for (; sb + 2 <= n_super; sb += 2) {
+    // rows lie back to back, so this runs on into the next rows
+    if constexpr (T == 1) prefetch_bytes(row + sb * D::kBytes + kDecodePrefetchBytes, 2 * D::kBytes);
     super_block(sb, acc0, acc1);
     super_block(sb + 1, acc1, acc0);
   }
@@ -199,6 +201,7 @@ void q4k_row_tokens(const BlockQ4_K* row, int64_t n_super, const ActBlock* act,
   const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockQ4_K& b = row[sb];
+    if constexpr (T == 1) prefetch_bytes(reinterpret_cast<const char*>(&b) + kDecodePrefetchBytes, sizeof(b));
     __m256i mn_i;
     const __m256i sc_i = q4k_scales_mins(b.scales, &mn_i);
     const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(sc_i), _mm256_set1_ps(half_to_float(b.d)));
