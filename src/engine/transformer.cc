@@ -128,17 +128,16 @@ void Transformer::attention_block(int64_t layer, int64_t n, int64_t start_pos) {
 void Transformer::feed_forward_block(int64_t layer, int64_t n) {
   const LayerWeights& w = model_.weights().layers[layer];
   rmsnorm_rows(xb_.data(), x_.data(), w.ffn_norm, n, cfg_.dim);
-  matmul(w.w_gate, xb_.data(), n, hb_.data());
-  matmul(w.w_up, xb_.data(), n, hb2_.data());
+  const kernels::MatmulOutput gate_up[] = {{w.w_gate, hb_.data()}, {w.w_up, hb2_.data()}};
+  kernels::matmul_group(gate_up, xb_.data(), n, scratch_.data(), pool_);
   swiglu_rows(n);
   matmul(w.w_down, hb_.data(), n, xb_.data());
   add_residual(xb_.data(), n);
 }
 
 void Transformer::project_qkv(const LayerWeights& w, int64_t n) {
-  matmul(w.wq, xb_.data(), n, q_.data());
-  matmul(w.wk, xb_.data(), n, k_.data());
-  matmul(w.wv, xb_.data(), n, v_.data());
+  const kernels::MatmulOutput qkv[] = {{w.wq, q_.data()}, {w.wk, k_.data()}, {w.wv, v_.data()}};
+  kernels::matmul_group(qkv, xb_.data(), n, scratch_.data(), pool_);
   if (w.bq) {  // qwen2: biases on q, k and v
     const int64_t qd = cfg_.q_dim(), kd = cfg_.kv_dim();
     for (int64_t t = 0; t < n; ++t) {

@@ -1,6 +1,7 @@
 // Kernel dispatch: picks the scalar reference or a SIMD path per call from
 // the active path (the best the CPU supports, unless forced), and splits
 // matmul rows over the thread pool.
+#include <algorithm>
 #include <atomic>
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
@@ -117,41 +118,92 @@ size_t matmul_scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
   return avx2::scratch_bytes(dtype, cols, n_tokens);
 }
 
+namespace {
+
+// Whether the input can be multiplied at all; the engine checks
+// matmul_supports at load, so a failure here only shows up as NaN outputs
+// rather than a crash.
+bool matmul_input_ok(const WeightMatrix& w) {
+  const auto info = dtype_info(w.dtype);
+  return matmul_supports(w.dtype) && info && w.data != nullptr && w.cols % info->block_elems == 0;
+}
+
+void fill_nan(float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::numeric_limits<float>::quiet_NaN();
+}
+
+// Whether the SIMD kernels take w (else the scalar reference does).
+bool simd_takes(const WeightMatrix& w, int64_t n_tokens, const void* scratch) {
+  return use_avx2() && avx2::supports(w.dtype) &&
+         (avx2::scratch_bytes(w.dtype, w.cols, n_tokens) == 0 || scratch != nullptr);
+}
+
+// Rows [b, e) of y = w · x on the SIMD path, after prepare().
+void simd_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+               const void* scratch, int64_t b, int64_t e) {
+  if (use_avx512() && avx512::supports(w.dtype, n_tokens))
+    return avx512::matmul_rows(w, x, n_tokens, y, scratch, b, e);
+  avx2::matmul_rows(w, x, n_tokens, y, scratch, b, e);
+}
+
+// Quantizes the activations for the integer kernels (nothing for float weights).
+void prepare(DType dtype, const float* x, int64_t cols, int64_t n_tokens, void* scratch,
+             ThreadPool& pool) {
+  if (avx2::scratch_bytes(dtype, cols, n_tokens) == 0) return;
+  pool.parallel_for(n_tokens, [&](int, int64_t b, int64_t e) {
+    avx2::prepare_activations(dtype, x, cols, n_tokens, b, e, scratch);
+  });
+}
+
+}  // namespace
+
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, void* scratch,
             ThreadPool& pool) {
   if (n_tokens <= 0 || w.rows <= 0) return;
-  const auto info = dtype_info(w.dtype);
-  if (!matmul_supports(w.dtype) || !info || w.data == nullptr || w.cols % info->block_elems != 0) {
-    // Unsupported input: the engine checks matmul_supports at load, so this
-    // only shows up as NaN outputs rather than a crash.
-    const float nan = std::numeric_limits<float>::quiet_NaN();
-    for (int64_t i = 0; i < n_tokens * w.rows; ++i) y[i] = nan;
-    return;
-  }
-  const bool simd = use_avx2() && avx2::supports(w.dtype) &&
-                    (avx2::scratch_bytes(w.dtype, w.cols, n_tokens) == 0 || scratch != nullptr);
-  if (!simd) {
+  if (!matmul_input_ok(w)) return fill_nan(y, n_tokens * w.rows);
+  if (!simd_takes(w, n_tokens, scratch)) {
     pool.parallel_for(
         w.rows, [&](int, int64_t b, int64_t e) { ref::matmul_rows(w, x, n_tokens, y, b, e); },
         kRowGrain);
     return;
   }
-  if (avx2::scratch_bytes(w.dtype, w.cols, n_tokens) > 0) {
-    pool.parallel_for(n_tokens, [&](int, int64_t b, int64_t e) {
-      avx2::prepare_activations(w.dtype, x, w.cols, n_tokens, b, e, scratch);
-    });
+  prepare(w.dtype, x, w.cols, n_tokens, scratch, pool);
+  pool.parallel_for(
+      w.rows, [&](int, int64_t b, int64_t e) { simd_rows(w, x, n_tokens, y, scratch, b, e); },
+      kRowGrain);
+}
+
+void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
+                  void* scratch, ThreadPool& pool) {
+  if (n_tokens <= 0 || outputs.empty()) return;
+  // The activations are prepared once, for the most demanding type (Q4_K's
+  // preparation is the other quantized types' plus its scale arrays).
+  DType prep = DType::kF32;
+  bool grouped = outputs.size() <= kMaxGroup;
+  for (const MatmulOutput& o : outputs) {
+    grouped = grouped && o.w.rows > 0 && o.w.cols == outputs[0].w.cols && matmul_input_ok(o.w) &&
+              simd_takes(o.w, n_tokens, scratch);
+    if (avx2::scratch_bytes(o.w.dtype, o.w.cols, n_tokens) > 0 && prep != DType::kQ4_K) prep = o.w.dtype;
   }
-  if (use_avx512() && avx512::supports(w.dtype, n_tokens)) {
-    pool.parallel_for(
-        w.rows,
-        [&](int, int64_t b, int64_t e) { avx512::matmul_rows(w, x, n_tokens, y, scratch, b, e); },
-        kRowGrain);
+  if (!grouped) {
+    for (const MatmulOutput& o : outputs) matmul(o.w, x, n_tokens, o.y, scratch, pool);
     return;
   }
-  pool.parallel_for(
-      w.rows,
-      [&](int, int64_t b, int64_t e) { avx2::matmul_rows(w, x, n_tokens, y, scratch, b, e); },
-      kRowGrain);
+  prepare(prep, x, outputs[0].w.cols, n_tokens, scratch, pool);
+  // Work units are kRowGrain-row slices of each matrix in turn (a slice never
+  // straddles two matrices, so every kernel call starts on a tile boundary).
+  int64_t first_unit[kMaxGroup + 1] = {0};
+  for (size_t i = 0; i < outputs.size(); ++i)
+    first_unit[i + 1] = first_unit[i] + (outputs[i].w.rows + kRowGrain - 1) / kRowGrain;
+  pool.parallel_for(first_unit[outputs.size()], [&](int, int64_t ub, int64_t ue) {
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const int64_t lo = std::max(ub, first_unit[i]), hi = std::min(ue, first_unit[i + 1]);
+      if (lo >= hi) continue;
+      const WeightMatrix& w = outputs[i].w;
+      simd_rows(w, x, n_tokens, outputs[i].y, scratch, (lo - first_unit[i]) * kRowGrain,
+                std::min(w.rows, (hi - first_unit[i]) * kRowGrain));
+    }
+  });
 }
 
 void dequantize_row(const WeightMatrix& w, int64_t r, float* out) {

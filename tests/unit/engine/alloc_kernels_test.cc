@@ -47,5 +47,35 @@ TEST(KernelAllocations, P6_MatmulsOnEveryPathAllocateNothing) {
   EXPECT_EQ(checked, static_cast<int>(6 * 3 * paths.size()));  // every type, path and size ran
 }
 
+// The grouped form (q/k/v, gate/up) splits its rows without allocating either.
+TEST(KernelAllocations, P6_MatmulGroupAllocatesNothing) {
+  using kernels::KernelPath;
+  std::vector<KernelPath> paths = {KernelPath::kScalar};
+  for (KernelPath p : kernels::testing::simd_paths()) paths.push_back(p);
+  ThreadPool pool(2);
+  const int64_t rows = 48, cols = 256, max_tokens = 9;
+  const auto wf = kernels::testing::random_floats(rows * cols, 5);
+  const auto x = kernels::testing::random_floats(max_tokens * cols, 6);
+  std::vector<uint8_t> q4k(static_cast<size_t>(row_bytes(*dtype_info(DType::kQ4_K), cols) * rows));
+  std::vector<uint8_t> q6k(static_cast<size_t>(row_bytes(*dtype_info(DType::kQ6_K), cols) * rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    kernels::quantize_row(DType::kQ4_K, wf.data() + r * cols, cols, q4k.data() + r * (q4k.size() / rows));
+    kernels::quantize_row(DType::kQ6_K, wf.data() + r * cols, cols, q6k.data() + r * (q6k.size() / rows));
+  }
+  std::vector<float> y0(max_tokens * rows), y1(max_tokens * rows);
+  const kernels::MatmulOutput group[] = {{{DType::kQ4_K, rows, cols, q4k.data()}, y0.data()},
+                                         {{DType::kQ6_K, rows, cols, q6k.data()}, y1.data()}};
+  std::vector<uint8_t> scratch(kernels::matmul_scratch_bytes(DType::kQ4_K, cols, max_tokens));
+  for (KernelPath path : paths) {
+    kernels::testing::PathGuard guard;
+    ASSERT_TRUE(kernels::set_kernel_path(path));
+    for (int64_t n : {max_tokens, int64_t{1}}) {
+      testing::AllocationCounter counter;
+      kernels::matmul_group(group, x.data(), n, scratch.data(), pool);
+      EXPECT_EQ(counter.count(), 0) << kernels::kernel_path_name(path) << ", " << n << " tokens";
+    }
+  }
+}
+
 }  // namespace
 }  // namespace llmpack

@@ -1,0 +1,97 @@
+// matmul_group: several matrices over the same activations in one pool call
+// must give exactly what one matmul per matrix gives, on every path, for mixed
+// weight types (Q4_K_M files mix Q4_K and Q6_K in q/k/v), row counts that are
+// not multiples of the row grain, decode and prefill token counts, and groups
+// too large to group (they fall back to one call per matrix).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "kernels/quantize.h"
+#include "unit/kernels/test_util.h"
+
+namespace llmpack::kernels {
+namespace {
+
+using testing::random_floats;
+
+// A weight matrix that owns its bytes.
+struct OwnedMatrix {
+  std::vector<uint8_t> bytes;
+  WeightMatrix w;
+};
+
+OwnedMatrix make_matrix(DType dtype, int64_t rows, int64_t cols, uint32_t seed) {
+  const auto values = random_floats(static_cast<size_t>(rows * cols), seed);
+  OwnedMatrix m;
+  const auto info = dtype_info(dtype);
+  if (info->block_elems == 1) {
+    m.bytes = testing::pack_float(dtype, values);
+  } else {
+    const int64_t rb = row_bytes(*info, cols);
+    m.bytes.resize(static_cast<size_t>(rb * rows));
+    for (int64_t r = 0; r < rows; ++r) quantize_row(dtype, values.data() + r * cols, cols, m.bytes.data() + r * rb);
+  }
+  m.w = WeightMatrix{dtype, rows, cols, m.bytes.data()};
+  return m;
+}
+
+struct Member {
+  DType dtype;
+  int64_t rows;
+};
+
+void check_group(const std::vector<Member>& members, int64_t cols, int64_t n_tokens, ThreadPool& pool) {
+  std::vector<OwnedMatrix> matrices;
+  size_t scratch_bytes = 0;
+  for (size_t i = 0; i < members.size(); ++i) {
+    matrices.push_back(make_matrix(members[i].dtype, members[i].rows, cols, 7 + 13 * i));
+    scratch_bytes = std::max(scratch_bytes, matmul_scratch_bytes(members[i].dtype, cols, n_tokens));
+  }
+  const auto x = random_floats(static_cast<size_t>(n_tokens * cols), 99 + n_tokens, 2.0f);
+  std::vector<KernelPath> paths = testing::simd_paths();
+  paths.push_back(KernelPath::kScalar);
+  for (KernelPath path : paths) {
+    testing::PathGuard guard;
+    ASSERT_TRUE(set_kernel_path(path));
+    std::vector<uint8_t> scratch(scratch_bytes);
+    std::vector<std::vector<float>> separate, grouped;
+    std::vector<MatmulOutput> outputs;
+    for (const OwnedMatrix& m : matrices) {
+      separate.emplace_back(static_cast<size_t>(n_tokens * m.w.rows), -1.0f);
+      matmul(m.w, x.data(), n_tokens, separate.back().data(), scratch.data(), pool);
+      grouped.emplace_back(static_cast<size_t>(n_tokens * m.w.rows), -2.0f);
+    }
+    for (size_t i = 0; i < matrices.size(); ++i) outputs.push_back({matrices[i].w, grouped[i].data()});
+    matmul_group(outputs, x.data(), n_tokens, scratch.data(), pool);
+    for (size_t i = 0; i < matrices.size(); ++i)
+      for (size_t j = 0; j < grouped[i].size(); ++j)
+        ASSERT_EQ(grouped[i][j], separate[i][j])
+            << kernel_path_name(path) << " member " << i << " (" << dtype_name(members[i].dtype) << ", "
+            << members[i].rows << " rows) element " << j << " n_tokens " << n_tokens
+            << " threads " << pool.n_threads();
+  }
+}
+
+TEST(MatmulGroup, EqualsOneMatmulPerMatrix) {
+  ThreadPool pool1(1), pool2(2);
+  const std::vector<std::vector<Member>> groups = {
+      {{DType::kQ4_K, 96}, {DType::kQ4_K, 33}, {DType::kQ6_K, 40}},  // Q4_K_M's q, k, v
+      {{DType::kQ4_0, 64}, {DType::kQ8_0, 17}},
+      {{DType::kF16, 70}, {DType::kF32, 8}, {DType::kBF16, 35}},
+      {{DType::kQ4_0, 45}, {DType::kF16, 32}},  // quantized and float members
+  };
+  for (const auto& group : groups)
+    for (int64_t n_tokens : {1, 3, 7, 20})
+      for (ThreadPool* pool : {&pool1, &pool2}) check_group(group, 256, n_tokens, *pool);
+}
+
+TEST(MatmulGroup, LargerThanMaxGroupFallsBackToOneCallPerMatrix) {
+  ThreadPool pool(2);
+  std::vector<Member> many(kMaxGroup + 1, Member{DType::kQ8_0, 40});
+  for (int64_t n_tokens : {1, 6}) check_group(many, 64, n_tokens, pool);
+}
+
+}  // namespace
+}  // namespace llmpack::kernels
