@@ -142,6 +142,7 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const 
   base.model = &m;
   base.n_threads = threads;
   for (int64_t p : o.prompts) {
+    if (p == 0) continue;  // -p 0: generation tests only, as in llama-bench
     BenchRecord r = base;
     r.test = "pp" + std::to_string(p), r.n_prompt = p, r.n_batch = std::min(b, p);
     LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&] { return runner.prompt_ns(p, b); }));
@@ -185,13 +186,19 @@ int save_synthetic(const BenchOptions& o, const BenchModelSource& source) {
   return 0;
 }
 
+int64_t max_of(const std::vector<int64_t>& values) {
+  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+}
+
 int execute(const BenchOptions& o) {
   auto sources = model_sources(o);
   if (!sources.ok()) return fail(sources.status());
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::vector<int> threads = o.threads.empty() ? std::vector<int>{cores} : o.threads;
-  const int64_t max_prompt = std::max(*std::max_element(o.prompts.begin(), o.prompts.end()), o.ttft);
-  const int64_t max_gen = *std::max_element(o.gens.begin(), o.gens.end());
+  if (max_of(o.prompts) == 0 && max_of(o.gens) == 0 && o.ttft == 0)
+    return fail("nothing to measure: -p and -n are all 0 and no --ttft was given");
+  const int64_t max_prompt = std::max(max_of(o.prompts), o.ttft);
+  const int64_t max_gen = max_of(o.gens);
   // S = B = the longest prompt (one chunk); C holds the longest test and the warmup.
   const int64_t max_seq_len = std::max<int64_t>(max_prompt, 1);
   const int64_t max_context = std::max<int64_t>({max_prompt, max_gen, 32});
@@ -257,9 +264,9 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("--synthetic", o->synthetic,
                   "Random-weight model NAME:TYPE built in memory; repeatable. NAME: stories110m, smollm2-135m, "
                   "qwen3-0.6b, llama-3.2-1b; TYPE: f32, f16, bf16, q8_0, q4_0, q4_k_m");
-  cmd->add_option("-p,--n-prompt", o->prompts, "Prompt sizes, comma-separated (default 512)")
+  cmd->add_option("-p,--n-prompt", o->prompts, "Prompt sizes, comma-separated; 0 skips (default 512)")
       ->delimiter(',')
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("-n,--n-gen", o->gens, "Generation lengths, comma-separated; 0 skips (default 128)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

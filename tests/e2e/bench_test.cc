@@ -91,6 +91,20 @@ TEST(Bench, CsvHeaderAndOneRowPerTest) {
   EXPECT_EQ(rows, 2);
 }
 
+// llama-bench's -p 0 and -n 0 skip that kind of test.
+TEST(Bench, ZeroPromptOrGenerationSkipsThatTest) {
+  auto gen_only = bench("--synthetic stories110m:q8_0 -p 0 -n 3" + kSmall + "-o json");
+  ASSERT_EQ(gen_only.exit_code, 0) << gen_only.err;
+  auto json = nlohmann::json::parse(gen_only.out);
+  ASSERT_EQ(json.size(), 1u) << gen_only.out;
+  EXPECT_EQ(json[0]["test"], "tg3");
+  auto prompt_only = bench("--synthetic stories110m:q8_0 -p 0,6 -n 0" + kSmall + "-o json");
+  ASSERT_EQ(prompt_only.exit_code, 0) << prompt_only.err;
+  json = nlohmann::json::parse(prompt_only.out);
+  ASSERT_EQ(json.size(), 1u) << prompt_only.out;
+  EXPECT_EQ(json[0]["test"], "pp6");
+}
+
 TEST(Bench, TimeToFirstTokenBatchedAndTokenByToken) {
   auto r = bench("--synthetic qwen3-0.6b:q4_k_m -p 8 -n 0 --ttft 12 --synthetic_layers 1 --synthetic_vocab 512 "
                  "-t 2 -r 1 -o json");
@@ -161,7 +175,8 @@ TEST(Bench, BadFlagsGiveOneLine) {
       {"--synthetic gpt-9:q4_0", 1, "unknown synthetic model 'gpt-9'"},
       {"--synthetic stories110m:q3_k", 1, "unknown weight type 'q3_k'"},
       {"--synthetic stories110m", 1, "NAME:TYPE"},
-      {"--synthetic stories110m:q4_0 -p 0", 2, "-p"},
+      {"--synthetic stories110m:q4_0 -p -1", 2, "-p"},
+      {"--synthetic stories110m:q4_0 -p 0 -n 0", 1, "nothing to measure"},
       {"--synthetic stories110m:q4_0 -t 0", 2, "-t"},
       {"--synthetic stories110m:q4_0 -o xml", 2, "xml"},
       {"-p 16", 1, "needs a model"},
