@@ -176,14 +176,14 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, v
 void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
                   void* scratch, ThreadPool& pool) {
   if (n_tokens <= 0 || outputs.empty()) return;
-  // The activations are prepared once, for the most demanding type (Q4_K's
-  // preparation is the other quantized types' plus its scale arrays).
+  // The activations are prepared once: every quantized type reads the same
+  // preparation (avx2::prepare_activations), float types none.
   DType prep = DType::kF32;
   bool grouped = outputs.size() <= kMaxGroup;
   for (const MatmulOutput& o : outputs) {
     grouped = grouped && o.w.rows > 0 && o.w.cols == outputs[0].w.cols && matmul_input_ok(o.w) &&
               simd_takes(o.w, n_tokens, scratch);
-    if (avx2::scratch_bytes(o.w.dtype, o.w.cols, n_tokens) > 0 && prep != DType::kQ4_K) prep = o.w.dtype;
+    if (avx2::scratch_bytes(o.w.dtype, o.w.cols, n_tokens) > 0) prep = o.w.dtype;
   }
   if (!grouped) {
     for (const MatmulOutput& o : outputs) matmul(o.w, x, n_tokens, o.y, scratch, pool);

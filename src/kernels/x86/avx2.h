@@ -14,8 +14,8 @@ namespace llmpack::kernels::avx2 {
 bool supports(DType dtype);
 
 // Scratch for the quantized activations of n_tokens rows of `cols` (0 for float
-// weights): ActBlocks [n_tokens][cols / 32], then for Q4_K the blocks' scales d
-// and d * qsum as contiguous floats [n_tokens][2][cols / 32] (vector loads in decode).
+// weights): ActBlocks [n_tokens][cols / 32], then per token the blocks' scales
+// and sums as contiguous floats (act_floats in avx2_internal.h).
 size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens);
 
 // Prepares the activations once per matmul (quantizes them for integer

@@ -19,12 +19,18 @@ struct ActBlock {
 };
 static_assert(sizeof(ActBlock) == 48);
 
-// The float arrays after the ActBlocks of a Q4_K matmul: token t's scales d at
-// [2t * n_sub], its d * qsum at [(2t + 1) * n_sub].
-inline float* act_scales(ActBlock* act, int64_t n_tokens, int64_t n_sub) {
+// Per-token float arrays after the ActBlocks (every quantized matmul), for
+// vector loads where decode needs several blocks' values at once; token t's
+// start at act_floats(...) + t * kActFloatsPerBlock * n_sub:
+//   [b]              d of block b
+//   [n_sub + b]      d * qsum (the offset and min terms)
+//   [2 n_sub + 2b]   d * qsum_lo, and at + 1 d * (qsum - qsum_lo): the sums of
+//                    elements 0..15 and 16..31 (Q6_K's 16-element scales)
+constexpr int64_t kActFloatsPerBlock = 4;
+inline float* act_floats(ActBlock* act, int64_t n_tokens, int64_t n_sub) {
   return reinterpret_cast<float*>(act + n_tokens * n_sub);
 }
-inline const float* act_scales(const ActBlock* act, int64_t n_tokens, int64_t n_sub) {
+inline const float* act_floats(const ActBlock* act, int64_t n_tokens, int64_t n_sub) {
   return reinterpret_cast<const float*>(act + n_tokens * n_sub);
 }
 

@@ -19,4 +19,12 @@ bool quant_supports(DType dtype, int64_t n_tokens);
 void matmul_rows_quant(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,
                        int64_t row_begin, int64_t row_end);
 
+// Decode of the same types, one to kDecodeMaxTokens tokens (rows stream once
+// per token; x86/matmul_decode_avx512.cc). Reads the activations and their
+// per-token sums prepared by avx2::prepare_activations.
+constexpr int64_t kDecodeMaxTokens = 3;
+bool decode_supports(DType dtype, int64_t n_tokens);
+void matmul_rows_decode(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,
+                        int64_t row_begin, int64_t row_end);
+
 }  // namespace llmpack::kernels::avx512

@@ -21,7 +21,7 @@ bool supports(DType dtype) { return is_float(dtype) || is_quant(dtype); }
 size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
   if (!is_quant(dtype) || cols <= 0 || n_tokens <= 0) return 0;
   const size_t blocks = static_cast<size_t>(n_tokens) * static_cast<size_t>(cols / 32);
-  return blocks * sizeof(ActBlock) + (dtype == DType::kQ4_K ? 2 * blocks * sizeof(float) : 0);
+  return blocks * (sizeof(ActBlock) + kActFloatsPerBlock * sizeof(float));
 }
 
 void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_tokens,
@@ -29,15 +29,17 @@ void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_to
   if (!is_quant(dtype)) return;
   auto* act = static_cast<ActBlock*>(scratch);
   const int64_t n_sub = cols / 32;
-  for (int64_t t = t_begin; t < t_end; ++t) quantize_activations(x + t * cols, cols, act + t * n_sub);
-  if (dtype != DType::kQ4_K) return;
-  float* scales = act_scales(act, n_tokens, n_sub);
-  for (int64_t t = t_begin; t < t_end; ++t)
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    quantize_activations(x + t * cols, cols, act + t * n_sub);
+    float* f = act_floats(act, n_tokens, n_sub) + t * kActFloatsPerBlock * n_sub;
     for (int64_t b = 0; b < n_sub; ++b) {
       const ActBlock& a = act[t * n_sub + b];
-      scales[2 * t * n_sub + b] = a.d;
-      scales[(2 * t + 1) * n_sub + b] = a.d * static_cast<float>(a.qsum);
+      f[b] = a.d;
+      f[n_sub + b] = a.d * static_cast<float>(a.qsum);
+      f[2 * n_sub + 2 * b] = a.d * static_cast<float>(a.qsum_lo);
+      f[2 * n_sub + 2 * b + 1] = a.d * static_cast<float>(a.qsum - a.qsum_lo);
     }
+  }
 }
 
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,

@@ -6,14 +6,15 @@
 namespace llmpack::kernels::avx512 {
 
 bool supports(DType dtype, int64_t n_tokens) {
-  return float_supports(dtype, n_tokens) || quant_supports(dtype, n_tokens);
+  return float_supports(dtype, n_tokens) || quant_supports(dtype, n_tokens) || decode_supports(dtype, n_tokens);
 }
 
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                  const void* scratch, int64_t row_begin, int64_t row_end) {
   if (float_supports(w.dtype, n_tokens)) return avx512::matmul_rows_float(w, x, n_tokens, y, row_begin, row_end);
-  if (quant_supports(w.dtype, n_tokens))
-    return avx512::matmul_rows_quant(w, static_cast<const avx2::ActBlock*>(scratch), n_tokens, y, row_begin, row_end);
+  const auto* act = static_cast<const avx2::ActBlock*>(scratch);
+  if (quant_supports(w.dtype, n_tokens)) return avx512::matmul_rows_quant(w, act, n_tokens, y, row_begin, row_end);
+  if (decode_supports(w.dtype, n_tokens)) return avx512::matmul_rows_decode(w, act, n_tokens, y, row_begin, row_end);
 }
 
 }  // namespace llmpack::kernels::avx512

@@ -176,7 +176,7 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
 
 // Q4_K decode (few tokens): the 8 scales and mins of a super-block are unpacked
 // as vectors, multiplied by the 8 activation scales (contiguous, see
-// act_scales), and each sub-block's dot picks its lane with one permute; the
+// act_floats), and each sub-block's dot picks its lane with one permute; the
 // min terms accumulate as one vector FMA per super-block.
 inline __m256i q4k_scales_mins(const uint8_t* packed, __m256i* mins) {
   uint32_t u[4];
@@ -209,7 +209,7 @@ void q4k_row_tokens(const BlockQ4_K* row, int64_t n_super, const ActBlock* act,
     __m256 s[T];
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-      const float* ad = scales + 2 * t * n_sub + 8 * sb;
+      const float* ad = scales + kActFloatsPerBlock * t * n_sub + 8 * sb;
       s[t] = _mm256_mul_ps(sc, _mm256_loadu_ps(ad));
       macc[t] = _mm256_fmadd_ps(mn, _mm256_loadu_ps(ad + n_sub), macc[t]);
     }
@@ -240,12 +240,12 @@ void q4k_row_tokens(const BlockQ4_K* row, int64_t n_super, const ActBlock* act,
 void q4k_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
                     int64_t row_begin, int64_t row_end) {
   const int64_t n_super = w.cols / kQKK, n_sub = w.cols / kQK;
-  const float* scales = act_scales(act, n_tokens, n_sub);
+  const float* scales = act_floats(act, n_tokens, n_sub);
   const auto* base = static_cast<const BlockQ4_K*>(w.data);
   for (int64_t r = row_begin; r < row_end; ++r) {
     const BlockQ4_K* row = base + r * n_super;
     for (int64_t t = 0; t < n_tokens; ++t)
-      q4k_row_tokens<1>(row, n_super, act + t * n_sub, scales + 2 * t * n_sub, n_sub,
+      q4k_row_tokens<1>(row, n_super, act + t * n_sub, scales + kActFloatsPerBlock * t * n_sub, n_sub,
                         y + t * w.rows + r, w.rows);
   }
 }
