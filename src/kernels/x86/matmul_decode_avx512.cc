@@ -22,10 +22,10 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx512_internal.h"
+#include "kernels/x86/q4k_scales.h"
 
 namespace llmpack::kernels::avx512 {
 namespace {
@@ -177,20 +177,6 @@ void dot_rows_32(const typename R::Block* row, int64_t n_blocks, const TokenActs
     }
 }
 
-// The 8 scales and 8 mins of a Q4_K super-block as int32 lanes.
-inline __m256i q4k_scales_mins(const uint8_t* packed, __m256i* mins) {
-  uint32_t u[4];
-  std::memcpy(u, packed, 12);
-  const uint32_t m6 = 0x3F3F3F3F, m4 = 0x0F0F0F0F, m2 = 0x03030303;
-  u[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);  // mins 4..7
-  const uint32_t mins03 = u[1] & m6;
-  u[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);  // scales 4..7
-  u[2] = mins03;
-  u[0] &= m6;  // scales 0..3
-  *mins = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(u[3]), static_cast<int>(u[2])));
-  return _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(u[1]), static_cast<int>(u[0])));
-}
-
 // Q4_K: bytes 64c..64c+63 of qs hold sub-blocks 4c (low nibbles of the first
 // 32 bytes), 4c+1 (their high nibbles), 4c+2 and 4c+3 (the next 32), so the
 // low nibbles of one zmm are sub-blocks 4c | 4c+2 and the high ones 4c+1 | 4c+3.
@@ -213,12 +199,13 @@ void dot_rows_q4_k(const BlockQ4_K* row, int64_t n_super, const TokenActs& t, in
     for (int r = 0; r < N; ++r) {
       const BlockQ4_K& blk = row[r * n_super + sb];
       prefetch(&blk, sizeof(blk), ahead);
-      __m256i mins_i;
-      const __m256i scales_i = q4k_scales_mins(blk.scales, &mins_i);
-      const __m256 mins = _mm256_mul_ps(_mm256_cvtepi32_ps(mins_i), _mm256_set1_ps(f16(blk.dmin)));
-      mins_acc[r] = _mm256_fmadd_ps(mins, adq, mins_acc[r]);
-      const __m256 scales = _mm256_mul_ps(_mm256_cvtepi32_ps(scales_i), _mm256_set1_ps(f16(blk.d)));
-      const __m512 scale = _mm512_zextps256_ps512(_mm256_mul_ps(scales, ad));
+      // [8 scales * d | 8 mins * dmin]
+      const __m512 d_dmin = _mm512_cvtph_ps(_mm256_mask_set1_epi16(_mm256_set1_epi16(static_cast<int16_t>(blk.d)),
+                                                                   0xFF00, static_cast<int16_t>(blk.dmin)));
+      const __m512 sm = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(x86::q4k_scale_min_bytes(blk.scales))),
+                                      d_dmin);
+      mins_acc[r] = _mm256_fmadd_ps(_mm512_extractf32x8_ps(sm, 1), adq, mins_acc[r]);
+      const __m512 scale = _mm512_zextps256_ps512(_mm256_mul_ps(_mm512_castps512_ps256(sm), ad));
 #pragma GCC unroll 2
       for (int c = 0; c < 2; ++c) {
         const __m512i z = load512(blk.qs + 64 * c);

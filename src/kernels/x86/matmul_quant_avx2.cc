@@ -4,10 +4,10 @@
 // uint8) lanes and dotted with _mm256_maddubs_epi16 + _mm256_madd_epi16.
 // A weight super-block is unpacked once and used for up to kTokenTile tokens
 // (prefill); with one token the rows simply stream (decode).
-#include <cstring>
 
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx2_internal.h"
+#include "kernels/x86/q4k_scales.h"
 #include "kernels/x86/simd_avx2.h"
 
 namespace llmpack::kernels::avx2 {
@@ -178,19 +178,6 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
 // as vectors, multiplied by the 8 activation scales (contiguous, see
 // act_floats), and each sub-block's dot picks its lane with one permute; the
 // min terms accumulate as one vector FMA per super-block.
-inline __m256i q4k_scales_mins(const uint8_t* packed, __m256i* mins) {
-  uint32_t u[4];
-  std::memcpy(u, packed, 12);
-  const uint32_t m6 = 0x3F3F3F3F, m4 = 0x0F0F0F0F, m2 = 0x03030303;
-  u[3] = ((u[2] >> 4) & m4) | (((u[1] >> 6) & m2) << 4);  // mins 4..7
-  const uint32_t mins03 = u[1] & m6;
-  u[1] = (u[2] & m4) | (((u[0] >> 6) & m2) << 4);  // scales 4..7
-  u[2] = mins03;
-  u[0] &= m6;  // scales 0..3
-  *mins = _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(u[3]), static_cast<int>(u[2])));
-  return _mm256_cvtepu8_epi32(_mm_set_epi32(0, 0, static_cast<int>(u[1]), static_cast<int>(u[0])));
-}
-
 template <int T>
 void q4k_row_tokens(const BlockQ4_K* row, int64_t n_super, const ActBlock* act,
                     const float* scales, int64_t n_sub, float* y, int64_t ld_y) {
@@ -202,8 +189,8 @@ void q4k_row_tokens(const BlockQ4_K* row, int64_t n_super, const ActBlock* act,
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockQ4_K& b = row[sb];
     if constexpr (T == 1) prefetch_bytes(reinterpret_cast<const char*>(&b) + kDecodePrefetchBytes, sizeof(b));
-    __m256i mn_i;
-    const __m256i sc_i = q4k_scales_mins(b.scales, &mn_i);
+    const __m128i sc_mn = x86::q4k_scale_min_bytes(b.scales);
+    const __m256i sc_i = _mm256_cvtepu8_epi32(sc_mn), mn_i = _mm256_cvtepu8_epi32(_mm_srli_si128(sc_mn, 8));
     const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(sc_i), _mm256_set1_ps(half_to_float(b.d)));
     const __m256 mn = _mm256_mul_ps(_mm256_cvtepi32_ps(mn_i), _mm256_set1_ps(half_to_float(b.dmin)));
     __m256 s[T];
