@@ -182,8 +182,12 @@ TEST_F(SessionState, C7_F16AndQ8CachesKeepTheTemplateEqualityAndUseLessMemory) {
     EXPECT_TRUE(t1.cache_matched_template && t2.cache_matched_template) << kv_dtype_name(dtype);
     EXPECT_FALSE(t2.report.reply.empty());
     if (dtype == KvDtype::kF32) f32_row = s->cache().bytes_per_row();
-    if (dtype == KvDtype::kF16) EXPECT_EQ(s->cache().bytes_per_row() * 2, f32_row);
-    if (dtype == KvDtype::kQ8_0) EXPECT_LT(s->cache().bytes_per_row() * 3, f32_row);
+    if (dtype == KvDtype::kF16) {
+      EXPECT_EQ(s->cache().bytes_per_row() * 2, f32_row);
+    }
+    if (dtype == KvDtype::kQ8_0) {
+      EXPECT_LT(s->cache().bytes_per_row() * 3, f32_row);
+    }
   }
 }
 
