@@ -69,9 +69,10 @@ TEST(ContractCli, ExportRunInspectEveryKind) {
     EXPECT_EQ(j["kv_cache"], "off_graph");
     ASSERT_TRUE(j["findings"].is_array());
     const std::string findings = j["findings"].dump();
-    if (std::string(k.label) == "legacy")
+    if (std::string(k.label) == "legacy") {
       EXPECT_NE(findings.find("get_max_seq_len 128 exceeds forward's token bound 127: prompts are prefilled in chunks of 127"),
                 std::string::npos) << findings;
+    }
     auto plain = llmpack("inspect " + pkg);
     EXPECT_NE(plain.out.find("S 128, C 512, B " + std::to_string(k.bound)), std::string::npos) << plain.out;
   }
