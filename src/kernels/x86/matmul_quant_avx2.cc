@@ -17,14 +17,11 @@ constexpr int kTokenTile = 4;
 
 float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
-// One weight sub-block of 32 ready for the integer dot: ws is its float
-// scale, wm its min term (Q4_K), scale16 per-int16-lane multipliers (Q6_K's
-// 16-element scales; ones otherwise).
+// One weight block of 32 ready for the integer dot; ws is its float scale.
+// (Q4_K and Q6_K decode have their own loops below.)
 struct Sub {
   __m256i q;
-  __m256i scale16;
   float ws;
-  float wm;
 };
 
 // sum over 32 lanes of w * a as 8 int32 lanes. Signed w uses the sign trick
@@ -37,25 +34,18 @@ inline __m256i idot(const Sub& s, __m256i a) {
   } else {
     p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(s.q, s.q), _mm256_sign_epi8(a, s.q));
   }
-  return _mm256_madd_epi16(p16, s.scale16);
+  return _mm256_madd_epi16(p16, _mm256_set1_epi16(1));
 }
-
-// A function, not a namespace-scope constant: a static initializer would run
-// AVX2 code at startup, before dispatch checked the CPU.
-inline __m256i ones16() { return _mm256_set1_epi16(1); }
 
 struct Q8_0Dec {
   static constexpr int kSubs = 1;
   static constexpr int kBytes = sizeof(BlockQ8_0);
   static constexpr bool kUnsigned = false;
-  static constexpr bool kHasMin = false;
   static constexpr bool kOffset8 = false;
   static void unpack(const uint8_t* p, Sub* s) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
     s[0].q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
-    s[0].scale16 = ones16();
     s[0].ws = half_to_float(b->d);
-    s[0].wm = 0.0f;
   }
 };
 
@@ -63,7 +53,6 @@ struct Q4_0Dec {
   static constexpr int kSubs = 1;
   static constexpr int kBytes = sizeof(BlockQ4_0);
   static constexpr bool kUnsigned = true;
-  static constexpr bool kHasMin = false;
   static constexpr bool kOffset8 = true;
   static void unpack(const uint8_t* p, Sub* s) {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(p);
@@ -74,48 +63,13 @@ struct Q4_0Dec {
     // kept unsigned (0..15): maddubs takes it directly, and the -8 offset is
     // applied as -qsum on each of the 8 int32 lanes (8 * qsum in total)
     s[0].q = _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
-    s[0].scale16 = ones16();
     s[0].ws = half_to_float(b->d);
-    s[0].wm = 0.0f;
-  }
-};
-
-struct Q6_KDec {
-  static constexpr int kSubs = 8;
-  static constexpr int kBytes = sizeof(BlockQ6_K);
-  static constexpr bool kUnsigned = false;
-  static constexpr bool kHasMin = false;
-  static constexpr bool kOffset8 = false;
-  static void unpack(const uint8_t* p, Sub* s) {
-    const auto* b = reinterpret_cast<const BlockQ6_K*>(p);
-    const float d = half_to_float(b->d);
-    const __m256i mask4 = _mm256_set1_epi8(0x0F), mask2 = _mm256_set1_epi8(3);
-    for (int h = 0; h < 2; ++h) {
-      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * h));
-      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->ql + 64 * h + 32));
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh + 32 * h));
-      const __m256i lows[4] = {_mm256_and_si256(ql0, mask4), _mm256_and_si256(ql1, mask4),
-                               _mm256_and_si256(_mm256_srli_epi16(ql0, 4), mask4),
-                               _mm256_and_si256(_mm256_srli_epi16(ql1, 4), mask4)};
-      for (int g = 0; g < 4; ++g) {
-        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), mask2);
-        const __m256i q = _mm256_or_si256(lows[g], _mm256_slli_epi16(high, 4));
-        Sub& out = s[4 * h + g];
-        out.q = _mm256_sub_epi8(q, _mm256_set1_epi8(32));
-        const int8_t* sc = b->scales + 8 * h + 2 * g;
-        // int16 lanes 0..7 hold elements 0..15 (scale sc[0]), lanes 8..15 hold 16..31
-        out.scale16 = _mm256_set_m128i(_mm_set1_epi16(sc[1]), _mm_set1_epi16(sc[0]));
-        out.ws = d;
-        out.wm = 0.0f;
-      }
-    }
   }
 };
 
 // acc[t] += sub-block s . token t's activation block b (T tokens).
 template <class D, int T>
-inline void block_dot(const Sub& s, const ActBlock* act, int64_t n_sub, int64_t b, __m256* acc,
-                      float* min_acc) {
+inline void block_dot(const Sub& s, const ActBlock* act, int64_t n_sub, int64_t b, __m256* acc) {
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
     const ActBlock& a = act[t * n_sub + b];
@@ -124,7 +78,6 @@ inline void block_dot(const Sub& s, const ActBlock* act, int64_t n_sub, int64_t 
     if constexpr (D::kOffset8) pi = _mm256_sub_epi32(pi, _mm256_set1_epi32(a.qsum));
     const __m256 p = _mm256_cvtepi32_ps(pi);
     acc[t] = _mm256_fmadd_ps(p, _mm256_set1_ps(s.ws * a.d), acc[t]);
-    if constexpr (D::kHasMin) min_acc[t] += s.wm * a.d * static_cast<float>(a.qsum);
   }
 }
 
@@ -136,14 +89,13 @@ template <class D, int T>
 void row_tokens(const uint8_t* row, int64_t n_super, const ActBlock* act, int64_t n_sub,
                 float* y, int64_t ld_y) {
   __m256 acc0[T], acc1[T];
-  float min_acc[T];
-  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps(), min_acc[t] = 0.0f;
+  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps();
   Sub subs[D::kSubs];
   auto super_block = [&](int64_t sb, __m256* even, __m256* odd) {
     D::unpack(row + sb * D::kBytes, subs);
 #pragma GCC unroll 8
     for (int k = 0; k < D::kSubs; ++k)
-      block_dot<D, T>(subs[k], act, n_sub, sb * D::kSubs + k, (k & 1) ? odd : even, min_acc);
+      block_dot<D, T>(subs[k], act, n_sub, sb * D::kSubs + k, (k & 1) ? odd : even);
   };
   int64_t sb = 0;
   for (; sb + 2 <= n_super; sb += 2) {
@@ -153,7 +105,7 @@ void row_tokens(const uint8_t* row, int64_t n_super, const ActBlock* act, int64_
     super_block(sb + 1, acc1, acc0);
   }
   if (sb < n_super) super_block(sb, acc0, acc1);
-  for (int t = 0; t < T; ++t) y[t * ld_y] = hsum(_mm256_add_ps(acc0[t], acc1[t])) - min_acc[t];
+  for (int t = 0; t < T; ++t) y[t * ld_y] = hsum(_mm256_add_ps(acc0[t], acc1[t]));
 }
 
 template <class D>
@@ -237,6 +189,64 @@ void q4k_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens
   }
 }
 
+// Q6_K decode, one token: q kept unsigned (0..63), so maddubs takes it
+// without the sign trick (pairs stay below 2 * 63 * 127 < 2^15), and the -32
+// offset is applied once per super-block in float from the activations'
+// 16-element half sums (act_floats): 32 d sum_g sc_g (a.d qsum_g), two FMAs
+// for 16 groups instead of three operations per sub-block.
+// Half h of a block: group g (0..3) of 32 elements takes its low 4 bits from
+// ql[64h + 32(g & 1) + l] (low nibble for g < 2, high after) and its high 2
+// bits from (qh[32h + l] >> 2g) & 3; 16-element scale s = 8h + 2g + l / 16.
+float q6k_row_1(const BlockQ6_K* row, int64_t n_super, const ActBlock* act, const float* ad,
+                const float* half_sums) {
+  const __m256i mask4 = _mm256_set1_epi8(0x0F), mask2 = _mm256_set1_epi8(3);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 offset = _mm256_setzero_ps();
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    const BlockQ6_K& b = row[sb];
+    prefetch_bytes(reinterpret_cast<const char*>(&b) + kDecodePrefetchBytes, sizeof(b));
+    const float d = half_to_float(b.d);
+    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
+    const __m256 sc_lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc));
+    const __m256 sc_hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)));
+    const float* hs = half_sums + 16 * sb;
+    offset = _mm256_fmadd_ps(_mm256_mul_ps(sc_lo, _mm256_set1_ps(d)), _mm256_loadu_ps(hs), offset);
+    offset = _mm256_fmadd_ps(_mm256_mul_ps(sc_hi, _mm256_set1_ps(d)), _mm256_loadu_ps(hs + 8), offset);
+    for (int h = 0; h < 2; ++h) {
+      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+      const __m256i lows[4] = {_mm256_and_si256(ql0, mask4), _mm256_and_si256(ql1, mask4),
+                               _mm256_and_si256(_mm256_srli_epi16(ql0, 4), mask4),
+                               _mm256_and_si256(_mm256_srli_epi16(ql1, 4), mask4)};
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), mask2);
+        const __m256i q = _mm256_or_si256(lows[g], _mm256_slli_epi16(high, 4));
+        const int8_t* s = b.scales + 8 * h + 2 * g;
+        const __m256i scale16 = _mm256_set_m128i(_mm_set1_epi16(s[1]), _mm_set1_epi16(s[0]));
+        const int64_t blk = 8 * sb + 4 * h + g;
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[blk].q));
+        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), scale16);
+        acc[g & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * ad[blk]), acc[g & 1]);
+      }
+    }
+  }
+  return hsum(_mm256_fmadd_ps(offset, _mm256_set1_ps(-32.0f), _mm256_add_ps(acc[0], acc[1])));
+}
+
+void q6k_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
+                    int64_t row_begin, int64_t row_end) {
+  const int64_t n_super = w.cols / kQKK, n_sub = w.cols / kQK;
+  const float* floats = act_floats(act, n_tokens, n_sub);
+  const auto* base = static_cast<const BlockQ6_K*>(w.data);
+  for (int64_t r = row_begin; r < row_end; ++r)
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const float* f = floats + kActFloatsPerBlock * t * n_sub;
+      y[t * w.rows + r] = q6k_row_1(base + r * n_super, n_super, act + t * n_sub, f, f + 2 * n_sub);
+    }
+}
+
 }  // namespace
 
 void quantize_activations(const float* x, int64_t cols, ActBlock* out) {
@@ -287,7 +297,7 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     case DType::kQ4_K:
       return q4k_matmul_few(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K:
-      return matmul_typed<Q6_KDec>(w, act, n_tokens, y, row_begin, row_end);
+      return q6k_matmul_few(w, act, n_tokens, y, row_begin, row_end);
     default:
       return;
   }
