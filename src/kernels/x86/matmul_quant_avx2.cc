@@ -212,6 +212,13 @@ float q6k_row_1(const BlockQ6_K* row, int64_t n_super, const ActBlock* act, cons
     const float* hs = half_sums + 16 * sb;
     offset = _mm256_fmadd_ps(_mm256_mul_ps(sc_lo, _mm256_set1_ps(d)), _mm256_loadu_ps(hs), offset);
     offset = _mm256_fmadd_ps(_mm256_mul_ps(sc_hi, _mm256_set1_ps(d)), _mm256_loadu_ps(hs + 8), offset);
+    // The half's 8 int16 scales in both 128-bit lanes, for one vpshufb per
+    // sub-block; and d * a.d of the 8 blocks, for broadcasts from L1.
+    const __m256i s16 = _mm256_cvtepi8_epi16(sc);
+    const __m256i half_scales[2] = {_mm256_permute2x128_si256(s16, s16, 0x00),
+                                    _mm256_permute2x128_si256(s16, s16, 0x11)};
+    alignas(32) float d_ad[8];
+    _mm256_store_ps(d_ad, _mm256_mul_ps(_mm256_loadu_ps(ad + 8 * sb), _mm256_set1_ps(d)));
     for (int h = 0; h < 2; ++h) {
       const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
       const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
@@ -223,12 +230,13 @@ float q6k_row_1(const BlockQ6_K* row, int64_t n_super, const ActBlock* act, cons
       for (int g = 0; g < 4; ++g) {
         const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), mask2);
         const __m256i q = _mm256_or_si256(lows[g], _mm256_slli_epi16(high, 4));
-        const int8_t* s = b.scales + 8 * h + 2 * g;
-        const __m256i scale16 = _mm256_set_m128i(_mm_set1_epi16(s[1]), _mm_set1_epi16(s[0]));
-        const int64_t blk = 8 * sb + 4 * h + g;
-        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[blk].q));
+        // int16 lanes 0..7: scale 8h + 2g (words 2g of the lane), 8..15: scale 8h + 2g + 1
+        const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(((4 * g + 3) << 8) | (4 * g + 2))),
+                                              _mm_set1_epi16(static_cast<int16_t>(((4 * g + 1) << 8) | (4 * g))));
+        const __m256i scale16 = _mm256_shuffle_epi8(half_scales[h], pick);
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[8 * sb + 4 * h + g].q));
         const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), scale16);
-        acc[g & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(d * ad[blk]), acc[g & 1]);
+        acc[g & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(d_ad + 4 * h + g), acc[g & 1]);
       }
     }
   }
