@@ -5,6 +5,7 @@
 
 #include <sys/wait.h>
 
+#include <cstdio>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -116,6 +117,31 @@ TEST(Bench, TimeToFirstTokenBatchedAndTokenByToken) {
   EXPECT_EQ(json[2]["test"], "ttft12");
   EXPECT_EQ(json[2]["n_batch"], 1);
   EXPECT_NE(r.err.find("time to first token of a 12-token prompt"), std::string::npos) << r.err;
+}
+
+// --bandwidth measures the read bandwidth once per thread count, then again
+// next to each model's tests, and gives that model's decode bound from it:
+// bound = bandwidth / weight bytes.
+TEST(Bench, BandwidthGivesEachModelItsBound) {
+  auto r = bench("--synthetic stories110m:q4_0 --synthetic smollm2-135m:q8_0 -p 4 -n 1" + kSmall +
+                 "--bandwidth -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("memory read bandwidth (sum over 1 GiB), 2 threads: "), std::string::npos) << r.err;
+  int bounds = 0;
+  std::stringstream lines(r.err);
+  for (std::string line; std::getline(lines, line);) {
+    const auto at = line.find(": tg bound ");
+    if (at == std::string::npos) continue;
+    double tps = 0, gbps = 0, mb = 0;
+    ASSERT_EQ(std::sscanf(line.c_str() + at, ": tg bound %lf t/s (%lf GB/s measured just before / %lf MB", &tps,
+                          &gbps, &mb),
+              3)
+        << line;
+    EXPECT_GT(gbps, 0.1) << line;
+    EXPECT_NEAR(tps, gbps * 1e3 / mb, 0.01 * tps + 0.1) << line;
+    ++bounds;
+  }
+  EXPECT_EQ(bounds, 2) << r.err;
 }
 
 // --kernel_path runs the tests on the named path and says so (scalar runs on
