@@ -207,10 +207,26 @@ void pack_panel(const uint8_t* base, int64_t stride, int64_t r0, int n_rows, int
 // (seen in the disassembly: about 24 spill stores and reloads per unit).
 inline void in_register(__m256i& v) { asm("" : "+x"(v)); }
 
+// The activations' prepared sums (act_floats) of a tile's tokens, as floats
+// to broadcast from memory: the min terms then cost one FMA per token and unit
+// (converting qsum and multiplying by d there was a fifth of Q4_K's prefill).
+struct TileSums {
+  const float* f;  // floats of the tile's first token
+  int64_t n_sub;   // blocks per token
+  int64_t unit0;   // the chunk's first unit
+  // d * qsum of token t, chunk unit k
+  const float* dq(int t, int64_t k) const { return f + t * kActFloatsPerBlock * n_sub + n_sub + unit0 + k; }
+  // d * qsum_lo, then d * (qsum - qsum_lo) of token t, chunk unit k
+  const float* halves(int t, int64_t k) const {
+    return f + t * kActFloatsPerBlock * n_sub + 2 * n_sub + 2 * (unit0 + k);
+  }
+};
+
 // One Q6_K unit for T tokens: int16 sums of two groups at a time (q <= 63),
 // then vpmaddwd by the rows' 16-element scales.
 template <int T>
-inline void q6_unit(const Unit<kSixBit>& u, const ActBlock* act, int64_t n_sub, __m256* acc) {
+inline void q6_unit(const Unit<kSixBit>& u, const ActBlock* act, int64_t n_sub, const TileSums& sums, int64_t k,
+                    __m256* acc) {
   __m256i i32[T], s16[T];
   const __m256i sc_a = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc16[0]));
   const __m256i sc_b = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc16[1]));
@@ -233,10 +249,10 @@ inline void q6_unit(const Unit<kSixBit>& u, const ActBlock* act, int64_t n_sub, 
   const __m256 ws = _mm256_load_ps(u.ws), wm = _mm256_load_ps(u.wm), wm_b = _mm256_load_ps(u.wm_b);
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
-    const ActBlock& a = act[t * n_sub];
-    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[t]), _mm256_mul_ps(ws, _mm256_set1_ps(a.d)), acc[t]);
-    acc[t] = _mm256_fnmadd_ps(wm, _mm256_set1_ps(a.d * static_cast<float>(a.qsum_lo)), acc[t]);
-    acc[t] = _mm256_fnmadd_ps(wm_b, _mm256_set1_ps(a.d * static_cast<float>(a.qsum - a.qsum_lo)), acc[t]);
+    const float* halves = sums.halves(t, k);
+    acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[t]), _mm256_mul_ps(ws, _mm256_set1_ps(act[t * n_sub].d)), acc[t]);
+    acc[t] = _mm256_fnmadd_ps(wm, _mm256_broadcast_ss(halves), acc[t]);
+    acc[t] = _mm256_fnmadd_ps(wm_b, _mm256_broadcast_ss(halves + 1), acc[t]);
   }
 }
 
@@ -270,11 +286,11 @@ inline void q8_unit(const Unit<kSigned>& u, const ActBlock* act, int64_t n_sub, 
 // act + t * n_sub (units of the chunk start at act).
 template <int kKind, int T>
 inline void tile(const Unit<kKind>* u, int64_t n_units, const ActBlock* act,
-                 int64_t n_sub, __m256* acc) {
+                 int64_t n_sub, const TileSums& sums, __m256* acc) {
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t k = 0; k < n_units; ++k, ++u) {
     if constexpr (kKind == kSixBit) {
-      q6_unit<T>(*u, act + k, n_sub, acc);
+      q6_unit<T>(*u, act + k, n_sub, sums, k, acc);
       continue;
     }
     if constexpr (kKind == kSigned) {
@@ -312,22 +328,21 @@ inline void tile(const Unit<kKind>* u, int64_t n_units, const ActBlock* act,
     const __m256 wm = _mm256_load_ps(u->wm);
     #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      const ActBlock& a = act[t * n_sub + k];
-      const __m256 d = _mm256_set1_ps(a.d);
+      const __m256 d = _mm256_set1_ps(act[t * n_sub + k].d);
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[t]), _mm256_mul_ps(ws, d), acc[t]);
-      acc[t] = _mm256_fnmadd_ps(wm, _mm256_set1_ps(a.d * static_cast<float>(a.qsum)), acc[t]);
+      acc[t] = _mm256_fnmadd_ps(wm, _mm256_broadcast_ss(sums.dq(t, k)), acc[t]);
     }
   }
 }
 
 // y rows [r0, r0 + n_rows) of tokens [t0, t0 + T): stores (first chunk) or adds.
 template <int kKind, int T>
-void tile_store(const Unit<kKind>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
+void tile_store(const Unit<kKind>* u, int64_t n_units, const ActBlock* act, int64_t n_sub, const TileSums& sums,
                 float* y, int64_t ld_y, int n_rows, bool add) {
   __m256 acc[T];
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  tile<kKind, T>(u, n_units, act, n_sub, acc);
+  tile<kKind, T>(u, n_units, act, n_sub, sums, acc);
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
     float* out = y + t * ld_y;
@@ -345,7 +360,7 @@ void tile_store(const Unit<kKind>* u, int64_t n_units, const ActBlock* act, int6
 template <int kKind>
 void tokens_over_panels(const Unit<kKind>* units, int n_panels, int64_t units_per_panel,
                         int64_t row0, int64_t row_end, const ActBlock* act, int64_t n_sub,
-                        int64_t n_tokens, float* y, int64_t ld_y, bool add) {
+                        const TileSums& chunk_sums, int64_t n_tokens, float* y, int64_t ld_y, bool add) {
   for (int64_t t = 0; t < n_tokens; t += kTile) {
     const int64_t nt = std::min<int64_t>(kTile, n_tokens - t);
     for (int p = 0; p < n_panels; ++p) {
@@ -353,12 +368,13 @@ void tokens_over_panels(const Unit<kKind>* units, int n_panels, int64_t units_pe
       const int n_rows = static_cast<int>(std::min<int64_t>(kPanelRows, row_end - r));
       const Unit<kKind>* u = units + p * units_per_panel;
       const ActBlock* a = act + t * n_sub;
+      const TileSums sums{chunk_sums.f + t * kActFloatsPerBlock * n_sub, n_sub, chunk_sums.unit0};
       float* out = y + t * ld_y + r;
       switch (nt) {
-        case 4: tile_store<kKind, 4>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
-        case 3: tile_store<kKind, 3>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
-        case 2: tile_store<kKind, 2>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
-        default: tile_store<kKind, 1>(u, units_per_panel, a, n_sub, out, ld_y, n_rows, add); break;
+        case 4: tile_store<kKind, 4>(u, units_per_panel, a, n_sub, sums, out, ld_y, n_rows, add); break;
+        case 3: tile_store<kKind, 3>(u, units_per_panel, a, n_sub, sums, out, ld_y, n_rows, add); break;
+        case 2: tile_store<kKind, 2>(u, units_per_panel, a, n_sub, sums, out, ld_y, n_rows, add); break;
+        default: tile_store<kKind, 1>(u, units_per_panel, a, n_sub, sums, out, ld_y, n_rows, add); break;
       }
     }
   }
@@ -385,9 +401,9 @@ void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_t
         const int n_rows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r));
         pack_panel<P>(base, stride, r, n_rows, b0, nb, units + p * n_units);
       }
-      tokens_over_panels<P::kKind>(units, n_panels, n_units, r0, r1,
-                                     act + b0 * P::kUnitsPerBlock, n_sub, n_tokens, y, w.rows,
-                                     b0 > 0);
+      const TileSums chunk_sums{act_floats(act, n_tokens, n_sub), n_sub, b0 * P::kUnitsPerBlock};
+      tokens_over_panels<P::kKind>(units, n_panels, n_units, r0, r1, act + b0 * P::kUnitsPerBlock, n_sub,
+                                   chunk_sums, n_tokens, y, w.rows, b0 > 0);
     }
   }
 }
