@@ -26,7 +26,7 @@ __attribute__((target("avx2,fma"))) float fma_loop_avx2(int64_t iters) {
   return _mm256_cvtss_f32(s);
 }
 
-__attribute__((target("avx512f"))) float fma_loop_avx512(int64_t iters) {
+__attribute__((target("avx512f,avx512dq"))) float fma_loop_avx512(int64_t iters) {
   __m512 acc[kAcc];
   for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_set1_ps(0.001f * static_cast<float>(i));
   const __m512 m = _mm512_set1_ps(0.999999f), c = _mm512_set1_ps(1e-6f);
@@ -35,7 +35,11 @@ __attribute__((target("avx512f"))) float fma_loop_avx512(int64_t iters) {
     for (int i = 0; i < kAcc; ++i) acc[i] = _mm512_fmadd_ps(acc[i], m, c);
   __m512 s = acc[0];
   for (int i = 1; i < kAcc; ++i) s = _mm512_add_ps(s, acc[i]);
-  return _mm512_reduce_add_ps(s);
+  // halves added by hand: GCC 12's _mm512_reduce_add_ps trips -Wuninitialized in its own header
+  const __m256 h = _mm256_add_ps(_mm512_extractf32x8_ps(s, 0), _mm512_extractf32x8_ps(s, 1));
+  __m128 q = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  q = _mm_add_ps(q, _mm_movehl_ps(q, q));
+  return _mm_cvtss_f32(_mm_add_ss(q, _mm_movehdup_ps(q)));
 }
 
 // 32 int8 multiply-adds per vpmaddubsw (+ vpmaddwd into int32, + vpaddd).
@@ -68,7 +72,9 @@ __attribute__((target("avx512f,avx512vnni"))) float int8_loop_avx512(int64_t ite
   }
   __m512i s = acc[0];  // the sums wrap: combine and read them without int arithmetic
   for (int i = 1; i < kAcc; ++i) s = _mm512_xor_si512(s, acc[i]);
-  return static_cast<float>(_mm_cvtsi128_si32(_mm512_castsi512_si128(s)));
+  alignas(64) int32_t lanes[16];
+  _mm512_store_si512(lanes, s);
+  return static_cast<float>(lanes[0]);
 }
 
 // Runs `loop` on `threads` threads at once; returns operations per second,

@@ -118,7 +118,9 @@ TEST(SyntheticModel, BuildsTheNamedShapeWithTheMixAndRuns) {
 
   const PackageContract contract = default_contract(c, ContractDefaults{8, 16}, {});
   EXPECT_EQ(contract.token_bound, 8);
-  auto program = LlamaProgram::create(std::move(model), contract, ProgramOptions{2});
+  ProgramOptions options;
+  options.cpu_threads = 2;
+  auto program = LlamaProgram::create(std::move(model), contract, options);
   ASSERT_TRUE(program.ok()) << program.status().message();
   const std::vector<int64_t> tokens = {1, 7, 300, 511};
   auto logits = (*program)->forward(tokens, 0);

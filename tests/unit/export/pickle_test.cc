@@ -186,7 +186,9 @@ TEST(TorchCheckpoint, MissingStorageAndDamagedZipAreErrors) {
   // Every truncation of the archive is refused or read consistently, never a crash.
   for (size_t cut = 0; cut < bytes.size(); cut += 7) {
     auto z = ZipArchive::from_file(MappedFile::from_bytes(std::span(bytes).first(cut)));
-    if (z.ok()) EXPECT_FALSE(parse_torch_checkpoint(std::move(z).value()).ok());
+    if (z.ok()) {
+      EXPECT_FALSE(parse_torch_checkpoint(std::move(z).value()).ok());
+    }
   }
 }
 

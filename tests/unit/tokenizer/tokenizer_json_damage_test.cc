@@ -63,7 +63,9 @@ TEST(TokenizerJson, DigitsPreTokenizerSplitsNumbers) {
     ASSERT_TRUE(vocab.ok()) << vocab.status().message();
     auto smollm = pretokenizer_regexes("smollm");
     ASSERT_TRUE(smollm.ok());
-    if (individual) EXPECT_EQ(vocab->pretokenizer_regexes, *smollm);
+    if (individual) {
+      EXPECT_EQ(vocab->pretokenizer_regexes, *smollm);
+    }
     auto tok = BpeTokenizer::create(std::move(*vocab));
     ASSERT_TRUE(tok.ok()) << tok.status().message();
     const std::vector<int32_t> each = {256, '2', '0', '2', '4'};
