@@ -15,9 +15,7 @@ namespace llmpack {
 namespace {
 
 TEST(KernelAllocations, P6_MatmulsOnEveryPathAllocateNothing) {
-  using kernels::KernelPath;
-  std::vector<KernelPath> paths = {KernelPath::kScalar};
-  for (KernelPath p : kernels::testing::simd_paths()) paths.push_back(p);
+  const auto paths = kernels::testing::all_paths();
   ThreadPool pool(2);
   const int64_t rows = 80, cols = 512, max_tokens = 13;
   const auto wf = kernels::testing::random_floats(rows * cols, 3);
@@ -25,13 +23,10 @@ TEST(KernelAllocations, P6_MatmulsOnEveryPathAllocateNothing) {
   std::vector<float> y(max_tokens * rows);
   int checked = 0;
   for (DType dtype : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kQ6_K, DType::kF16, DType::kF32}) {
-    const int64_t rb = row_bytes(*dtype_info(dtype), cols);
-    std::vector<uint8_t> packed(static_cast<size_t>(rb * rows));
-    for (int64_t r = 0; r < rows; ++r)
-      ASSERT_GT(kernels::quantize_row(dtype, wf.data() + r * cols, cols, packed.data() + r * rb), 0u);
+    const std::vector<uint8_t> packed = kernels::testing::pack_rows(dtype, wf, rows, cols);
     const kernels::WeightMatrix w{dtype, rows, cols, packed.data()};
     std::vector<uint8_t> scratch(kernels::matmul_scratch_bytes(dtype, cols, max_tokens) + 1);
-    for (KernelPath path : paths) {
+    for (kernels::KernelPath path : paths) {
       kernels::testing::PathGuard guard;
       ASSERT_TRUE(kernels::set_kernel_path(path));
       for (int64_t n : {max_tokens, int64_t{6}, int64_t{1}}) {
@@ -49,24 +44,17 @@ TEST(KernelAllocations, P6_MatmulsOnEveryPathAllocateNothing) {
 
 // The grouped form (q/k/v, gate/up) splits its rows without allocating either.
 TEST(KernelAllocations, P6_MatmulGroupAllocatesNothing) {
-  using kernels::KernelPath;
-  std::vector<KernelPath> paths = {KernelPath::kScalar};
-  for (KernelPath p : kernels::testing::simd_paths()) paths.push_back(p);
   ThreadPool pool(2);
   const int64_t rows = 48, cols = 256, max_tokens = 9;
   const auto wf = kernels::testing::random_floats(rows * cols, 5);
   const auto x = kernels::testing::random_floats(max_tokens * cols, 6);
-  std::vector<uint8_t> q4k(static_cast<size_t>(row_bytes(*dtype_info(DType::kQ4_K), cols) * rows));
-  std::vector<uint8_t> q6k(static_cast<size_t>(row_bytes(*dtype_info(DType::kQ6_K), cols) * rows));
-  for (int64_t r = 0; r < rows; ++r) {
-    kernels::quantize_row(DType::kQ4_K, wf.data() + r * cols, cols, q4k.data() + r * (q4k.size() / rows));
-    kernels::quantize_row(DType::kQ6_K, wf.data() + r * cols, cols, q6k.data() + r * (q6k.size() / rows));
-  }
+  const auto q4k = kernels::testing::pack_rows(DType::kQ4_K, wf, rows, cols);
+  const auto q6k = kernels::testing::pack_rows(DType::kQ6_K, wf, rows, cols);
   std::vector<float> y0(max_tokens * rows), y1(max_tokens * rows);
   const kernels::MatmulOutput group[] = {{{DType::kQ4_K, rows, cols, q4k.data()}, y0.data()},
                                          {{DType::kQ6_K, rows, cols, q6k.data()}, y1.data()}};
   std::vector<uint8_t> scratch(kernels::matmul_scratch_bytes(DType::kQ4_K, cols, max_tokens));
-  for (KernelPath path : paths) {
+  for (kernels::KernelPath path : kernels::testing::all_paths()) {
     kernels::testing::PathGuard guard;
     ASSERT_TRUE(kernels::set_kernel_path(path));
     for (int64_t n : {max_tokens, int64_t{1}}) {

@@ -118,12 +118,6 @@ std::vector<float> run(Elem e, const Rows& r, const std::vector<float>& q, int64
   return out;
 }
 
-std::vector<KernelPath> all_paths() {
-  std::vector<KernelPath> paths = {KernelPath::kScalar};
-  for (KernelPath p : testing::simd_paths()) paths.push_back(p);
-  return paths;
-}
-
 struct Shape {
   int64_t head_dim, first, extra;  // a row holds first + head_dim + extra elements
 };
@@ -148,7 +142,7 @@ void check_every_path(Elem e, const Shape* shapes, size_t n_shapes) {
       const auto q = random_floats(sh.head_dim, static_cast<uint32_t>(7 + si + n_ctx));
       const float scale = 1.0f / std::sqrt(float(sh.head_dim));
       const auto want = attention_fp64(q, r.k_deq, r.v_deq, elems, sh.first, n_ctx, sh.head_dim, scale);
-      for (KernelPath p : all_paths()) {
+      for (KernelPath p : testing::all_paths()) {
         ASSERT_TRUE(set_kernel_path(p));
         const auto got = run(e, r, q, sh.first, n_ctx, sh.head_dim, scale);
         for (int64_t i = 0; i < sh.head_dim; ++i)
@@ -178,7 +172,7 @@ TEST(AttentionCacheTest, CloseToTheF32KernelOnTheSameValues) {
   for (auto [e, storage_tol] : {std::pair{Elem::kF16, 2e-3}, std::pair{Elem::kQ8_0, 3e-2}}) {
     const Rows r = make_rows(e, n_ctx, elems, 0, 99);
     const auto q = random_floats(head_dim, 5, 2.0f);  // a peakier softmax
-    for (KernelPath p : all_paths()) {
+    for (KernelPath p : testing::all_paths()) {
       ASSERT_TRUE(set_kernel_path(p));
       for (int64_t h = 0; h < 4; ++h) {
         const int64_t first = h * head_dim;
@@ -216,7 +210,7 @@ TEST(AttentionCacheTest, UniformScoresAverageTheValues) {
       for (int64_t i = 0; i < head_dim; ++i) mean[i] += deq[i] / n_ctx;
     }
     const auto q = random_floats(head_dim, 11);
-    for (KernelPath p : all_paths()) {
+    for (KernelPath p : testing::all_paths()) {
       ASSERT_TRUE(set_kernel_path(p));
       const auto got = run(e, r, q, 0, n_ctx, head_dim, 0.125f);
       for (int64_t i = 0; i < head_dim; ++i) {

@@ -159,8 +159,7 @@ TEST(RopeTest, ReusedTablesMatchReferenceBitForBit) {
 // Every path's rotation (AVX2: 8 halves or 4 adjacent pairs at a time, then a
 // scalar tail) equals the reference bit for bit, over widths with tails.
 TEST(RopeTest, EveryPathEqualsReferenceBitForBit) {
-  std::vector<KernelPath> paths = {KernelPath::kScalar};
-  for (KernelPath p : testing::simd_paths()) paths.push_back(p);
+  const std::vector<KernelPath> paths = testing::all_paths();
   int checked = 0;
   for (KernelPath p : paths) {
     PathGuard guard;
@@ -200,8 +199,7 @@ TEST(RopeTest, PositionZeroIsIdentityAndNormIsKept) {
 // Attention against a naive double computation, on every path, with a kv
 // stride wider than head_dim (heads interleaved in the cache).
 TEST(AttentionTest, MatchesNaiveOnEveryPath) {
-  std::vector<KernelPath> paths = {KernelPath::kScalar};
-  for (KernelPath p : testing::simd_paths()) paths.push_back(p);
+  const std::vector<KernelPath> paths = testing::all_paths();
   for (KernelPath p : paths) {
     PathGuard guard;
     ASSERT_TRUE(set_kernel_path(p));

@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "kernels/kernels.h"
-#include "kernels/quantize.h"
 #include "unit/kernels/test_util.h"
 
 namespace llmpack::kernels {
@@ -23,16 +22,8 @@ struct OwnedMatrix {
 };
 
 OwnedMatrix make_matrix(DType dtype, int64_t rows, int64_t cols, uint32_t seed) {
-  const auto values = random_floats(static_cast<size_t>(rows * cols), seed);
   OwnedMatrix m;
-  const auto info = dtype_info(dtype);
-  if (info->block_elems == 1) {
-    m.bytes = testing::pack_float(dtype, values);
-  } else {
-    const int64_t rb = row_bytes(*info, cols);
-    m.bytes.resize(static_cast<size_t>(rb * rows));
-    for (int64_t r = 0; r < rows; ++r) quantize_row(dtype, values.data() + r * cols, cols, m.bytes.data() + r * rb);
-  }
+  m.bytes = testing::pack_rows(dtype, random_floats(static_cast<size_t>(rows * cols), seed), rows, cols);
   m.w = WeightMatrix{dtype, rows, cols, m.bytes.data()};
   return m;
 }
@@ -50,9 +41,7 @@ void check_group(const std::vector<Member>& members, int64_t cols, int64_t n_tok
     scratch_bytes = std::max(scratch_bytes, matmul_scratch_bytes(members[i].dtype, cols, n_tokens));
   }
   const auto x = random_floats(static_cast<size_t>(n_tokens * cols), 99 + n_tokens, 2.0f);
-  std::vector<KernelPath> paths = testing::simd_paths();
-  paths.push_back(KernelPath::kScalar);
-  for (KernelPath path : paths) {
+  for (KernelPath path : testing::all_paths()) {
     testing::PathGuard guard;
     ASSERT_TRUE(set_kernel_path(path));
     std::vector<uint8_t> scratch(scratch_bytes);

@@ -12,6 +12,7 @@
 
 #include "core/half.h"
 #include "kernels/kernels.h"
+#include "kernels/quantize.h"
 
 namespace llmpack::kernels::testing {
 
@@ -75,6 +76,25 @@ inline std::vector<KernelPath> simd_paths() {
   for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512})
     if (set_kernel_path(p)) paths.push_back(p);
   return paths;
+}
+
+// The scalar path, then every SIMD path this machine and build can run.
+inline std::vector<KernelPath> all_paths() {
+  std::vector<KernelPath> paths = {KernelPath::kScalar};
+  for (KernelPath p : simd_paths()) paths.push_back(p);
+  return paths;
+}
+
+// rows x cols floats as `rows` rows of `dtype`: packed (F32 / F16 / BF16) or
+// quantized (block types).
+inline std::vector<uint8_t> pack_rows(DType dtype, const std::vector<float>& values, int64_t rows, int64_t cols) {
+  const auto info = dtype_info(dtype);
+  if (info->block_elems == 1) return pack_float(dtype, values);
+  const int64_t rb = row_bytes(*info, cols);
+  std::vector<uint8_t> out(static_cast<size_t>(rb * rows));
+  for (int64_t r = 0; r < rows; ++r)
+    EXPECT_GT(quantize_row(dtype, values.data() + r * cols, cols, out.data() + r * rb), 0u) << dtype_name(dtype);
+  return out;
 }
 
 }  // namespace llmpack::kernels::testing
