@@ -138,7 +138,10 @@ TEST(Bench, BandwidthGivesEachModelItsBound) {
               3)
         << line;
     EXPECT_GT(gbps, 0.1) << line;
-    EXPECT_NEAR(tps, gbps * 1e3 / mb, 0.01 * tps + 0.1) << line;
+    // the line prints each figure to 0.1, so recomputing the bound from them is
+    // good to those roundings (large when a sanitizer build reads 2-3 GB/s)
+    const double bound = gbps * 1e3 / mb;
+    EXPECT_NEAR(tps, bound, bound * (0.05 / gbps + 0.05 / mb) + 0.05) << line;
     ++bounds;
   }
   EXPECT_EQ(bounds, 2) << r.err;
