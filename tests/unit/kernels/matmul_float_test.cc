@@ -73,6 +73,18 @@ TEST_P(MatmulFloatTest, LargeMatrixSplitOverThreads) {
   check_shape(GetParam(), {96, 512, 7}, pool);
 }
 
+// Decode (one token) reads rows of up to 2 KiB one at a time and longer rows
+// 8 at a time: both sides of that line, with row tails (rows % 8) and column
+// tails (cols % 8, and a partial cache line).
+TEST_P(MatmulFloatTest, DecodeShortAndLongRows) {
+  ThreadPool pool1(1), pool2(2);
+  for (int64_t rows : {9, 17, 23})
+    for (int64_t cols : {255, 512, 1000, 1024, 1031, 2100}) {
+      check_shape(GetParam(), {rows, cols, 1}, rows % 2 ? pool1 : pool2);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
 // The prefill path (n_tokens >= 4) packs 64 rows as 4 panels of 16 and 256
 // columns at a time, in 6-token tiles: partial panels, several column
 // chunks, a column tail (cols % 8) and token tails.
