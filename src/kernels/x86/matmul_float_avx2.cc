@@ -1,8 +1,9 @@
 // AVX2 matmul for float weights (F32, F16 via F16C, BF16 via a shift).
 // A tile computes R rows x T tokens with R*T accumulators held in registers,
 // so each weight vector loaded (and converted) is used T times and each
-// activation vector R times. Decode (T = 1) still gets 4 independent
-// accumulators from the 4 rows, which hides the FMA latency.
+// activation vector R times. Decode (T = 1) streams rows either one at a
+// time (short rows) or 8 side by side (decode_row, decode_tile8), with enough
+// independent accumulators to hide the FMA latency.
 // (No core/half.h here: its inline functions compiled with AVX flags could
 // be the copy the linker keeps for scalar callers.)
 #include <algorithm>
@@ -132,9 +133,9 @@ template <class W, int T>
 void rows_for_tokens(const typename W::Elem* w, const WeightMatrix& m, const float* x,
                      float* y, int64_t row_begin, int64_t row_end) {
   int64_t r = row_begin;
-  // One token (decode): 8 rows, so 8 independent FMA chains cover the FMA
-  // latency (4 rows left each core at about 60% of its read bandwidth).
-  // Rows of 2 KiB or less go one at a time (stories110M F16, 768 columns, on
+  // One token (decode): long rows 8 at a time, so 8 independent FMA chains
+  // cover the FMA latency (4 rows left each core at about 60% of its read
+  // bandwidth on the Zen 5 dev VM). Rows of 2 KiB or less go one at a time (stories110M F16, 768 columns, on
   // the ANCHORS machine kind: 6.5-6.9 -> 8.0-8.8 GB/s on one thread), longer
   // ones 8 at a time (2048 columns: 9.4-11.7 as a tile, 8.3-9.0 one by one).
   constexpr int64_t kShortRowBytes = 2048;
