@@ -108,20 +108,20 @@ inline void decode_tile8(const typename W::Elem* w, int64_t ld_w, const float* x
 }
 
 // Decode (one token) of short rows, one row at a time: the weights stream
-// through memory in order, 4 accumulators cover the FMA latency, and each
-// cache line is prefetched kDecodePrefetchBytes ahead. (For rows of 2 KiB or
-// less this reads faster than decode_tile8's 8 streams; see rows_for_tokens.)
+// through memory in order, 4 accumulators (one per vector of a 32-element
+// step, whatever the element size) cover the FMA latency, and each step's
+// bytes are prefetched kDecodePrefetchBytes ahead.
 template <class W>
 inline float decode_row(const typename W::Elem* w, const float* x, int64_t cols) {
-  constexpr int64_t kLine = 64 / sizeof(typename W::Elem);  // elements per cache line
+  constexpr int64_t kStep = 32;
   constexpr int64_t kAhead = kDecodePrefetchBytes / sizeof(typename W::Elem);
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t c = 0;
-  for (; c + kLine <= cols; c += kLine) {
-    _mm_prefetch(reinterpret_cast<const char*>(w + c + kAhead), _MM_HINT_T0);
-#pragma GCC unroll 8
-    for (int64_t k = 0; k < kLine; k += 8)
-      acc[(k / 8) % 4] = _mm256_fmadd_ps(W::load8(w + c + k), _mm256_loadu_ps(x + c + k), acc[(k / 8) % 4]);
+  for (; c + kStep <= cols; c += kStep) {
+    prefetch_bytes(w + c + kAhead, kStep * sizeof(typename W::Elem));
+#pragma GCC unroll 4
+    for (int k = 0; k < 4; ++k)
+      acc[k] = _mm256_fmadd_ps(W::load8(w + c + 8 * k), _mm256_loadu_ps(x + c + 8 * k), acc[k]);
   }
   for (; c + 8 <= cols; c += 8) acc[0] = _mm256_fmadd_ps(W::load8(w + c), _mm256_loadu_ps(x + c), acc[0]);
   float s = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
@@ -133,11 +133,11 @@ template <class W, int T>
 void rows_for_tokens(const typename W::Elem* w, const WeightMatrix& m, const float* x,
                      float* y, int64_t row_begin, int64_t row_end) {
   int64_t r = row_begin;
-  // One token (decode): long rows 8 at a time, so 8 independent FMA chains
-  // cover the FMA latency (4 rows left each core at about 60% of its read
-  // bandwidth on the Zen 5 dev VM). Rows of 2 KiB or less go one at a time (stories110M F16, 768 columns, on
-  // the ANCHORS machine kind: 6.5-6.9 -> 8.0-8.8 GB/s on one thread), longer
-  // ones 8 at a time (2048 columns: 9.4-11.7 as a tile, 8.3-9.0 one by one).
+  // One token (decode): rows of 2 KiB or less one at a time (on the ANCHORS
+  // machine kind, 768 F16 columns on one thread: 6.5-6.9 -> 8.0-8.8 GB/s),
+  // longer rows 8 at a time, 8 independent FMA chains (2048 columns: 9.4-11.7
+  // GB/s as a tile, 8.3-9.0 one by one; 4-row tiles had left the Zen 5 dev VM
+  // at about 60% of its read bandwidth).
   constexpr int64_t kShortRowBytes = 2048;
   if constexpr (T == 1) {
     if (m.cols * static_cast<int64_t>(sizeof(typename W::Elem)) <= kShortRowBytes) {
