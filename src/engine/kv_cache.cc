@@ -73,7 +73,7 @@ void decode(KvDtype dtype, const uint8_t* in, int64_t n, float* out) {
   }
 }
 
-std::string n_str(int64_t v) { return std::to_string(v); }
+std::string kv_count_str(int64_t v) { return std::to_string(v); }
 
 }  // namespace
 
@@ -104,12 +104,12 @@ uint64_t fnv1a64(const void* data, size_t n, uint64_t seed) {
 
 Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t kv_dim, const KvCacheOptions& options) {
   if (n_layers < 1 || kv_dim < 1)
-    return error_status("KV cache: expected layers >= 1 and a row width >= 1, found " + n_str(n_layers) + " and " +
-                        n_str(kv_dim));
+    return error_status("KV cache: expected layers >= 1 and a row width >= 1, found " + kv_count_str(n_layers) + " and " +
+                        kv_count_str(kv_dim));
   if (options.capacity_rows < 1)
-    return error_status("KV cache: capacity of " + n_str(options.capacity_rows) + " rows, expected at least 1");
+    return error_status("KV cache: capacity of " + kv_count_str(options.capacity_rows) + " rows, expected at least 1");
   if (options.initial_rows < 1)
-    return error_status("KV cache: initial size of " + n_str(options.initial_rows) + " rows, expected at least 1");
+    return error_status("KV cache: initial size of " + kv_count_str(options.initial_rows) + " rows, expected at least 1");
   std::unique_ptr<KvCache> c(new KvCache());
   c->n_layers_ = n_layers;
   c->kv_dim_ = kv_dim;
@@ -123,7 +123,7 @@ Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t kv_di
 Status KvCache::reserve(int64_t n_rows) {
   if (n_rows <= allocated_) return ok_status();
   if (n_rows > capacity_)
-    return error_status("KV cache: " + n_str(n_rows) + " rows needed, its capacity is " + n_str(capacity_) + " rows");
+    return error_status("KV cache: " + kv_count_str(n_rows) + " rows needed, its capacity is " + kv_count_str(capacity_) + " rows");
   // Doubling keeps growth amortized: a conversation of n tokens reallocates
   // log2(n / initial) times, never per token.
   const int64_t rows = std::min(capacity_, std::max(n_rows, allocated_ * 2));
@@ -183,8 +183,8 @@ std::vector<uint8_t> KvCache::raw_values(int64_t n_rows) const { return gather(v
 Status KvCache::assign_raw(int64_t n_rows, std::span<const uint8_t> keys, std::span<const uint8_t> values) {
   const size_t want = static_cast<size_t>(n_rows) * n_layers_ * row_bytes_;
   if (keys.size() != want || values.size() != want)
-    return error_status("KV cache: " + n_str(static_cast<int64_t>(keys.size())) + " bytes of rows given, expected " +
-                        n_str(static_cast<int64_t>(want)));
+    return error_status("KV cache: " + kv_count_str(static_cast<int64_t>(keys.size())) + " bytes of rows given, expected " +
+                        kv_count_str(static_cast<int64_t>(want)));
   LLMPACK_RETURN_IF_ERROR(reserve(n_rows));
   scatter(keys, n_rows, k_);
   scatter(values, n_rows, v_);
@@ -215,8 +215,8 @@ void append(std::string& out, const T* data, size_t n) {
 Status save_kv_cache_file(const std::string& path, const KvCache& cache, const KvCacheFile& contents) {
   const auto n_rows = static_cast<int64_t>(contents.tokens.size());
   if (n_rows > cache.allocated_rows())
-    return error_status("saving the KV cache: " + n_str(n_rows) + " tokens but only " +
-                        n_str(cache.allocated_rows()) + " rows allocated");
+    return error_status("saving the KV cache: " + kv_count_str(n_rows) + " tokens but only " +
+                        kv_count_str(cache.allocated_rows()) + " rows allocated");
   Header h{};
   std::memcpy(h.magic, kMagic, 8);
   h.version = kFileVersion;
@@ -264,7 +264,7 @@ Result<KvCacheFile> load_kv_cache_file(const std::string& path, KvCache& cache, 
   Header h;
   std::memcpy(&h, bytes.data(), sizeof(Header));
   if (h.version != kFileVersion)
-    return error_status(what + "has format version " + n_str(h.version) + ", expected " + n_str(kFileVersion));
+    return error_status(what + "has format version " + kv_count_str(h.version) + ", expected " + kv_count_str(kFileVersion));
   uint64_t stored_sum;
   std::memcpy(&stored_sum, bytes.data() + bytes.size() - 8, 8);
   if (fnv1a64(bytes.data(), bytes.size() - 8) != stored_sum)
@@ -274,19 +274,19 @@ Result<KvCacheFile> load_kv_cache_file(const std::string& path, KvCache& cache, 
                         ", this model is " + std::to_string(model_identity) + ")");
   if (h.dtype > static_cast<uint32_t>(KvDtype::kQ8_0) || h.n_layers != cache.n_layers() ||
       h.kv_dim != cache.kv_dim() || h.n_rows != h.n_tokens || h.n_rows < 0)
-    return error_status(what + "holds a cache of " + n_str(h.n_layers) + " layers x " + n_str(h.kv_dim) +
-                        ", expected " + n_str(cache.n_layers()) + " x " + n_str(cache.kv_dim()));
+    return error_status(what + "holds a cache of " + kv_count_str(h.n_layers) + " layers x " + kv_count_str(h.kv_dim) +
+                        ", expected " + kv_count_str(cache.n_layers()) + " x " + kv_count_str(cache.kv_dim()));
   if (h.n_rows > cache.capacity_rows())
-    return error_status(what + "holds " + n_str(h.n_rows) + " positions, the cache holds at most " +
-                        n_str(cache.capacity_rows()));
+    return error_status(what + "holds " + kv_count_str(h.n_rows) + " positions, the cache holds at most " +
+                        kv_count_str(cache.capacity_rows()));
   const auto file_dtype = static_cast<KvDtype>(h.dtype);
   const size_t row = row_bytes_for(file_dtype, h.kv_dim) * static_cast<size_t>(h.n_layers);
   const size_t tokens_bytes = static_cast<size_t>(h.n_tokens) * 8;
   const size_t rows_bytes = row * static_cast<size_t>(h.n_rows);
   const size_t expected = sizeof(Header) + tokens_bytes + h.metadata_bytes + 2 * rows_bytes + 8;
   if (h.metadata_bytes > bytes.size() || expected != bytes.size())
-    return error_status(what + "is " + n_str(static_cast<int64_t>(bytes.size())) + " bytes, its header describes " +
-                        n_str(static_cast<int64_t>(expected)));
+    return error_status(what + "is " + kv_count_str(static_cast<int64_t>(bytes.size())) + " bytes, its header describes " +
+                        kv_count_str(static_cast<int64_t>(expected)));
   KvCacheFile out;
   out.model_identity = h.model_identity;
   out.tokens.resize(static_cast<size_t>(h.n_tokens));

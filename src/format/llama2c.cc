@@ -9,7 +9,7 @@
 namespace llmpack {
 namespace {
 
-constexpr uint64_t kHeaderBytes = 7 * sizeof(int32_t);
+constexpr uint64_t kLlama2cHeaderBytes = 7 * sizeof(int32_t);
 // The newer llama2.c export format starts with this magic ("ak42" as a u32).
 constexpr uint32_t kVersionedMagic = 0x616b3432;
 // Far beyond any model: keeps every size product well inside 64 bits.
@@ -57,7 +57,7 @@ Result<Llama2cCheckpoint> read_llama2c_checkpoint(const std::string& path) {
 Result<Llama2cCheckpoint> parse_llama2c_checkpoint(std::unique_ptr<MappedFile> file) {
   if (!file) return bad("no file");
   const uint64_t size = file->size();
-  if (size < kHeaderBytes)
+  if (size < kLlama2cHeaderBytes)
     return bad("file is " + std::to_string(size) + " bytes, smaller than the 28-byte header");
   int32_t h[7];
   std::memcpy(h, file->data(), sizeof(h));
@@ -101,7 +101,7 @@ Result<Llama2cCheckpoint> parse_llama2c_checkpoint(std::unique_ptr<MappedFile> f
   };
   uint64_t n_floats = 0;
   for (int64_t n : counts) n_floats += static_cast<uint64_t>(n);
-  const uint64_t expected = kHeaderBytes + n_floats * sizeof(float);
+  const uint64_t expected = kLlama2cHeaderBytes + n_floats * sizeof(float);
   if (size != expected)
     return bad("file is " + std::to_string(size) + " bytes but the header (dim " +
                std::to_string(c.dim) + ", hidden " + std::to_string(c.hidden_dim) + ", " +
@@ -113,7 +113,7 @@ Result<Llama2cCheckpoint> parse_llama2c_checkpoint(std::unique_ptr<MappedFile> f
 
   // The floats start at byte 28: 4-byte aligned since mappings and heap
   // buffers are at least 16-byte aligned.
-  const float* p = reinterpret_cast<const float*>(file->data() + kHeaderBytes);
+  const float* p = reinterpret_cast<const float*>(file->data() + kLlama2cHeaderBytes);
   const float* at[14];
   for (int i = 0; i < 14; ++i) {
     at[i] = p;

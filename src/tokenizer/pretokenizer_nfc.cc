@@ -77,7 +77,7 @@ std::vector<uint32_t> decode_utf8(std::string_view text) {
   return cps;
 }
 
-void append_utf8(uint32_t cp, std::string* out) {
+void append_code_or_raw_byte(uint32_t cp, std::string* out) {
   if (cp & kRawByte) {
     *out += static_cast<char>(cp & 0xFF);
   } else if (cp < 0x80) {
@@ -157,7 +157,7 @@ std::string nfc_normalize(std::string_view text) {
   }
   std::string result;
   result.reserve(text.size());
-  for (uint32_t cp : out) append_utf8(cp, &result);
+  for (uint32_t cp : out) append_code_or_raw_byte(cp, &result);
   return result;
 }
 

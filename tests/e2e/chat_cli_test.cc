@@ -26,7 +26,7 @@ using llmpack::testing::slurp;
 using llmpack::testing::temp_stem;
 
 // Runs `llmpack ARGS` with `input` on stdin (a pipe from a file).
-Outcome run_cli(const std::string& args, const std::string& input = "") {
+Outcome run_chat_cli(const std::string& args, const std::string& input = "") {
   return llmpack::testing::run_llmpack(args, input);
 }
 
@@ -42,16 +42,16 @@ class ChatCli : public ::testing::Test {
 };
 
 TEST_F(ChatCli, C2_PipeSessionUndoAndEmptyLinesGiveTheSameRepliesAsAFreshOne) {
-  auto one = run_cli(base_ + " -n 16", "Hello.\n");
+  auto one = run_chat_cli(base_ + " -n 16", "Hello.\n");
   ASSERT_EQ(one.exit_code, 0) << one.err;
   ASSERT_GT(one.out.size(), 1u);
-  auto two = run_cli(base_ + " -n 16", "Hello.\nWho is Tom?\n");
+  auto two = run_chat_cli(base_ + " -n 16", "Hello.\nWho is Tom?\n");
   ASSERT_EQ(two.exit_code, 0) << two.err;
   ASSERT_EQ(two.out.rfind(one.out, 0), 0u);
   const std::string reply2 = two.out.substr(one.out.size());
   ASSERT_FALSE(reply2.empty());
   // An empty line is ignored, and /undo drops "Where?" with its reply.
-  auto undone = run_cli(base_ + " -n 16", "Hello.\n\n   \nWhere?\n/undo\nWho is Tom?\n");
+  auto undone = run_chat_cli(base_ + " -n 16", "Hello.\n\n   \nWhere?\n/undo\nWho is Tom?\n");
   ASSERT_EQ(undone.exit_code, 0) << undone.err;
   EXPECT_EQ(undone.out.rfind(one.out, 0), 0u);
   EXPECT_EQ(undone.out.substr(undone.out.size() - reply2.size()), reply2);
@@ -60,21 +60,21 @@ TEST_F(ChatCli, C2_PipeSessionUndoAndEmptyLinesGiveTheSameRepliesAsAFreshOne) {
 
 TEST_F(ChatCli, C4_SaveThenLoadInAnotherProcessContinuesTheSame) {
   const std::string file = temp_stem("conv") + ".llmchat";
-  auto whole = run_cli(base_ + " -n 16", "Hello.\nWho is Tom?\n");
-  auto first = run_cli(base_ + " -n 16", "Hello.\n/save " + file + "\n");
+  auto whole = run_chat_cli(base_ + " -n 16", "Hello.\nWho is Tom?\n");
+  auto first = run_chat_cli(base_ + " -n 16", "Hello.\n/save " + file + "\n");
   ASSERT_EQ(first.exit_code, 0) << first.err;
   EXPECT_NE(first.err.find("(saved 1 turns"), std::string::npos) << first.err;
-  auto second = run_cli(base_ + " -n 16", "/load " + file + "\nWho is Tom?\n");
+  auto second = run_chat_cli(base_ + " -n 16", "/load " + file + "\nWho is Tom?\n");
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_EQ(first.out + second.out, whole.out);
   // /reset, /help, an unknown command, and a missing or foreign file.
-  auto other = run_cli(base_ + " -n 4", "/help\n/bogus\n/load /nonexistent/x\n/reset\n");
+  auto other = run_chat_cli(base_ + " -n 4", "/help\n/bogus\n/load /nonexistent/x\n/reset\n");
   EXPECT_EQ(other.exit_code, 0);
   EXPECT_NE(other.err.find("/undo [N]"), std::string::npos);
   EXPECT_NE(other.err.find("unknown command '/bogus'"), std::string::npos);
   EXPECT_NE(other.err.find("cannot open"), std::string::npos);
   LLMPACK_REQUIRE_FIXTURE(gguf, "gguf/stories260K.gguf");
-  auto foreign = run_cli("chat -m " + gguf + " --chat_template chatml -t 1 -n 4", "/load " + file + "\n");
+  auto foreign = run_chat_cli("chat -m " + gguf + " --chat_template chatml -t 1 -n 4", "/load " + file + "\n");
   EXPECT_EQ(foreign.exit_code, 0);
   // The GGUF holds the same weights but another vocabulary file: another identity.
   EXPECT_NE(foreign.err.find("llmpack: loading the conversation"), std::string::npos) << foreign.err;
@@ -83,21 +83,21 @@ TEST_F(ChatCli, C4_SaveThenLoadInAnotherProcessContinuesTheSame) {
 
 TEST_F(ChatCli, C5_FullContextStartsOverWithANoticeOrShifts) {
   const std::string lines = "Tell me a story.\nAnd then?\nWhat next?\nWho came?\nThe end?\nMore!\n";
-  auto fresh = run_cli(base_ + " -n 40 --kv_capacity 160 --system 'Be brief.'", lines);
+  auto fresh = run_chat_cli(base_ + " -n 40 --kv_capacity 160 --system 'Be brief.'", lines);
   ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
   EXPECT_NE(fresh.err.find("a new conversation starts"), std::string::npos) << fresh.err;
-  auto shifted = run_cli(base_ + " -n 40 --kv_capacity 160 --kv_initial 16 --context_shift --system 'Be brief.'", lines);
+  auto shifted = run_chat_cli(base_ + " -n 40 --kv_capacity 160 --kv_initial 16 --context_shift --system 'Be brief.'", lines);
   ASSERT_EQ(shifted.exit_code, 0) << shifted.err;
   EXPECT_NE(shifted.err.find("turns after the system prompt are dropped"), std::string::npos) << shifted.err;
   // A line that cannot fit even an empty cache: an error, and the next line works.
-  auto huge = run_cli(base_ + " -n 8 --kv_capacity 64", std::string(3000, 'x') + "\nHi.\n");
+  auto huge = run_chat_cli(base_ + " -n 8 --kv_capacity 64", std::string(3000, 'x') + "\nHi.\n");
   EXPECT_EQ(huge.exit_code, 0);
   EXPECT_NE(huge.err.find("shorten it"), std::string::npos) << huge.err;
   EXPECT_FALSE(huge.out.empty());
 }
 
 TEST_F(ChatCli, C6_MaxSeqLengthCapsAndStatsPrintEachTurn) {
-  auto r = run_cli(base_ + " -n 500 --max_seq_length 80 --stats", "Hello.\nHi.\n");
+  auto r = run_chat_cli(base_ + " -n 500 --max_seq_length 80 --stats", "Hello.\nHi.\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   size_t reports = 0;
   for (size_t at = r.err.find("PyTorchObserver "); at != std::string::npos; at = r.err.find("PyTorchObserver ", at + 1))
@@ -125,7 +125,7 @@ TEST_F(ChatCli, C6_C7_RefusedFlagCombinationsGiveClearErrors) {
   };
   for (const Refused& c : cases) {
     const bool own_template = c.args.find("--chat_template") != std::string::npos;
-    auto r = run_cli((own_template ? plain_ : base_) + " " + c.args, "Hello.\n");
+    auto r = run_chat_cli((own_template ? plain_ : base_) + " " + c.args, "Hello.\n");
     EXPECT_EQ(r.exit_code, 1) << c.args;
     EXPECT_NE(r.err.find(c.fragment), std::string::npos) << c.args << ": " << r.err;
     EXPECT_TRUE(r.out.empty()) << c.args;
@@ -137,15 +137,15 @@ TEST_F(ChatCli, C1_InGraphAndCachelessPackagesAreRefused) {
   LLMPACK_REQUIRE_FIXTURE(tok, "llama2c/tok512.bin");
   for (const char* kind : {"in_graph", "none", "off_graph"}) {
     const std::string pkg = temp_stem(kind) + ".gguf";
-    auto e = run_cli("export --checkpoint " + model + " --tokenizer_path " + tok + " --max_seq_length 64 --kv_cache " +
+    auto e = run_chat_cli("export --checkpoint " + model + " --tokenizer_path " + tok + " --max_seq_length 64 --kv_cache " +
                      kind + " --output " + pkg);
     ASSERT_EQ(e.exit_code, 0) << e.err;
-    auto r = run_cli("chat -m " + pkg + " -t 1 -n 4", "Hello.\n");
+    auto r = run_chat_cli("chat -m " + pkg + " -t 1 -n 4", "Hello.\n");
     EXPECT_EQ(r.exit_code, 1) << kind;
     if (std::string(kind) == "off_graph") {
       // Accepted as a package; this export carries no chat template.
       EXPECT_NE(r.err.find("--chat_template NAME"), std::string::npos) << r.err;
-      auto ok = run_cli("chat -m " + pkg + " -t 1 -n 4 --chat_template llama3", "Hello.\n");
+      auto ok = run_chat_cli("chat -m " + pkg + " -t 1 -n 4 --chat_template llama3", "Hello.\n");
       EXPECT_EQ(ok.exit_code, 0) << ok.err;
     } else {
       EXPECT_NE(r.err.find("--kv_cache off_graph"), std::string::npos) << kind << ": " << r.err;

@@ -15,7 +15,7 @@ namespace {
 
 using Outcome = llmpack::testing::CliOutcome;
 
-Outcome llmpack(const std::string& args) { return llmpack::testing::run_llmpack(args); }
+Outcome run_tool(const std::string& args) { return llmpack::testing::run_llmpack(args); }
 
 TEST(ToolsCli, PerplexityEndsWithTheFinalEstimateLine) {
   LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
@@ -23,7 +23,7 @@ TEST(ToolsCli, PerplexityEndsWithTheFinalEstimateLine) {
   std::ifstream in(golden);
   const std::string text_path = ::testing::TempDir() + "/ppl_" + std::to_string(getpid()) + ".txt";
   std::ofstream(text_path) << nlohmann::json::parse(in)["generated_text"].get<std::string>();
-  auto r = llmpack("perplexity -m " + model + " -f " + text_path + " -c 64 -t 2");
+  auto r = run_tool("perplexity -m " + model + " -f " + text_path + " -c 64 -t 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("[1]"), std::string::npos) << "running estimate";
   const auto at = r.out.find("Final estimate: PPL = ");
@@ -32,7 +32,7 @@ TEST(ToolsCli, PerplexityEndsWithTheFinalEstimateLine) {
   EXPECT_GT(ppl, 1.0);
   EXPECT_LT(ppl, 4.0);
   EXPECT_NE(r.out.find(" +/- ", at), std::string::npos);
-  auto missing = llmpack("perplexity -m " + model + " -f /no/such/file.txt");
+  auto missing = run_tool("perplexity -m " + model + " -f /no/such/file.txt");
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.err.find("/no/such/file.txt"), std::string::npos);
   std::filesystem::remove(text_path);
@@ -42,10 +42,10 @@ TEST(ToolsCli, ChatTemplateRendersBuiltinAndRefusesWithoutOne) {
   LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
   const std::string messages = ::testing::TempDir() + "/messages_" + std::to_string(getpid()) + ".json";
   std::ofstream(messages) << R"([{"role": "user", "content": "Hi!"}])";
-  auto r = llmpack("chat-template -m " + model + " --messages " + messages + " --chat_template chatml");
+  auto r = run_tool("chat-template -m " + model + " --messages " + messages + " --chat_template chatml");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "<|im_start|>user\nHi!<|im_end|>\n<|im_start|>assistant\n");
-  auto none = llmpack("chat-template -m " + model + " --messages " + messages);
+  auto none = run_tool("chat-template -m " + model + " --messages " + messages);
   EXPECT_NE(none.exit_code, 0);
   EXPECT_NE(none.err.find("--chat_template NAME"), std::string::npos) << none.err;
   std::filesystem::remove(messages);
@@ -53,14 +53,14 @@ TEST(ToolsCli, ChatTemplateRendersBuiltinAndRefusesWithoutOne) {
 
 TEST(ToolsCli, TokenizePrintsIdsAndPieces) {
   LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
-  auto ids = llmpack("tokenize -m " + model + " -p 'Once upon a time' --ids");
+  auto ids = run_tool("tokenize -m " + model + " -p 'Once upon a time' --ids");
   ASSERT_EQ(ids.exit_code, 0) << ids.err;
   EXPECT_EQ(ids.out, "[1, 403, 407, 261, 378]\n");
-  auto no_bos = llmpack("tokenize -m " + model + " -p 'Once upon a time' --ids --no_bos");
+  auto no_bos = run_tool("tokenize -m " + model + " -p 'Once upon a time' --ids --no_bos");
   EXPECT_EQ(no_bos.out, "[403, 407, 261, 378]\n");
-  auto pieces = llmpack("tokenize -m " + model + " -p 'Once'");
+  auto pieces = run_tool("tokenize -m " + model + " -p 'Once'");
   EXPECT_NE(pieces.out.find("403 -> 'Once'"), std::string::npos) << pieces.out;
-  auto missing = llmpack("tokenize -m /no/such.gguf -p x");
+  auto missing = run_tool("tokenize -m /no/such.gguf -p x");
   EXPECT_NE(missing.exit_code, 0);
 }
 

@@ -13,7 +13,7 @@
 namespace llmpack {
 namespace {
 
-std::string read_file(const std::string& path) {
+std::string read_text_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
   ss << in.rdbuf();
@@ -22,7 +22,7 @@ std::string read_file(const std::string& path) {
 
 TEST(ChatTemplateFixtures, AllRenderCasesMatchJinja2) {
   LLMPACK_REQUIRE_FIXTURE(cases_path, "chat-templates/render_cases.json");
-  const nlohmann::json doc = nlohmann::json::parse(read_file(cases_path));
+  const nlohmann::json doc = nlohmann::json::parse(read_text_file(cases_path));
   const auto& cases = doc.at("cases");
   ASSERT_EQ(cases.size(), 120u);
   std::map<std::string, std::unique_ptr<ChatTemplate>> templates;
@@ -32,7 +32,7 @@ TEST(ChatTemplateFixtures, AllRenderCasesMatchJinja2) {
     SCOPED_TRACE(name + " / " + c.at("conversation").get<std::string>() +
                  (c.at("add_generation_prompt").get<bool>() ? " / gen" : " / no-gen"));
     if (!templates.count(name)) {
-      auto parsed = ChatTemplate::parse(read_file(testing::fixture_path("chat-templates/" + name)));
+      auto parsed = ChatTemplate::parse(read_text_file(testing::fixture_path("chat-templates/" + name)));
       ASSERT_TRUE(parsed.ok()) << parsed.status().message();
       templates[name] = std::move(parsed).value();
     }

@@ -236,7 +236,7 @@ TEST(KvCache, C4_FilesKeepTheRowMajorOrderAcrossTheLayerMajorCache) {
   std::remove(path.c_str());
 }
 
-LoadedPackage load(const TinyModelSpec& spec) {
+LoadedPackage load_tiny(const TinyModelSpec& spec) {
   ProgramOptions o;
   o.cpu_threads = 2;
   auto p = testing::load_tiny_package(spec, o);
@@ -253,7 +253,7 @@ TinyModelSpec with_kind(const std::string& kind) {
 // A bound f32 cache gives the same logits as the program's own; f16 and
 // q8_0 caches stay close; positions past the bound cache's capacity are refused.
 TEST(KvCache, C1_ABoundCacheGivesTheLogitsOfTheProgramsOwn) {
-  auto pkg = load(with_kind("off_graph"));
+  auto pkg = load_tiny(with_kind("off_graph"));
   std::vector<int64_t> prompt = {1, 40, 50, 60, 70, 80, 90, 100, 110, 120};
   std::vector<int64_t> one = {200};
   auto own1 = pkg.program->forward(prompt, 0);
@@ -285,7 +285,7 @@ TEST(KvCache, C1_ABoundCacheGivesTheLogitsOfTheProgramsOwn) {
 
 TEST(KvCache, C1_InGraphAndCachelessProgramsRefuseAnOffGraphCache) {
   for (const char* kind : {"in_graph", "none"}) {
-    auto pkg = load(with_kind(kind));
+    auto pkg = load_tiny(with_kind(kind));
     auto c = pkg.program->create_kv_cache({});
     ASSERT_FALSE(c.ok()) << kind;
     EXPECT_NE(c.status().message().find("--kv_cache off_graph"), std::string::npos) << c.status().message();

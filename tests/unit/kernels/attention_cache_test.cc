@@ -118,24 +118,24 @@ std::vector<float> run(Elem e, const Rows& r, const std::vector<float>& q, int64
   return out;
 }
 
-struct Shape {
+struct HeadLayout {
   int64_t head_dim, first, extra;  // a row holds first + head_dim + extra elements
 };
 
 // f16 heads start anywhere; q8_0 heads also start inside a block (first % 32
 // != 0) and end before a short last block.
-constexpr Shape kF16Shapes[] = {{1, 0, 0},  {3, 2, 1},   {7, 0, 0},   {8, 8, 0},  {9, 1, 3},
+constexpr HeadLayout kF16Shapes[] = {{1, 0, 0},  {3, 2, 1},   {7, 0, 0},   {8, 8, 0},  {9, 1, 3},
                                 {17, 0, 0}, {31, 5, 0},  {32, 32, 0}, {33, 0, 7}, {48, 48, 48},
                                 {64, 64, 0}, {65, 3, 0}, {100, 0, 0}, {128, 0, 128}};
-constexpr Shape kQ8Shapes[] = {{32, 0, 0},  {32, 32, 32}, {64, 64, 0},  {128, 0, 128}, {96, 32, 8},
+constexpr HeadLayout kQ8Shapes[] = {{32, 0, 0},  {32, 32, 32}, {64, 64, 0},  {128, 0, 128}, {96, 32, 8},
                                {8, 8, 16},  {8, 24, 0},   {16, 16, 40}, {48, 0, 48},   {48, 48, 0},
                                {80, 80, 0}, {1, 0, 0},    {7, 3, 0},    {33, 0, 0},    {40, 30, 9}};
 constexpr int64_t kContexts[] = {1, 2, 3, 4, 5, 7, 8, 31, 64, 129, 300};
 
-void check_every_path(Elem e, const Shape* shapes, size_t n_shapes) {
+void check_every_path(Elem e, const HeadLayout* shapes, size_t n_shapes) {
   PathGuard guard;
   for (size_t si = 0; si < n_shapes; ++si) {
-    const Shape sh = shapes[si];
+    const HeadLayout sh = shapes[si];
     const int64_t elems = sh.first + sh.head_dim + sh.extra;
     for (int64_t n_ctx : kContexts) {
       const Rows r = make_rows(e, n_ctx, elems, 2 * (n_ctx % 3), static_cast<uint32_t>(si * 1000 + n_ctx));

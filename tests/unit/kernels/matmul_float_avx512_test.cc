@@ -62,7 +62,7 @@ void expect_close(const WeightMatrix& w, const std::vector<float>& x, int64_t n_
 }
 
 // matmul on the AVX-512 path, through dispatch (rows split over `pool`).
-void check_shape(DType dtype, const Shape& s, ThreadPool& pool) {
+void check_shape_avx512(DType dtype, const Shape& s, ThreadPool& pool) {
   ASSERT_TRUE(avx512::float_supports(dtype, s.n_tokens)) << "the shape would not reach the kernel";
   const auto wf = random_floats(static_cast<size_t>(s.rows * s.cols), 3 + s.rows * 5 + s.cols);
   const auto x = random_floats(static_cast<size_t>(s.n_tokens * s.cols), 9 + s.n_tokens);
@@ -83,7 +83,7 @@ TEST_P(MatmulFloatAvx512Test, RowTails) {
   SKIP_WITHOUT_AVX512();
   ThreadPool pool(1);
   for (int64_t rows : {1, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 97, 130}) {
-    check_shape(GetParam(), {rows, 272, 13}, pool);
+    check_shape_avx512(GetParam(), {rows, 272, 13}, pool);
     if (HasFatalFailure()) return;
   }
 }
@@ -93,7 +93,7 @@ TEST_P(MatmulFloatAvx512Test, ColumnTails) {
   SKIP_WITHOUT_AVX512();
   ThreadPool pool(1);
   for (int64_t cols : {1, 2, 15, 16, 17, 100, 255, 256, 257, 271, 512, 513, 777}) {
-    check_shape(GetParam(), {37, cols, 12}, pool);
+    check_shape_avx512(GetParam(), {37, cols, 12}, pool);
     if (HasFatalFailure()) return;
   }
 }
@@ -103,7 +103,7 @@ TEST_P(MatmulFloatAvx512Test, TokenTails) {
   SKIP_WITHOUT_AVX512();
   ThreadPool pool(1);
   for (int64_t n_tokens : {4, 5, 7, 11, 12, 13, 23, 24, 25, 37}) {
-    check_shape(GetParam(), {45, 300, n_tokens}, pool);
+    check_shape_avx512(GetParam(), {45, 300, n_tokens}, pool);
     if (HasFatalFailure()) return;
   }
 }
@@ -113,9 +113,9 @@ TEST_P(MatmulFloatAvx512Test, TokenTails) {
 TEST_P(MatmulFloatAvx512Test, TwoThreads) {
   SKIP_WITHOUT_AVX512();
   ThreadPool pool(2);
-  check_shape(GetParam(), {211, 600, 26}, pool);
+  check_shape_avx512(GetParam(), {211, 600, 26}, pool);
   if (HasFatalFailure()) return;
-  check_shape(GetParam(), {64, 33, 4}, pool);
+  check_shape_avx512(GetParam(), {64, 33, 4}, pool);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulFloatAvx512Test,

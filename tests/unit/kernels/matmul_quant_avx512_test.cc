@@ -42,7 +42,7 @@ Case make_case(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, uint32
 }
 
 // AVX-512 result vs the scalar reference, within the activation rounding bound.
-void check(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool& pool) {
+void check_avx512(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool& pool) {
   const Case c = make_case(dtype, rows, cols, n_tokens, static_cast<uint32_t>(7 * rows + cols + n_tokens));
   std::vector<float> wd(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r) dequantize_row(c.w, r, wd.data() + r * cols);
@@ -81,7 +81,7 @@ TEST_P(MatmulQuantAvx512Test, PanelAndTokenTails) {
   const int64_t cols = 2 * 256;
   for (int64_t rows : {1, 15, 16, 17, 31, 33, 48, 63, 64, 81, 127})
     for (int64_t n_tokens : {4, 5, 6, 7, 11, 12, 13}) {
-      check(GetParam(), rows, cols, n_tokens, rows % 2 ? pool1 : pool2);
+      check_avx512(GetParam(), rows, cols, n_tokens, rows % 2 ? pool1 : pool2);
       if (HasFatalFailure()) return;
     }
 }
@@ -91,9 +91,9 @@ TEST_P(MatmulQuantAvx512Test, SeveralColumnChunks) {
   // 1024 columns per chunk: a partial second chunk, then three chunks exactly
   for (int64_t cols : {1024 + block(), int64_t{3072}})
     for (int64_t rows : {40, 97}) {
-      check(GetParam(), rows, cols, 9, pool1);
+      check_avx512(GetParam(), rows, cols, 9, pool1);
       if (HasFatalFailure()) return;
-      check(GetParam(), rows, cols, 16, pool2);
+      check_avx512(GetParam(), rows, cols, 16, pool2);
       if (HasFatalFailure()) return;
     }
 }
@@ -129,7 +129,7 @@ TEST_P(MatmulQuantAvx512Test, ZeroWeightsGiveZero) {
 // prefill batch: many tiles, chunks and the tokens' tail.
 TEST_P(MatmulQuantAvx512Test, PrefillShape) {
   ThreadPool pool(2);
-  check(GetParam(), 64 + 5, 2048, 37, pool);
+  check_avx512(GetParam(), 64 + 5, 2048, 37, pool);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantAvx512Test,

@@ -55,37 +55,37 @@ Ids encode(const SpmTokenizer& t, std::string_view text, int n_bos = 0) {
   return r.ok() ? *r : Ids{};
 }
 
-const std::string kMeta = "\xE2\x96\x81";
+const std::string kSpmMeta = "\xE2\x96\x81";
 
 TEST(SpmTokenizer, MergesTheHighestScoringPairFirst) {
-  auto t = make(make_vocab({{kMeta, -10}, {"a", -10}, {"b", -10}, {"c", -10}, {"ab", -1}, {"bc", -2}}));
-  EXPECT_EQ(encode(*t, "abc"), (Ids{id_of(*t, kMeta), id_of(*t, "ab"), id_of(*t, "c")}));
-  auto u = make(make_vocab({{kMeta, -10}, {"a", -10}, {"b", -10}, {"c", -10}, {"ab", -2}, {"bc", -1}}));
-  EXPECT_EQ(encode(*u, "abc"), (Ids{id_of(*u, kMeta), id_of(*u, "a"), id_of(*u, "bc")}));
+  auto t = make(make_vocab({{kSpmMeta, -10}, {"a", -10}, {"b", -10}, {"c", -10}, {"ab", -1}, {"bc", -2}}));
+  EXPECT_EQ(encode(*t, "abc"), (Ids{id_of(*t, kSpmMeta), id_of(*t, "ab"), id_of(*t, "c")}));
+  auto u = make(make_vocab({{kSpmMeta, -10}, {"a", -10}, {"b", -10}, {"c", -10}, {"ab", -2}, {"bc", -1}}));
+  EXPECT_EQ(encode(*u, "abc"), (Ids{id_of(*u, kSpmMeta), id_of(*u, "a"), id_of(*u, "bc")}));
 }
 
 TEST(SpmTokenizer, TiesGoToTheLeftmostPair) {
-  auto t = make(make_vocab({{kMeta, -10}, {"a", -10}, {"aa", -1}}));
-  EXPECT_EQ(encode(*t, "aaa"), (Ids{id_of(*t, kMeta), id_of(*t, "aa"), id_of(*t, "a")}));
-  EXPECT_EQ(encode(*t, "aaaaa"), (Ids{id_of(*t, kMeta), id_of(*t, "aa"), id_of(*t, "aa"), id_of(*t, "a")}));
+  auto t = make(make_vocab({{kSpmMeta, -10}, {"a", -10}, {"aa", -1}}));
+  EXPECT_EQ(encode(*t, "aaa"), (Ids{id_of(*t, kSpmMeta), id_of(*t, "aa"), id_of(*t, "a")}));
+  EXPECT_EQ(encode(*t, "aaaaa"), (Ids{id_of(*t, kSpmMeta), id_of(*t, "aa"), id_of(*t, "aa"), id_of(*t, "a")}));
 }
 
 TEST(SpmTokenizer, MergedSymbolsKeepMerging) {
-  auto t = make(make_vocab({{kMeta, -10}, {"a", -10}, {"b", -10}, {"ab", -1}, {kMeta + "ab", -3}, {"abab", -2}}));
+  auto t = make(make_vocab({{kSpmMeta, -10}, {"a", -10}, {"b", -10}, {"ab", -1}, {kSpmMeta + "ab", -3}, {"abab", -2}}));
   // ab, ab first (-1), then abab (-2) beats ▁ab (-3).
-  EXPECT_EQ(encode(*t, "abab"), (Ids{id_of(*t, kMeta), id_of(*t, "abab")}));
+  EXPECT_EQ(encode(*t, "abab"), (Ids{id_of(*t, kSpmMeta), id_of(*t, "abab")}));
 }
 
 TEST(SpmTokenizer, PiecesScoringAtOrBelowMinus1e10NeverMerge) {
-  auto t = make(make_vocab({{kMeta, -10}, {"a", -10}, {"aa", -1e10f}}));
-  EXPECT_EQ(encode(*t, "aa"), (Ids{id_of(*t, kMeta), id_of(*t, "a"), id_of(*t, "a")}));
+  auto t = make(make_vocab({{kSpmMeta, -10}, {"a", -10}, {"aa", -1e10f}}));
+  EXPECT_EQ(encode(*t, "aa"), (Ids{id_of(*t, kSpmMeta), id_of(*t, "a"), id_of(*t, "a")}));
 }
 
 TEST(SpmTokenizer, SpacesBecomeMetaSpaceAndDummyPrefixIsAdded) {
-  auto t = make(make_vocab({{kMeta, -10}, {"a", -10}, {kMeta + "a", -1}}));
+  auto t = make(make_vocab({{kSpmMeta, -10}, {"a", -10}, {kSpmMeta + "a", -1}}));
   EXPECT_TRUE(t->uses_meta_space());
-  EXPECT_EQ(t->normalize("a a"), kMeta + "a" + kMeta + "a");
-  EXPECT_EQ(encode(*t, "a a"), (Ids{id_of(*t, kMeta + "a"), id_of(*t, kMeta + "a")}));
+  EXPECT_EQ(t->normalize("a a"), kSpmMeta + "a" + kSpmMeta + "a");
+  EXPECT_EQ(encode(*t, "a a"), (Ids{id_of(*t, kSpmMeta + "a"), id_of(*t, kSpmMeta + "a")}));
   EXPECT_EQ(encode(*t, ""), Ids{});
 }
 
@@ -97,39 +97,39 @@ TEST(SpmTokenizer, PlainSpaceVocabulariesKeepSpaces) {
 }
 
 TEST(SpmTokenizer, NoDummyPrefixWhenTheVocabularySaysSo) {
-  SpmVocab v = make_vocab({{kMeta, -10}, {"a", -10}});
+  SpmVocab v = make_vocab({{kSpmMeta, -10}, {"a", -10}});
   v.add_dummy_prefix = false;
   auto t = make(std::move(v));
   EXPECT_EQ(encode(*t, "a"), (Ids{id_of(*t, "a")}));
 }
 
 TEST(SpmTokenizer, UnknownCharactersUseByteFallback) {
-  auto t = make(make_vocab({{kMeta, -10}, {"a", -10}}));
+  auto t = make(make_vocab({{kSpmMeta, -10}, {"a", -10}}));
   // 中 = E4 B8 AD; byte pieces are ids 3 + byte.
-  EXPECT_EQ(encode(*t, "a中"), (Ids{id_of(*t, kMeta), id_of(*t, "a"), 3 + 0xE4, 3 + 0xB8, 3 + 0xAD}));
+  EXPECT_EQ(encode(*t, "a中"), (Ids{id_of(*t, kSpmMeta), id_of(*t, "a"), 3 + 0xE4, 3 + 0xB8, 3 + 0xAD}));
 }
 
 TEST(SpmTokenizer, InvalidUtf8GoesThroughByteFallback) {
-  auto t = make(make_vocab({{kMeta, -10}, {"a", -10}}));
-  EXPECT_EQ(encode(*t, "a\xFF" "a"), (Ids{id_of(*t, kMeta), id_of(*t, "a"), 3 + 0xFF, id_of(*t, "a")}));
+  auto t = make(make_vocab({{kSpmMeta, -10}, {"a", -10}}));
+  EXPECT_EQ(encode(*t, "a\xFF" "a"), (Ids{id_of(*t, kSpmMeta), id_of(*t, "a"), 3 + 0xFF, id_of(*t, "a")}));
   // A truncated sequence followed by ASCII: each stray byte on its own.
-  EXPECT_EQ(encode(*t, "\xE4\xB8" "a"), (Ids{id_of(*t, kMeta), 3 + 0xE4, 3 + 0xB8, id_of(*t, "a")}));
+  EXPECT_EQ(encode(*t, "\xE4\xB8" "a"), (Ids{id_of(*t, kSpmMeta), 3 + 0xE4, 3 + 0xB8, id_of(*t, "a")}));
 }
 
 TEST(SpmTokenizer, InvalidUtf8WithoutByteFallbackNamesTheOffset) {
-  auto t = make(make_vocab({{kMeta, -10}, {"a", -10}}, /*with_bytes=*/false));
+  auto t = make(make_vocab({{kSpmMeta, -10}, {"a", -10}}, /*with_bytes=*/false));
   auto r = t->encode("a a\xC3(", 1, 0);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("invalid UTF-8 at byte 3"), std::string::npos) << r.status().message();
 }
 
 TEST(SpmTokenizer, UnknownCharacterWithoutByteFallbackIsUnk) {
-  auto t = make(make_vocab({{kMeta, -10}, {"a", -10}}, /*with_bytes=*/false));
-  EXPECT_EQ(encode(*t, "a中a"), (Ids{id_of(*t, kMeta), id_of(*t, "a"), 0, id_of(*t, "a")}));
+  auto t = make(make_vocab({{kSpmMeta, -10}, {"a", -10}}, /*with_bytes=*/false));
+  EXPECT_EQ(encode(*t, "a中a"), (Ids{id_of(*t, kSpmMeta), id_of(*t, "a"), 0, id_of(*t, "a")}));
 }
 
 TEST(SpmTokenizer, UnknownCharacterWithoutUnkOrBytesIsAnError) {
-  SpmVocab v = make_vocab({{kMeta, -10}, {"a", -10}}, /*with_bytes=*/false);
+  SpmVocab v = make_vocab({{kSpmMeta, -10}, {"a", -10}}, /*with_bytes=*/false);
   v.unk_id = -1;
   auto t = make(std::move(v));
   auto r = t->encode("中", 0, 0);
@@ -138,11 +138,11 @@ TEST(SpmTokenizer, UnknownCharacterWithoutUnkOrBytesIsAnError) {
 }
 
 TEST(SpmTokenizer, BosAndEos) {
-  auto t = make(make_vocab({{kMeta, -10}, {"a", -10}}));
+  auto t = make(make_vocab({{kSpmMeta, -10}, {"a", -10}}));
   EXPECT_EQ(encode(*t, "", 1), (Ids{1}));
   auto r = t->encode("a", 2, 1);
   ASSERT_TRUE(r.ok());
-  EXPECT_EQ(*r, (Ids{1, 1, id_of(*t, kMeta), id_of(*t, "a"), 2}));
+  EXPECT_EQ(*r, (Ids{1, 1, id_of(*t, kSpmMeta), id_of(*t, "a"), 2}));
   EXPECT_FALSE(t->encode("a", -1, 0).ok());
   SpmVocab v = make_vocab({{"a", 0}});
   v.bos_id = -1;
@@ -153,8 +153,8 @@ TEST(SpmTokenizer, BosAndEos) {
 }
 
 TEST(SpmTokenizer, DecodeRules) {
-  auto t = make(make_vocab({{kMeta, -10}, {"a", -10}, {kMeta + "a", -1}}));
-  const int32_t meta_a = id_of(*t, kMeta + "a");
+  auto t = make(make_vocab({{kSpmMeta, -10}, {"a", -10}, {kSpmMeta + "a", -1}}));
+  const int32_t meta_a = id_of(*t, kSpmMeta + "a");
   EXPECT_EQ(*t->decode(1, meta_a), "a");           // after BOS the dummy space goes
   EXPECT_EQ(*t->decode(-1, meta_a), "a");          // so it does at the very start
   EXPECT_EQ(*t->decode(meta_a, meta_a), " a");     // elsewhere it is a space
@@ -164,7 +164,7 @@ TEST(SpmTokenizer, DecodeRules) {
   EXPECT_EQ(*t->decode(meta_a, 2), "");
   EXPECT_FALSE(t->decode(1, t->vocab_size()).ok());
   EXPECT_FALSE(t->decode(1, -1).ok());
-  EXPECT_EQ(t->piece(meta_a), kMeta + "a");
+  EXPECT_EQ(t->piece(meta_a), kSpmMeta + "a");
   EXPECT_EQ(t->piece(99999), "");
 }
 
@@ -184,7 +184,7 @@ TEST(SpmTokenizer, CreateRejectsInconsistentVocabularies) {
 }
 
 TEST(SpmTokenizer, ByteFallbackRoundTripsThroughDecode) {
-  auto t = make(make_vocab({{kMeta, -10}, {"a", -10}}));
+  auto t = make(make_vocab({{kSpmMeta, -10}, {"a", -10}}));
   const std::string text = "a 中🙂é";
   std::string out;
   int32_t prev = 1;
@@ -200,7 +200,7 @@ TEST(SpmTokenizer, ByteFallbackRoundTripsThroughDecode) {
 // llama2.c's plain rescanning loop exactly.
 TEST(SpmTokenizer, FastMergeEqualsPlainLoopOnRandomVocabularies) {
   std::mt19937 rng(1234);
-  const std::vector<std::string> alphabet = {"a", "b", "c", kMeta, "é"};
+  const std::vector<std::string> alphabet = {"a", "b", "c", kSpmMeta, "é"};
   for (int round = 0; round < 40; ++round) {
     std::vector<std::pair<std::string, float>> pieces;
     for (const auto& ch : alphabet) pieces.push_back({ch, -100.0f});
@@ -218,7 +218,7 @@ TEST(SpmTokenizer, FastMergeEqualsPlainLoopOnRandomVocabularies) {
       const int len = static_cast<int>(rng() % 40);
       for (int j = 0; j < len; ++j) {
         const uint32_t c = rng() % 7;
-        text += c < 5 ? (alphabet[c] == kMeta ? std::string(" ") : alphabet[c]) : (c == 5 ? "z" : "中");
+        text += c < 5 ? (alphabet[c] == kSpmMeta ? std::string(" ") : alphabet[c]) : (c == 5 ? "z" : "中");
       }
       ASSERT_EQ(encode(*t, text), testing::reference_encode(copy, true, text)) << "text: " << text;
     }
@@ -227,7 +227,7 @@ TEST(SpmTokenizer, FastMergeEqualsPlainLoopOnRandomVocabularies) {
 
 TEST(SpmTokenizer, LongInputEncodesQuickly) {
   // 200k characters of one letter: the plain loop would rescan ~10^10 pairs.
-  std::vector<std::pair<std::string, float>> pieces = {{kMeta, -10}, {"a", -10}};
+  std::vector<std::pair<std::string, float>> pieces = {{kSpmMeta, -10}, {"a", -10}};
   std::string p = "a";
   for (int k = 1; k < 8; ++k) {
     p += "a";
