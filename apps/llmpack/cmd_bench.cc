@@ -34,6 +34,7 @@ struct BenchOptions {
   std::string save_path;
   std::string kernel_path;  // empty: the best the CPU supports
   bool peak = false;
+  bool profile = false;
 };
 
 // fp32 peak (flop/s) per thread count, filled when --peak is given.
@@ -120,6 +121,36 @@ void note_peak_fraction(const BenchRecord& r, const PeakByThreads& peaks, Output
   }
 }
 
+// With --profile: the share of each forward stage in a test's repetitions.
+class StageNotes {
+ public:
+  StageNotes(const BenchOptions& o, const BenchModel& m) : model_(o.profile ? &m : nullptr) {
+    if (model_) model_->program->bind_profile(&profile_);
+  }
+  ~StageNotes() {
+    if (model_) model_->program->bind_profile(nullptr);
+  }
+  void begin() { profile_.reset(); }
+  void end(const BenchRecord& r, Output& out) const {
+    if (!model_ || profile_.total_ns() == 0) return;
+    std::string line = model_->display + " " + r.test + ", " + std::to_string(r.n_threads) + " threads, time per stage:";
+    const double total = static_cast<double>(profile_.total_ns());
+    for (size_t s = 0; s < ForwardProfile::kStages; ++s) {
+      char part[64];
+      std::snprintf(part, sizeof(part), "%s %s %.1f%%", s ? "," : "", forward_stage_name(static_cast<ForwardStage>(s)),
+                    100.0 * static_cast<double>(profile_.ns[s]) / total);
+      line += part;
+    }
+    char tail[96];
+    std::snprintf(tail, sizeof(tail), " (of %.1f ms a repetition)", total / 1e6 / static_cast<double>(r.samples_ns.size()));
+    out.note(line + tail);
+  }
+
+ private:
+  const BenchModel* model_;
+  ForwardProfile profile_;
+};
+
 // Runs `measure` once per repetition into a record.
 template <typename Measure>
 Result<BenchRecord> repeat(const BenchOptions& o, BenchRecord r, Measure measure) {
@@ -141,20 +172,25 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const 
   BenchRecord base;
   base.model = &m;
   base.n_threads = threads;
+  StageNotes stages(o, m);
   for (int64_t p : o.prompts) {
     if (p == 0) continue;  // -p 0: generation tests only, as in llama-bench
     BenchRecord r = base;
     r.test = "pp" + std::to_string(p), r.n_prompt = p, r.n_batch = std::min(b, p);
+    stages.begin();
     LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&] { return runner.prompt_ns(p, b); }));
     out.add(r);
     note_peak_fraction(r, peaks, out);
+    stages.end(r, out);
   }
   for (int64_t n : o.gens) {
     if (n == 0) continue;  // -n 0: prompt tests only, as in llama-bench
     BenchRecord r = base;
     r.test = "tg" + std::to_string(n), r.n_gen = n, r.n_batch = 1;
+    stages.begin();
     LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&] { return runner.generate_ns(n); }));
     out.add(r);
+    stages.end(r, out);
   }
   if (o.ttft == 0) return ok_status();
   BenchRecord batched = base, single = base;
@@ -289,6 +325,8 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                   "Write the --synthetic model to this GGUF file (to time loading it with -m) and exit");
   cmd->add_flag("--peak", o->peak,
                 "Also measure the CPU's fp32 and int8 compute peaks and give prefill's share of the fp32 peak");
+  cmd->add_flag("--profile", o->profile,
+                "Also give each pp and tg test's time per forward stage (projections, attention, other)");
   cmd->add_option("--kernel_path", o->kernel_path,
                   "Kernel path: scalar, avx2 or avx512 (default: the best this CPU supports)");
   cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens");

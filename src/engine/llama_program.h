@@ -42,6 +42,9 @@ class LlamaProgram final : public Program {
   const Model& model() const { return *model_; }
   const PackageContract& contract() const { return contract_; }
   const Transformer& transformer() const { return *transformer_; }
+  // Forward calls add their wall time per stage to `profile` (not owned;
+  // nullptr stops): `llmpack bench --profile`.
+  void bind_profile(ForwardProfile* profile) { transformer_->bind_profile(profile); }
 
  private:
   LlamaProgram() = default;

@@ -60,7 +60,9 @@ uint64_t Transformer::activation_bytes() const {
   return floats * sizeof(float) + scratch_.size();
 }
 
-void Transformer::matmul(const kernels::WeightMatrix& w, const float* x, int64_t n, float* y) {
+void Transformer::matmul(ForwardStage stage, const kernels::WeightMatrix& w, const float* x, int64_t n,
+                         float* y) {
+  const StageTimer timer(profile_, stage);
   kernels::matmul(w, x, n, y, scratch_.data(), pool_);
 }
 
@@ -68,6 +70,7 @@ void Transformer::matmul(const kernels::WeightMatrix& w, const float* x, int64_t
 // inline: parallel_for does not wake workers for n <= grain).
 void Transformer::rmsnorm_rows(float* out, const float* in, const float* weight, int64_t n,
                                int64_t width) {
+  const StageTimer timer(profile_, ForwardStage::kOther);
   pool_.parallel_for(n, [&](int, int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t)
       kernels::rmsnorm(out + t * width, in + t * width, weight, width, cfg_.norm_eps);
@@ -76,6 +79,7 @@ void Transformer::rmsnorm_rows(float* out, const float* in, const float* weight,
 
 // x[n, dim] += y[n, dim]
 void Transformer::add_residual(const float* y, int64_t n) {
+  const StageTimer timer(profile_, ForwardStage::kOther);
   const int64_t d = cfg_.dim;
   pool_.parallel_for(n, [&](int, int64_t begin, int64_t end) {
     float* x = x_.data();
@@ -85,6 +89,7 @@ void Transformer::add_residual(const float* y, int64_t n) {
 
 // hb[n, hidden] = silu(hb) * hb2, row by row.
 void Transformer::swiglu_rows(int64_t n) {
+  const StageTimer timer(profile_, ForwardStage::kOther);
   const int64_t h = cfg_.hidden_dim;
   pool_.parallel_for(n, [&](int, int64_t begin, int64_t end) {
     kernels::swiglu(hb_.data() + begin * h, hb_.data() + begin * h, hb2_.data() + begin * h,
@@ -93,6 +98,7 @@ void Transformer::swiglu_rows(int64_t n) {
 }
 
 void Transformer::embed(std::span<const int64_t> tokens) {
+  const StageTimer timer(profile_, ForwardStage::kOther);
   for (size_t t = 0; t < tokens.size(); ++t)
     kernels::dequantize_row(model_.weights().token_embedding, tokens[t], x_.data() + t * cfg_.dim);
 }
@@ -105,12 +111,16 @@ std::span<const float> Transformer::forward(std::span<const int64_t> tokens, int
     attention_block(layer, n, start_pos);
     feed_forward_block(layer, n);
   }
-  // Only the rows whose logits are wanted go through the output projection.
-  const int64_t first = n - n_logits;
-  const float* last_rows = x_.data() + first * cfg_.dim;
-  rmsnorm_rows(xb_.data(), last_rows, model_.weights().output_norm, n_logits, cfg_.dim);
-  matmul(model_.weights().output, xb_.data(), n_logits, logits_.data());
+  output_logits(n, n_logits);
   return {logits_.data(), static_cast<size_t>(n_logits * cfg_.vocab_size)};
+}
+
+// logits[n_logits, vocab] = W_out · norm(x) of the last n_logits rows: only
+// the rows whose logits are wanted go through the output projection.
+void Transformer::output_logits(int64_t n, int64_t n_logits) {
+  const float* last_rows = x_.data() + (n - n_logits) * cfg_.dim;
+  rmsnorm_rows(xb_.data(), last_rows, model_.weights().output_norm, n_logits, cfg_.dim);
+  matmul(ForwardStage::kLogits, model_.weights().output, xb_.data(), n_logits, logits_.data());
 }
 
 // x += Wo · attention(rope(Wq·norm(x)), cache(rope(Wk·norm(x)), Wv·norm(x)))
@@ -120,7 +130,7 @@ void Transformer::attention_block(int64_t layer, int64_t n, int64_t start_pos) {
   project_qkv(w, n);
   rotate_and_cache(w, layer, n, start_pos);
   attend(layer, n, start_pos);
-  matmul(w.wo, att_.data(), n, xb_.data());
+  matmul(ForwardStage::kAttnOutput, w.wo, att_.data(), n, xb_.data());
   add_residual(xb_.data(), n);
 }
 
@@ -128,14 +138,14 @@ void Transformer::attention_block(int64_t layer, int64_t n, int64_t start_pos) {
 void Transformer::feed_forward_block(int64_t layer, int64_t n) {
   const LayerWeights& w = model_.weights().layers[layer];
   rmsnorm_rows(xb_.data(), x_.data(), w.ffn_norm, n, cfg_.dim);
-  const kernels::MatmulOutput gate_up[] = {{w.w_gate, hb_.data()}, {w.w_up, hb2_.data()}};
-  kernels::matmul_group(gate_up, xb_.data(), n, scratch_.data(), pool_);
+  project_gate_up(w, n);
   swiglu_rows(n);
-  matmul(w.w_down, hb_.data(), n, xb_.data());
+  matmul(ForwardStage::kFfnDown, w.w_down, hb_.data(), n, xb_.data());
   add_residual(xb_.data(), n);
 }
 
 void Transformer::project_qkv(const LayerWeights& w, int64_t n) {
+  const StageTimer timer(profile_, ForwardStage::kQkv);
   const kernels::MatmulOutput qkv[] = {{w.wq, q_.data()}, {w.wk, k_.data()}, {w.wv, v_.data()}};
   kernels::matmul_group(qkv, xb_.data(), n, scratch_.data(), pool_);
   if (w.bq) {  // qwen2: biases on q, k and v
@@ -148,9 +158,17 @@ void Transformer::project_qkv(const LayerWeights& w, int64_t n) {
   }
 }
 
+// hb[n, hidden] = W_gate · xb, hb2[n, hidden] = W_up · xb
+void Transformer::project_gate_up(const LayerWeights& w, int64_t n) {
+  const StageTimer timer(profile_, ForwardStage::kFfnGateUp);
+  const kernels::MatmulOutput gate_up[] = {{w.w_gate, hb_.data()}, {w.w_up, hb2_.data()}};
+  kernels::matmul_group(gate_up, xb_.data(), n, scratch_.data(), pool_);
+}
+
 // Per token: qk-norm (qwen3) and rope on each q and k head, then k and v into
 // the cache (store writes only its own row, so tokens run in parallel).
 void Transformer::rotate_and_cache(const LayerWeights& w, int64_t layer, int64_t n, int64_t start_pos) {
+  const StageTimer timer(profile_, ForwardStage::kOther);
   pool_.parallel_for(n, [&](int, int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
       const int64_t pos = start_pos + t;
@@ -183,6 +201,7 @@ void Transformer::rotate_heads(float* heads, int64_t n_heads, const float* norm,
 // early and late tokens (token-major ranges gave the last thread the longest
 // causal contexts: ~3x the first's work at -t 2).
 void Transformer::attend(int64_t layer, int64_t n, int64_t start_pos) {
+  const StageTimer timer(profile_, ForwardStage::kAttention);
   const int64_t hd = cfg_.head_dim;
   const int64_t group = cfg_.n_heads / cfg_.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));

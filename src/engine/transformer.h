@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "engine/forward_profile.h"
 #include "engine/kv_cache.h"
 #include "model/model.h"
 
@@ -47,18 +48,24 @@ class Transformer {
   // forward (the only place a forward pass may allocate, amortized).
   Status prepare_cache(int64_t end_pos) { return cache_->reserve(end_pos); }
 
+  // Forward passes add their time per stage to `profile` (not owned) until
+  // it is unbound with nullptr.
+  void bind_profile(ForwardProfile* profile) { profile_ = profile; }
+
  private:
   void embed(std::span<const int64_t> tokens);
   void attention_block(int64_t layer, int64_t n, int64_t start_pos);
   void feed_forward_block(int64_t layer, int64_t n);
   void project_qkv(const LayerWeights& w, int64_t n);
+  void project_gate_up(const LayerWeights& w, int64_t n);
   void rotate_and_cache(const LayerWeights& w, int64_t layer, int64_t n, int64_t start_pos);
   void rotate_heads(float* heads, int64_t n_heads, const float* norm, int64_t pos);
   void attend(int64_t layer, int64_t n, int64_t start_pos);
   void rmsnorm_rows(float* out, const float* in, const float* weight, int64_t n, int64_t width);
   void add_residual(const float* y, int64_t n);
   void swiglu_rows(int64_t n);
-  void matmul(const kernels::WeightMatrix& w, const float* x, int64_t n, float* y);
+  void matmul(ForwardStage stage, const kernels::WeightMatrix& w, const float* x, int64_t n, float* y);
+  void output_logits(int64_t n, int64_t n_logits);
 
   const Model& model_;
   const ModelConfig& cfg_;
@@ -72,6 +79,7 @@ class Transformer {
   std::vector<float> scores_;    // [n_threads, cache_rows]
   std::vector<float> logits_;    // [logits_rows, vocab_size]
   std::vector<uint8_t> scratch_; // matmul scratch
+  ForwardProfile* profile_ = nullptr;
 };
 
 }  // namespace llmpack

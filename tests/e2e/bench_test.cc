@@ -169,6 +169,26 @@ TEST(Bench, PeakGivesCeilingsAndPrefillShare) {
   EXPECT_NE(r.out.find("of the fp32 peak"), std::string::npos) << r.out;
 }
 
+// --profile splits each pp and tg test's time over the forward stages; the
+// shares printed add up to 100%.
+TEST(Bench, ProfileGivesEachTestItsStageShares) {
+  auto r = bench("--synthetic stories110m:q8_0 -p 8 -n 2" + kSmall + "--profile");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* test : {"pp8, 2 threads, time per stage:", "tg2, 2 threads, time per stage:"}) {
+    const size_t at = r.out.find(test);
+    ASSERT_NE(at, std::string::npos) << test << "\n" << r.out;
+    const std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    double sum = 0;
+    for (const char* stage : {"q/k/v ", "attention ", "attn out ", "ffn gate+up ", "ffn down ", "logits ", "other "}) {
+      const size_t s = line.find(stage);
+      ASSERT_NE(s, std::string::npos) << stage << " in " << line;
+      sum += std::stod(line.substr(s + std::string(stage).size()));
+    }
+    EXPECT_NEAR(sum, 100.0, 0.5) << line;
+    EXPECT_NE(line.find("ms a repetition)"), std::string::npos) << line;
+  }
+}
+
 TEST(Bench, ModelFileIsLoadedAndTimed) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
   auto r = bench("-m " + model + " -p 16 -n 4 -r 1 -t 1 -o json");
