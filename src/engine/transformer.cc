@@ -49,7 +49,8 @@ Transformer::Transformer(const Model& model, const ForwardPlan& plan, ThreadPool
   att_.resize(b * cfg_.q_dim());
   hb_.resize(b * cfg_.hidden_dim);
   hb2_.resize(b * cfg_.hidden_dim);
-  scores_.resize(pool.n_threads() * plan_.cache_rows);
+  attention_scratch_floats_ = kernels::attention_tokens_scratch_floats(cfg_.head_dim, plan_.cache_rows);
+  scores_.resize(pool.n_threads() * attention_scratch_floats_);
   logits_.resize(plan_.logits_rows * cfg_.vocab_size);
   scratch_.resize(std::max<size_t>(max_scratch(model, b), 64));
 }
@@ -202,12 +203,13 @@ void Transformer::rotate_heads(float* heads, int64_t n_heads, const float* norm,
 // causal contexts: ~3x the first's work at -t 2).
 void Transformer::attend(int64_t layer, int64_t n, int64_t start_pos) {
   const StageTimer timer(profile_, ForwardStage::kAttention);
+  if (n > 1) return attend_tokens(layer, n, start_pos);
   const int64_t hd = cfg_.head_dim;
   const int64_t group = cfg_.n_heads / cfg_.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const KvCache::LayerView kv = cache_->layer_view(layer);
   pool_.parallel_for(n * cfg_.n_heads, [&](int thread, int64_t begin, int64_t end) {
-    float* scores = scores_.data() + thread * plan_.cache_rows;
+    float* scores = scores_.data() + thread * attention_scratch_floats_;
     for (int64_t i = begin; i < end; ++i) {
       const int64_t g = i / (n * group), t = (i / group) % n;
       const int64_t h = g * group + i % group;
@@ -232,6 +234,35 @@ void Transformer::attend(int64_t layer, int64_t n, int64_t start_pos) {
                                        out);
           break;
       }
+    }
+  });
+}
+
+// Prefill: the query heads of a kv head go through its cache rows together,
+// a tile of consecutive tokens at a time (kernels::attention_tokens reads
+// each row once per 32 queries). Work units are (kv head, token tile), the
+// tiles of each head in zigzag order (first, last, second, ...) so that any
+// contiguous range the pool hands a thread mixes short and long contexts.
+void Transformer::attend_tokens(int64_t layer, int64_t n, int64_t start_pos) {
+  constexpr int64_t kQueriesPerUnit = 32;
+  const int64_t hd = cfg_.head_dim, group = cfg_.n_heads / cfg_.n_kv_heads;
+  const int64_t tile = std::max<int64_t>(1, kQueriesPerUnit / group);
+  const int64_t n_tiles = (n + tile - 1) / tile;
+  const int64_t row = cfg_.n_heads * hd;  // floats between tokens in q_ and att_
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const KvCache::LayerView kv = cache_->layer_view(layer);
+  const kernels::CacheElem elem = kv.dtype == KvDtype::kF32   ? kernels::CacheElem::kF32
+                                  : kv.dtype == KvDtype::kF16 ? kernels::CacheElem::kF16
+                                                              : kernels::CacheElem::kQ8_0;
+  pool_.parallel_for(cfg_.n_kv_heads * n_tiles, [&](int thread, int64_t begin, int64_t end) {
+    float* scratch = scores_.data() + thread * attention_scratch_floats_;
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t g = i / n_tiles, k = i % n_tiles;
+      const int64_t t0 = (k % 2 == 0 ? k / 2 : n_tiles - 1 - k / 2) * tile;
+      const int64_t first_query = t0 * row + g * group * hd;
+      const kernels::KvHead head{elem, kv.k, kv.v, kv.row_stride_bytes, g * hd};
+      kernels::attention_tokens(q_.data() + first_query, row, std::min(tile, n - t0), group, start_pos + t0, head,
+                                hd, scale, scratch, att_.data() + first_query, row);
     }
   });
 }

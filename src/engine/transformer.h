@@ -61,6 +61,7 @@ class Transformer {
   void rotate_and_cache(const LayerWeights& w, int64_t layer, int64_t n, int64_t start_pos);
   void rotate_heads(float* heads, int64_t n_heads, const float* norm, int64_t pos);
   void attend(int64_t layer, int64_t n, int64_t start_pos);
+  void attend_tokens(int64_t layer, int64_t n, int64_t start_pos);
   void rmsnorm_rows(float* out, const float* in, const float* weight, int64_t n, int64_t width);
   void add_residual(const float* y, int64_t n);
   void swiglu_rows(int64_t n);
@@ -76,7 +77,8 @@ class Transformer {
   std::vector<float> inv_freq_;  // [rope_dim / 2]
   // Activations, each [max_tokens, width].
   std::vector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_;
-  std::vector<float> scores_;    // [n_threads, cache_rows]
+  size_t attention_scratch_floats_ = 0;  // per thread: scores of cache_rows positions, or prefill tiles
+  std::vector<float> scores_;    // [n_threads, attention_scratch_floats_]
   std::vector<float> logits_;    // [logits_rows, vocab_size]
   std::vector<uint8_t> scratch_; // matmul scratch
   ForwardProfile* profile_ = nullptr;

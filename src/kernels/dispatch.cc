@@ -253,4 +253,40 @@ void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t r
   ref::attention_head_q8_0(q, k, v, row_stride_bytes, first, n_ctx, head_dim, scale, scores, out);
 }
 
+size_t attention_tokens_scratch_floats(int64_t head_dim, int64_t max_ctx) {
+  // the per-query path needs a score per position; the AVX2 tiles a fixed block
+  return std::max(static_cast<size_t>(std::max<int64_t>(max_ctx, 1)), avx2::attention_tokens_scratch_floats(head_dim));
+}
+
+void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_t group, int64_t start_pos,
+                      const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
+                      int64_t out_stride) {
+  if (use_avx2() && avx2::attention_tokens_supports(head_dim))
+    return avx2::attention_tokens(q, q_stride, n_tokens, group, start_pos, kv, head_dim, scale, scratch, out,
+                                  out_stride);
+  // One query at a time (the scalar path, and head sizes the tiles do not take).
+  const auto* k = static_cast<const uint8_t*>(kv.k);
+  const auto* v = static_cast<const uint8_t*>(kv.v);
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t h = 0; h < group; ++h) {
+      const float* qh = q + t * q_stride + h * head_dim;
+      float* oh = out + t * out_stride + h * head_dim;
+      const int64_t n_ctx = start_pos + t + 1;
+      switch (kv.elem) {
+        case CacheElem::kF32:
+          attention_head(qh, reinterpret_cast<const float*>(k) + kv.first, reinterpret_cast<const float*>(v) + kv.first,
+                         kv.row_stride_bytes / static_cast<int64_t>(sizeof(float)), n_ctx, head_dim, scale, scratch, oh);
+          break;
+        case CacheElem::kF16:
+          attention_head_f16(qh, reinterpret_cast<const uint16_t*>(k) + kv.first,
+                             reinterpret_cast<const uint16_t*>(v) + kv.first, kv.row_stride_bytes, n_ctx, head_dim,
+                             scale, scratch, oh);
+          break;
+        case CacheElem::kQ8_0:
+          attention_head_q8_0(qh, k, v, kv.row_stride_bytes, kv.first, n_ctx, head_dim, scale, scratch, oh);
+          break;
+      }
+    }
+}
+
 }  // namespace llmpack::kernels

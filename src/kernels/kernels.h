@@ -111,4 +111,33 @@ void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t r
                          int64_t first, int64_t n_ctx, int64_t head_dim, float scale,
                          float* scores, float* out);
 
+// ---- Prefill attention: many queries per pass over the cache ----------------
+
+enum class CacheElem { kF32, kF16, kQ8_0 };
+
+// One kv head in a KV cache whose rows are row_stride_bytes apart (k and v
+// point at row 0 of the keys and of the values). f32 and f16: the head is
+// elements [first, first + head_dim) of each row; q8_0: as attention_head_q8_0.
+struct KvHead {
+  CacheElem elem = CacheElem::kF32;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  int64_t row_stride_bytes = 0;
+  int64_t first = 0;
+};
+
+// Causal attention of n_tokens consecutive tokens over one kv head, for
+// prefill. Token t sits at position start_pos + t and attends to positions
+// [0, start_pos + t + 1); its `group` query heads that share the kv head
+// start at q + t * q_stride (head h at + h * head_dim), and their outputs go
+// to out + t * out_stride (+ h * head_dim). Results equal attention_head (or
+// its f16 / q8_0 form) per query to float rounding; the SIMD path reads each
+// key and value row once per tile of queries instead of once per query.
+// scratch: attention_tokens_scratch_floats(head_dim, max_ctx) floats per
+// thread, max_ctx the most positions a query sees (start_pos + n_tokens).
+void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_t group, int64_t start_pos,
+                      const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
+                      int64_t out_stride);
+size_t attention_tokens_scratch_floats(int64_t head_dim, int64_t max_ctx);
+
 }  // namespace llmpack::kernels

@@ -41,4 +41,12 @@ void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t r
                          int64_t first, int64_t n_ctx, int64_t head_dim, float scale,
                          float* scores, float* out);
 
+// Prefill attention (kernels.h attention_tokens) for head_dim % 8 == 0:
+// x86/attention_tokens_avx2.cc.
+bool attention_tokens_supports(int64_t head_dim);
+size_t attention_tokens_scratch_floats(int64_t head_dim);
+void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_t group, int64_t start_pos,
+                      const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
+                      int64_t out_stride);
+
 }  // namespace llmpack::kernels::avx2

@@ -1,0 +1,247 @@
+// AVX2 prefill attention (kernels.h attention_tokens): up to 32 queries that
+// share one kv head go through the cache together, 32 keys at a time, with a
+// running (online) softmax per query, so each key and value row is read once
+// per tile of queries instead of once per query.
+//
+// Layouts in the per-thread scratch (lane = query, 8 queries per vector):
+//   qt[head_dim][32]  the tile's queries, transposed and pre-scaled
+//   st[32][32]        scores, then probabilities, of one block of keys
+//   o[32][head_dim]   running sums of probability-weighted values
+//   kb, vb[32][head_dim]  key and value rows decoded to f32 (f16, q8_0 caches)
+// Scores: acc[key][lane group] += k[key][d] (broadcast) * qt[d][group];
+// values: acc[query][dims] += st[key][query] (broadcast) * v[key][dims].
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/quant_blocks.h"
+#include "kernels/x86/avx2.h"
+#include "kernels/x86/simd_avx2.h"
+
+namespace llmpack::kernels::avx2 {
+namespace {
+
+constexpr int kTile = 32;      // queries per tile (4 vectors of lanes)
+constexpr int kKeys = 32;      // keys per block
+constexpr float kMasked = -1e30f;  // a score no query can see (exp gives 0)
+
+struct Scratch {
+  float* qt;
+  float* st;
+  float* o;
+  float* kb;
+  float* vb;
+  float* m;     // [kTile] running max per query
+  float* l;     // [kTile] running sum of exp per query
+  float* corr;  // [kTile] this block's rescale factor per query
+  float* nctx;  // [kTile] positions each query sees (0 for padding lanes)
+
+  Scratch(float* s, int64_t hd) {
+    qt = s, s += hd * kTile;
+    st = s, s += kKeys * kTile;
+    o = s, s += kTile * hd;
+    kb = s, s += kKeys * hd;
+    vb = s, s += kKeys * hd;
+    m = s, s += kTile;
+    l = s, s += kTile;
+    corr = s, s += kTile;
+    nctx = s;
+  }
+  static size_t floats(int64_t hd) { return static_cast<size_t>(4 * kTile * hd + kKeys * kTile + 4 * kTile); }
+};
+
+float half_to_float(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return _cvtsh_ss(h);
+}
+
+// Row j of the head as f32: the cache's own floats, or decoded into buf.
+const float* head_row(const KvHead& kv, const void* base, int64_t j, int64_t hd, float* buf) {
+  const uint8_t* row = static_cast<const uint8_t*>(base) + j * kv.row_stride_bytes;
+  switch (kv.elem) {
+    case CacheElem::kF32:
+      return reinterpret_cast<const float*>(row) + kv.first;
+    case CacheElem::kF16:
+      for (int64_t d = 0; d < hd; d += 8)
+        _mm256_storeu_ps(buf + d, _mm256_cvtph_ps(_mm_loadu_si128(
+                                      reinterpret_cast<const __m128i*>(row + 2 * (kv.first + d)))));
+      return buf;
+    case CacheElem::kQ8_0:
+      for (int64_t d = 0; d < hd;) {
+        const int64_t e = kv.first + d, lo = e % kQK;
+        const uint8_t* block = row + (e / kQK) * sizeof(BlockQ8_0);
+        const float scale = half_to_float(block);
+        const auto* qs = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ8_0, qs));
+        if (lo % 8 == 0 && d + 8 <= hd) {  // 8 elements inside one block and the head
+          const __m256 q8 = _mm256_cvtepi32_ps(
+              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + lo))));
+          _mm256_storeu_ps(buf + d, _mm256_mul_ps(_mm256_set1_ps(scale), q8));
+          d += 8;
+        } else {
+          buf[d] = scale * static_cast<float>(qs[lo]);
+          d += 1;
+        }
+      }
+      return buf;
+  }
+  return buf;
+}
+
+// st[j][8g..8g+8) = sum_d k_j[d] * qt[d][8g..] for KR keys and NG lane groups.
+template <int NG, int KR>
+inline void score_keys(const float* const* k, int64_t hd, const float* qt, float* st) {
+  __m256 acc[KR][NG];
+  for (int r = 0; r < KR; ++r)
+    for (int g = 0; g < NG; ++g) acc[r][g] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < hd; ++d) {
+    __m256 qv[NG];
+    for (int g = 0; g < NG; ++g) qv[g] = _mm256_load_ps(qt + d * kTile + 8 * g);
+    for (int r = 0; r < KR; ++r) {
+      const __m256 kv = _mm256_broadcast_ss(k[r] + d);
+      for (int g = 0; g < NG; ++g) acc[r][g] = _mm256_fmadd_ps(kv, qv[g], acc[r][g]);
+    }
+  }
+  for (int r = 0; r < KR; ++r)
+    for (int g = 0; g < NG; ++g) _mm256_store_ps(st + r * kTile + 8 * g, acc[r][g]);
+}
+
+template <int NG>
+void score_block(const float* const* k, int n_keys, int64_t hd, const float* qt, float* st) {
+  constexpr int kKr = 12 / NG;  // 12 accumulators
+  int j = 0;
+  for (; j + kKr <= n_keys; j += kKr) score_keys<NG, kKr>(k + j, hd, qt, st + j * kTile);
+  for (; j < n_keys; ++j) score_keys<NG, 1>(k + j, hd, qt, st + j * kTile);
+}
+
+// Masks the block's scores, updates each lane's running max and sum, and
+// turns st into probabilities relative to the new max (corr rescales o).
+void softmax_block(const Scratch& s, int n_groups, int64_t j0, int n_keys) {
+  for (int g = 0; g < n_groups; ++g) {
+    const __m256 nctx = _mm256_load_ps(s.nctx + 8 * g);
+    __m256 block_max = _mm256_set1_ps(kMasked);
+    for (int j = 0; j < n_keys; ++j) {
+      float* row = s.st + j * kTile + 8 * g;
+      const __m256 visible = _mm256_cmp_ps(_mm256_set1_ps(static_cast<float>(j0 + j)), nctx, _CMP_LT_OQ);
+      const __m256 score = _mm256_blendv_ps(_mm256_set1_ps(kMasked), _mm256_load_ps(row), visible);
+      _mm256_store_ps(row, score);
+      block_max = _mm256_max_ps(block_max, score);
+    }
+    const __m256 m_old = _mm256_load_ps(s.m + 8 * g);
+    const __m256 m_new = _mm256_max_ps(m_old, block_max);
+    __m256 sum = _mm256_setzero_ps();
+    for (int j = 0; j < n_keys; ++j) {
+      float* row = s.st + j * kTile + 8 * g;
+      const __m256 visible = _mm256_cmp_ps(_mm256_set1_ps(static_cast<float>(j0 + j)), nctx, _CMP_LT_OQ);
+      const __m256 p = _mm256_and_ps(exp256(_mm256_sub_ps(_mm256_load_ps(row), m_new)), visible);
+      _mm256_store_ps(row, p);
+      sum = _mm256_add_ps(sum, p);
+    }
+    const __m256 corr = exp256(_mm256_sub_ps(m_old, m_new));
+    _mm256_store_ps(s.corr + 8 * g, corr);
+    _mm256_store_ps(s.l + 8 * g, _mm256_fmadd_ps(_mm256_load_ps(s.l + 8 * g), corr, sum));
+    _mm256_store_ps(s.m + 8 * g, m_new);
+  }
+}
+
+// o[i][d0..d0+8DV) = o * corr[i] + sum_j st[j][i] * v_j[d0..] for QR queries.
+template <int QR, int DV>
+inline void value_dims(const Scratch& s, const float* const* v, int n_keys, int64_t hd, int i0, int64_t d0) {
+  __m256 acc[QR][DV];
+  for (int i = 0; i < QR; ++i) {
+    const __m256 c = _mm256_broadcast_ss(s.corr + i0 + i);
+    for (int u = 0; u < DV; ++u) acc[i][u] = _mm256_mul_ps(_mm256_loadu_ps(s.o + (i0 + i) * hd + d0 + 8 * u), c);
+  }
+  for (int j = 0; j < n_keys; ++j) {
+    __m256 vv[DV];
+    for (int u = 0; u < DV; ++u) vv[u] = _mm256_loadu_ps(v[j] + d0 + 8 * u);
+    for (int i = 0; i < QR; ++i) {
+      const __m256 p = _mm256_broadcast_ss(s.st + j * kTile + i0 + i);
+      for (int u = 0; u < DV; ++u) acc[i][u] = _mm256_fmadd_ps(p, vv[u], acc[i][u]);
+    }
+  }
+  for (int i = 0; i < QR; ++i)
+    for (int u = 0; u < DV; ++u) _mm256_storeu_ps(s.o + (i0 + i) * hd + d0 + 8 * u, acc[i][u]);
+}
+
+template <int DV>
+void value_queries(const Scratch& s, const float* const* v, int n_keys, int64_t hd, int n_queries, int64_t d0) {
+  constexpr int kQr = 12 / DV;
+  int i = 0;
+  for (; i + kQr <= n_queries; i += kQr) value_dims<kQr, DV>(s, v, n_keys, hd, i, d0);
+  for (; i < n_queries; ++i) value_dims<1, DV>(s, v, n_keys, hd, i, d0);
+}
+
+void value_block(const Scratch& s, const float* const* v, int n_keys, int64_t hd, int n_queries) {
+  int64_t d0 = 0;
+  for (; d0 + 32 <= hd; d0 += 32) value_queries<4>(s, v, n_keys, hd, n_queries, d0);
+  for (; d0 < hd; d0 += 8) value_queries<1>(s, v, n_keys, hd, n_queries, d0);
+}
+
+// One tile: queries qi in [q0, q0 + n) of the (token, head) order.
+struct TileArgs {
+  const float* q;
+  int64_t q_stride, group, start_pos, hd;
+  float scale;
+  float* out;
+  int64_t out_stride;
+};
+
+void attend_tile(const TileArgs& a, const KvHead& kv, int64_t q0, int n, const Scratch& s) {
+  const int n_groups = (n + 7) / 8;
+  int64_t n_keys_all = 0;
+  for (int i = 0; i < kTile; ++i) {
+    s.m[i] = kMasked, s.l[i] = 0.0f, s.nctx[i] = 0.0f;  // padding lanes see no position
+    for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = 0.0f;
+    if (i >= n) continue;
+    const int64_t qi = q0 + i, t = qi / a.group, h = qi % a.group;
+    const float* qv = a.q + t * a.q_stride + h * a.hd;
+    for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = qv[d] * a.scale;
+    s.nctx[i] = static_cast<float>(a.start_pos + t + 1);
+    n_keys_all = std::max(n_keys_all, a.start_pos + t + 1);
+  }
+  std::fill(s.o, s.o + kTile * a.hd, 0.0f);
+  const float* k_rows[kKeys];
+  const float* v_rows[kKeys];
+  for (int64_t j0 = 0; j0 < n_keys_all; j0 += kKeys) {
+    const int nk = static_cast<int>(std::min<int64_t>(kKeys, n_keys_all - j0));
+    for (int j = 0; j < nk; ++j) {
+      k_rows[j] = head_row(kv, kv.k, j0 + j, a.hd, s.kb + j * a.hd);
+      v_rows[j] = head_row(kv, kv.v, j0 + j, a.hd, s.vb + j * a.hd);
+    }
+    switch (n_groups) {
+      case 1: score_block<1>(k_rows, nk, a.hd, s.qt, s.st); break;
+      case 2: score_block<2>(k_rows, nk, a.hd, s.qt, s.st); break;
+      case 3: score_block<3>(k_rows, nk, a.hd, s.qt, s.st); break;
+      default: score_block<4>(k_rows, nk, a.hd, s.qt, s.st); break;
+    }
+    softmax_block(s, n_groups, j0, nk);
+    value_block(s, v_rows, nk, a.hd, n);
+  }
+  for (int i = 0; i < n; ++i) {
+    const int64_t qi = q0 + i, t = qi / a.group, h = qi % a.group;
+    float* dst = a.out + t * a.out_stride + h * a.hd;
+    const __m256 inv = _mm256_set1_ps(1.0f / s.l[i]);
+    for (int64_t d = 0; d < a.hd; d += 8)
+      _mm256_storeu_ps(dst + d, _mm256_mul_ps(_mm256_loadu_ps(s.o + i * a.hd + d), inv));
+  }
+}
+
+}  // namespace
+
+size_t attention_tokens_scratch_floats(int64_t head_dim) { return Scratch::floats(head_dim) + 8; }
+
+bool attention_tokens_supports(int64_t head_dim) { return head_dim > 0 && head_dim % 8 == 0; }
+
+void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_t group, int64_t start_pos,
+                      const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
+                      int64_t out_stride) {
+  // 32-byte aligned blocks for the aligned loads of qt and st
+  auto* aligned = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 31) & ~uintptr_t{31});
+  const Scratch s(aligned, head_dim);
+  const TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride};
+  const int64_t n_queries = n_tokens * group;
+  for (int64_t q0 = 0; q0 < n_queries; q0 += kTile)
+    attend_tile(args, kv, q0, static_cast<int>(std::min<int64_t>(kTile, n_queries - q0)), s);
+}
+
+}  // namespace llmpack::kernels::avx2

@@ -1,0 +1,121 @@
+// attention_tokens (prefill attention over one kv head): every path against a
+// double-precision attention per query over the stored rows, for f32, f16 and
+// q8_0 caches, groups of 1-4 query heads, tiles of queries that end mid-way,
+// key blocks that end mid-way, head sizes with and without a 32-element tail
+// (and one the SIMD tiles do not take), heads inside q8_0 blocks, and padded
+// query, output and cache rows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/kernels.h"
+#include "unit/kernels/cache_rows.h"
+#include "unit/kernels/test_util.h"
+
+namespace llmpack::kernels {
+namespace {
+
+using testing::Elem;
+using testing::PathGuard;
+using testing::Rows;
+using testing::attention_fp64;
+using testing::make_rows;
+using testing::random_floats;
+
+struct Case {
+  int64_t head_dim, first, extra;  // a cache row holds first + head_dim + extra elements
+  int64_t group, n_tokens, start_pos;
+};
+
+// Tiles hold 32 queries and blocks 32 keys: these cross both boundaries.
+constexpr Case kCases[] = {
+    {64, 0, 64, 4, 9, 0},    {64, 64, 0, 4, 8, 100},  {128, 0, 0, 1, 40, 3},  {48, 48, 16, 3, 11, 30},
+    {8, 8, 8, 2, 5, 0},      {32, 0, 0, 1, 1, 0},     {32, 0, 32, 1, 33, 31}, {96, 32, 0, 2, 17, 64},
+    {12, 4, 0, 2, 3, 2},     {80, 16, 8, 4, 3, 45},
+};
+
+Elem elem_of(CacheElem e) {
+  return e == CacheElem::kF32 ? Elem::kF32 : e == CacheElem::kF16 ? Elem::kF16 : Elem::kQ8_0;
+}
+
+std::string name(CacheElem e) { return e == CacheElem::kF32 ? "f32" : e == CacheElem::kF16 ? "f16" : "q8_0"; }
+
+void check_case(CacheElem ce, const Case& c, uint32_t seed) {
+  const int64_t hd = c.head_dim, elems = c.first + hd + c.extra;
+  const int64_t n_ctx = c.start_pos + c.n_tokens;  // rows end at the last position read
+  const Rows rows = make_rows(elem_of(ce), n_ctx, elems, 4 * (seed % 3), seed);
+  const int64_t q_stride = c.group * hd + 5, out_stride = c.group * hd + 3;
+  const auto q = random_floats(static_cast<size_t>(c.n_tokens * q_stride), seed + 7);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const KvHead kv{ce, rows.k.data(), rows.v.data(), rows.stride, c.first};
+  PathGuard guard;
+  for (KernelPath p : testing::all_paths()) {
+    ASSERT_TRUE(set_kernel_path(p));
+    std::vector<float> scratch(attention_tokens_scratch_floats(hd, n_ctx), std::numeric_limits<float>::quiet_NaN());
+    std::vector<float> out(static_cast<size_t>(c.n_tokens * out_stride), -7.0f);
+    attention_tokens(q.data(), q_stride, c.n_tokens, c.group, c.start_pos, kv, hd, scale, scratch.data(),
+                     out.data(), out_stride);
+    for (int64_t t = 0; t < c.n_tokens; ++t) {
+      for (int64_t h = 0; h < c.group; ++h) {
+        const std::vector<float> qh(q.begin() + t * q_stride + h * hd, q.begin() + t * q_stride + (h + 1) * hd);
+        const auto want =
+            attention_fp64(qh, rows.k_deq, rows.v_deq, elems, c.first, c.start_pos + t + 1, hd, scale);
+        for (int64_t d = 0; d < hd; ++d)
+          ASSERT_NEAR(out[t * out_stride + h * hd + d], want[d], 5e-5 * (1 + std::fabs(want[d])))
+              << name(ce) << " " << kernel_path_name(p) << " hd " << hd << " group " << c.group << " token " << t
+              << " head " << h << " dim " << d;
+      }
+      for (int64_t i = c.group * hd; i < out_stride; ++i)
+        ASSERT_EQ(out[t * out_stride + i], -7.0f) << "wrote past the group's heads, token " << t;
+    }
+  }
+}
+
+TEST(AttentionTokensTest, F32EveryPathMatchesFp64PerQuery) {
+  for (size_t i = 0; i < std::size(kCases); ++i) check_case(CacheElem::kF32, kCases[i], static_cast<uint32_t>(10 + i));
+}
+
+TEST(AttentionTokensTest, F16EveryPathMatchesFp64PerQuery) {
+  for (size_t i = 0; i < std::size(kCases); ++i) check_case(CacheElem::kF16, kCases[i], static_cast<uint32_t>(40 + i));
+}
+
+// q8_0 heads that start on a block, inside one (first % 32 = 16, 8) and off
+// the 8-element grid (first = 3: element by element).
+TEST(AttentionTokensTest, Q8_0EveryPathMatchesFp64PerQuery) {
+  for (size_t i = 0; i < std::size(kCases); ++i) check_case(CacheElem::kQ8_0, kCases[i], static_cast<uint32_t>(70 + i));
+  for (const Case c : {Case{32, 16, 16, 2, 6, 20}, Case{40, 8, 0, 1, 35, 0}, Case{16, 3, 13, 4, 5, 33}})
+    check_case(CacheElem::kQ8_0, c, 99);
+}
+
+// A query whose scores are all far below another's: the running maximum
+// moves between key blocks without losing precision (scores of +-60).
+TEST(AttentionTokensTest, PeakyScoresAcrossKeyBlocks) {
+  const Case c{64, 0, 0, 2, 3, 90};
+  const int64_t hd = c.head_dim, n_ctx = c.start_pos + c.n_tokens;
+  Rows rows = make_rows(Elem::kF32, n_ctx, hd, 0, 5);
+  // key 70 matches the queries strongly: its block comes after two others
+  const auto q = random_floats(static_cast<size_t>(c.n_tokens * c.group * hd), 6, 1.0f);
+  for (int64_t d = 0; d < hd; ++d) rows.k_deq[70 * hd + d] = q[d] * 8.0f;
+  std::memcpy(rows.k.data() + 70 * rows.stride, &rows.k_deq[70 * hd], hd * sizeof(float));
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const KvHead kv{CacheElem::kF32, rows.k.data(), rows.v.data(), rows.stride, 0};
+  PathGuard guard;
+  for (KernelPath p : testing::all_paths()) {
+    ASSERT_TRUE(set_kernel_path(p));
+    std::vector<float> scratch(attention_tokens_scratch_floats(hd, n_ctx));
+    std::vector<float> out(static_cast<size_t>(c.n_tokens * c.group * hd));
+    attention_tokens(q.data(), c.group * hd, c.n_tokens, c.group, c.start_pos, kv, hd, scale, scratch.data(),
+                     out.data(), c.group * hd);
+    const std::vector<float> q0(q.begin(), q.begin() + hd);
+    const auto want = attention_fp64(q0, rows.k_deq, rows.v_deq, hd, 0, c.start_pos + 1, hd, scale);
+    for (int64_t d = 0; d < hd; ++d)
+      ASSERT_NEAR(out[d], want[d], 5e-5 * (1 + std::fabs(want[d]))) << kernel_path_name(p) << " dim " << d;
+  }
+}
+
+}  // namespace
+}  // namespace llmpack::kernels
