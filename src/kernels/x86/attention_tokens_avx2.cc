@@ -55,41 +55,56 @@ float half_to_float(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
-// Row j of the head as f32: the cache's own floats, or decoded into buf.
-const float* head_row(const KvHead& kv, const void* base, int64_t j, int64_t hd, float* buf) {
-  const uint8_t* row = static_cast<const uint8_t*>(base) + j * kv.row_stride_bytes;
-  switch (kv.elem) {
-    case CacheElem::kF32:
-      return reinterpret_cast<const float*>(row) + kv.first;
-    case CacheElem::kF16:
-      for (int64_t d = 0; d < hd; d += 8)
-        _mm256_storeu_ps(buf + d, _mm256_cvtph_ps(_mm_loadu_si128(
-                                      reinterpret_cast<const __m128i*>(row + 2 * (kv.first + d)))));
-      return buf;
-    case CacheElem::kQ8_0:
-      for (int64_t d = 0; d < hd;) {
-        const int64_t e = kv.first + d, lo = e % kQK;
-        const uint8_t* block = row + (e / kQK) * sizeof(BlockQ8_0);
-        const float scale = half_to_float(block);
-        const auto* qs = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ8_0, qs));
-        if (lo % 8 == 0 && d + 8 <= hd) {  // 8 elements inside one block and the head
-          const __m256 q8 = _mm256_cvtepi32_ps(
-              _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + lo))));
-          _mm256_storeu_ps(buf + d, _mm256_mul_ps(_mm256_set1_ps(scale), q8));
-          d += 8;
-        } else {
-          buf[d] = scale * static_cast<float>(qs[lo]);
-          d += 1;
-        }
-      }
-      return buf;
+// Rows of f32: row j at p + j * stride (the cache's own floats, or rows
+// decoded into a buffer).
+struct Rows {
+  const float* p;
+  int64_t stride;
+  const float* row(int64_t j) const { return p + j * stride; }
+};
+
+// Elements [first, first + hd) of one f16 or q8_0 cache row as f32 into buf.
+void decode_row(const KvHead& kv, const uint8_t* row, int64_t hd, float* buf) {
+  if (kv.elem == CacheElem::kF16) {
+    for (int64_t d = 0; d < hd; d += 8)
+      _mm256_storeu_ps(buf + d, _mm256_cvtph_ps(_mm_loadu_si128(
+                                    reinterpret_cast<const __m128i*>(row + 2 * (kv.first + d)))));
+    return;
   }
-  return buf;
+  if (kv.elem == CacheElem::kF32) {
+    std::memcpy(buf, row + 4 * kv.first, static_cast<size_t>(hd) * 4);
+    return;
+  }
+  for (int64_t d = 0; d < hd;) {
+    const int64_t e = kv.first + d, lo = e % kQK;
+    const uint8_t* block = row + (e / kQK) * sizeof(BlockQ8_0);
+    const float scale = half_to_float(block);
+    const auto* qs = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ8_0, qs));
+    if (lo % 8 == 0 && d + 8 <= hd) {  // 8 elements inside one block and the head
+      const __m256 q8 = _mm256_cvtepi32_ps(
+          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + lo))));
+      _mm256_storeu_ps(buf + d, _mm256_mul_ps(_mm256_set1_ps(scale), q8));
+      d += 8;
+    } else {
+      buf[d] = scale * static_cast<float>(qs[lo]);
+      d += 1;
+    }
+  }
+}
+
+// Rows [j0, j0 + n) of the head (keys or values at base) as f32: read in
+// place from an f32 cache (in_place), else decoded into buf[n][hd].
+Rows block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf, bool in_place) {
+  const auto* rows = static_cast<const uint8_t*>(base) + j0 * kv.row_stride_bytes;
+  if (in_place && kv.elem == CacheElem::kF32 && kv.row_stride_bytes % 4 == 0)
+    return {reinterpret_cast<const float*>(rows) + kv.first, kv.row_stride_bytes / 4};
+  for (int j = 0; j < n; ++j) decode_row(kv, rows + j * kv.row_stride_bytes, hd, buf + j * hd);
+  return {buf, hd};
 }
 
 // st[j][8g..8g+8) = sum_d k_j[d] * qt[d][8g..] for KR keys and NG lane groups.
 template <int NG, int KR>
-inline void score_keys(const float* const* k, int64_t hd, const float* qt, float* st) {
+inline void score_keys(const Rows& k, int j0, int64_t hd, const float* qt, float* st) {
   __m256 acc[KR][NG];
   for (int r = 0; r < KR; ++r)
     for (int g = 0; g < NG; ++g) acc[r][g] = _mm256_setzero_ps();
@@ -97,7 +112,7 @@ inline void score_keys(const float* const* k, int64_t hd, const float* qt, float
     __m256 qv[NG];
     for (int g = 0; g < NG; ++g) qv[g] = _mm256_load_ps(qt + d * kTile + 8 * g);
     for (int r = 0; r < KR; ++r) {
-      const __m256 kv = _mm256_broadcast_ss(k[r] + d);
+      const __m256 kv = _mm256_broadcast_ss(k.row(j0 + r) + d);
       for (int g = 0; g < NG; ++g) acc[r][g] = _mm256_fmadd_ps(kv, qv[g], acc[r][g]);
     }
   }
@@ -106,11 +121,11 @@ inline void score_keys(const float* const* k, int64_t hd, const float* qt, float
 }
 
 template <int NG>
-void score_block(const float* const* k, int n_keys, int64_t hd, const float* qt, float* st) {
+void score_block(const Rows& k, int n_keys, int64_t hd, const float* qt, float* st) {
   constexpr int kKr = 12 / NG;  // 12 accumulators
   int j = 0;
-  for (; j + kKr <= n_keys; j += kKr) score_keys<NG, kKr>(k + j, hd, qt, st + j * kTile);
-  for (; j < n_keys; ++j) score_keys<NG, 1>(k + j, hd, qt, st + j * kTile);
+  for (; j + kKr <= n_keys; j += kKr) score_keys<NG, kKr>(k, j, hd, qt, st + j * kTile);
+  for (; j < n_keys; ++j) score_keys<NG, 1>(k, j, hd, qt, st + j * kTile);
 }
 
 // Masks the block's scores, updates each lane's running max and sum, and
@@ -145,7 +160,7 @@ void softmax_block(const Scratch& s, int n_groups, int64_t j0, int n_keys) {
 
 // o[i][d0..d0+8DV) = o * corr[i] + sum_j st[j][i] * v_j[d0..] for QR queries.
 template <int QR, int DV>
-inline void value_dims(const Scratch& s, const float* const* v, int n_keys, int64_t hd, int i0, int64_t d0) {
+inline void value_dims(const Scratch& s, const Rows& v, int n_keys, int64_t hd, int i0, int64_t d0) {
   __m256 acc[QR][DV];
   for (int i = 0; i < QR; ++i) {
     const __m256 c = _mm256_broadcast_ss(s.corr + i0 + i);
@@ -153,7 +168,7 @@ inline void value_dims(const Scratch& s, const float* const* v, int n_keys, int6
   }
   for (int j = 0; j < n_keys; ++j) {
     __m256 vv[DV];
-    for (int u = 0; u < DV; ++u) vv[u] = _mm256_loadu_ps(v[j] + d0 + 8 * u);
+    for (int u = 0; u < DV; ++u) vv[u] = _mm256_loadu_ps(v.row(j) + d0 + 8 * u);
     for (int i = 0; i < QR; ++i) {
       const __m256 p = _mm256_broadcast_ss(s.st + j * kTile + i0 + i);
       for (int u = 0; u < DV; ++u) acc[i][u] = _mm256_fmadd_ps(p, vv[u], acc[i][u]);
@@ -164,14 +179,14 @@ inline void value_dims(const Scratch& s, const float* const* v, int n_keys, int6
 }
 
 template <int DV>
-void value_queries(const Scratch& s, const float* const* v, int n_keys, int64_t hd, int n_queries, int64_t d0) {
+void value_queries(const Scratch& s, const Rows& v, int n_keys, int64_t hd, int n_queries, int64_t d0) {
   constexpr int kQr = 12 / DV;
   int i = 0;
   for (; i + kQr <= n_queries; i += kQr) value_dims<kQr, DV>(s, v, n_keys, hd, i, d0);
   for (; i < n_queries; ++i) value_dims<1, DV>(s, v, n_keys, hd, i, d0);
 }
 
-void value_block(const Scratch& s, const float* const* v, int n_keys, int64_t hd, int n_queries) {
+void value_block(const Scratch& s, const Rows& v, int n_keys, int64_t hd, int n_queries) {
   int64_t d0 = 0;
   for (; d0 + 32 <= hd; d0 += 32) value_queries<4>(s, v, n_keys, hd, n_queries, d0);
   for (; d0 < hd; d0 += 8) value_queries<1>(s, v, n_keys, hd, n_queries, d0);
@@ -200,14 +215,13 @@ void attend_tile(const TileArgs& a, const KvHead& kv, int64_t q0, int n, const S
     n_keys_all = std::max(n_keys_all, a.start_pos + t + 1);
   }
   std::fill(s.o, s.o + kTile * a.hd, 0.0f);
-  const float* k_rows[kKeys];
-  const float* v_rows[kKeys];
   for (int64_t j0 = 0; j0 < n_keys_all; j0 += kKeys) {
     const int nk = static_cast<int>(std::min<int64_t>(kKeys, n_keys_all - j0));
-    for (int j = 0; j < nk; ++j) {
-      k_rows[j] = head_row(kv, kv.k, j0 + j, a.hd, s.kb + j * a.hd);
-      v_rows[j] = head_row(kv, kv.v, j0 + j, a.hd, s.vb + j * a.hd);
-    }
+    // Keys are read 3 rows side by side, in place; the value pass reads 32
+    // rows over and over, so they are copied together first (cache rows are
+    // often 2 KiB apart, and 32 such rows fall into 2 of L1's 64 sets).
+    const Rows k_rows = block_rows(kv, kv.k, j0, nk, a.hd, s.kb, /*in_place=*/true);
+    const Rows v_rows = block_rows(kv, kv.v, j0, nk, a.hd, s.vb, /*in_place=*/false);
     switch (n_groups) {
       case 1: score_block<1>(k_rows, nk, a.hd, s.qt, s.st); break;
       case 2: score_block<2>(k_rows, nk, a.hd, s.qt, s.st); break;
