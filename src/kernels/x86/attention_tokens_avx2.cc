@@ -7,7 +7,8 @@
 //   qt[head_dim][32]  the tile's queries, transposed and pre-scaled
 //   st[32][32]        scores, then probabilities, of one block of keys
 //   o[32][head_dim]   running sums of probability-weighted values
-//   kb, vb[32][head_dim]  key and value rows decoded to f32 (f16, q8_0 caches)
+//   kb[32][head_dim]  key rows decoded to f32 (f16, q8_0 caches; f32 keys are read in place)
+//   vb[32][head_dim]  value rows as f32, always copied together (see attend_tile)
 // Scores: acc[key][lane group] += k[key][d] (broadcast) * qt[d][group];
 // values: acc[query][dims] += st[key][query] (broadcast) * v[key][dims].
 #include <algorithm>
