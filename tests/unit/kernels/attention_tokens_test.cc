@@ -26,13 +26,13 @@ using testing::attention_fp64;
 using testing::make_rows;
 using testing::random_floats;
 
-struct Case {
+struct TokensCase {
   int64_t head_dim, first, extra;  // a cache row holds first + head_dim + extra elements
   int64_t group, n_tokens, start_pos;
 };
 
 // Tiles hold 32 queries and blocks 32 keys: these cross both boundaries.
-constexpr Case kCases[] = {
+constexpr TokensCase kCases[] = {
     {64, 0, 64, 4, 9, 0},    {64, 64, 0, 4, 8, 100},  {128, 0, 0, 1, 40, 3},  {48, 48, 16, 3, 11, 30},
     {8, 8, 8, 2, 5, 0},      {32, 0, 0, 1, 1, 0},     {32, 0, 32, 1, 33, 31}, {96, 32, 0, 2, 17, 64},
     {12, 4, 0, 2, 3, 2},     {80, 16, 8, 4, 3, 45},
@@ -44,7 +44,7 @@ Elem elem_of(CacheElem e) {
 
 std::string name(CacheElem e) { return e == CacheElem::kF32 ? "f32" : e == CacheElem::kF16 ? "f16" : "q8_0"; }
 
-void check_case(CacheElem ce, const Case& c, uint32_t seed) {
+void check_case(CacheElem ce, const TokensCase& c, uint32_t seed) {
   const int64_t hd = c.head_dim, elems = c.first + hd + c.extra;
   const int64_t n_ctx = c.start_pos + c.n_tokens;  // rows end at the last position read
   const Rows rows = make_rows(elem_of(ce), n_ctx, elems, 4 * (seed % 3), seed);
@@ -87,14 +87,14 @@ TEST(AttentionTokensTest, F16EveryPathMatchesFp64PerQuery) {
 // the 8-element grid (first = 3: element by element).
 TEST(AttentionTokensTest, Q8_0EveryPathMatchesFp64PerQuery) {
   for (size_t i = 0; i < std::size(kCases); ++i) check_case(CacheElem::kQ8_0, kCases[i], static_cast<uint32_t>(70 + i));
-  for (const Case c : {Case{32, 16, 16, 2, 6, 20}, Case{40, 8, 0, 1, 35, 0}, Case{16, 3, 13, 4, 5, 33}})
+  for (const TokensCase c : {TokensCase{32, 16, 16, 2, 6, 20}, TokensCase{40, 8, 0, 1, 35, 0}, TokensCase{16, 3, 13, 4, 5, 33}})
     check_case(CacheElem::kQ8_0, c, 99);
 }
 
 // A query whose scores are all far below another's: the running maximum
 // moves between key blocks without losing precision (scores of +-60).
 TEST(AttentionTokensTest, PeakyScoresAcrossKeyBlocks) {
-  const Case c{64, 0, 0, 2, 3, 90};
+  const TokensCase c{64, 0, 0, 2, 3, 90};
   const int64_t hd = c.head_dim, n_ctx = c.start_pos + c.n_tokens;
   Rows rows = make_rows(Elem::kF32, n_ctx, hd, 0, 5);
   // key 70 matches the queries strongly: its block comes after two others
