@@ -190,51 +190,29 @@ void Transformer::rotate_heads(float* heads, int64_t n_heads, const float* norm,
   }
 }
 
-// Each (token, head) pair attends causally to positions 0..start_pos + t,
-// reading the cache's rows in their stored type (f16 and q8_0 rows are never
-// converted in bulk: each kernel decodes what it reads, on every thread).
-//
-// Work units run kv-head-major, (kv head g, token t, query head of g's
-// group): the pool gives each thread a contiguous range, so a thread walks
-// one kv head's rows (layer-major cache: [n_ctx][head_dim] slices row_bytes
-// apart, ~256 KiB at 512 positions for Llama-3.2-1B, L2-resident) for every
-// token and every query head sharing them, and every thread gets a share of
-// early and late tokens (token-major ranges gave the last thread the longest
-// causal contexts: ~3x the first's work at -t 2).
+// The cache rows of kv head g in this layer, read in their stored type
+// (f16 and q8_0 rows are never converted in bulk).
+kernels::KvHead Transformer::kv_head(const KvCache::LayerView& kv, int64_t g) const {
+  const kernels::CacheElem elem = kv.dtype == KvDtype::kF32   ? kernels::CacheElem::kF32
+                                  : kv.dtype == KvDtype::kF16 ? kernels::CacheElem::kF16
+                                                              : kernels::CacheElem::kQ8_0;
+  return {elem, kv.k, kv.v, kv.row_stride_bytes, g * cfg_.head_dim};
+}
+
+// att[n, n_heads, head_dim]: each query head of each token attends causally
+// to positions 0..start_pos + t. Decode (one token) splits the heads over the
+// pool, heads of one kv head next to each other; prefill goes to attend_tokens.
 void Transformer::attend(int64_t layer, int64_t n, int64_t start_pos) {
   const StageTimer timer(profile_, ForwardStage::kAttention);
   if (n > 1) return attend_tokens(layer, n, start_pos);
-  const int64_t hd = cfg_.head_dim;
-  const int64_t group = cfg_.n_heads / cfg_.n_kv_heads;
+  const int64_t hd = cfg_.head_dim, group = cfg_.n_heads / cfg_.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const KvCache::LayerView kv = cache_->layer_view(layer);
-  pool_.parallel_for(n * cfg_.n_heads, [&](int thread, int64_t begin, int64_t end) {
+  pool_.parallel_for(cfg_.n_heads, [&](int thread, int64_t begin, int64_t end) {
     float* scores = scores_.data() + thread * attention_scratch_floats_;
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t g = i / (n * group), t = (i / group) % n;
-      const int64_t h = g * group + i % group;
-      const int64_t first = g * hd;  // the kv head's first element in a row
-      const int64_t n_ctx = start_pos + t + 1;
-      const float* q = q_.data() + (t * cfg_.n_heads + h) * hd;
-      float* out = att_.data() + (t * cfg_.n_heads + h) * hd;
-      switch (kv.dtype) {
-        case KvDtype::kF32:
-          kernels::attention_head(q, reinterpret_cast<const float*>(kv.k) + first,
-                                  reinterpret_cast<const float*>(kv.v) + first,
-                                  kv.row_stride_bytes / static_cast<int64_t>(sizeof(float)), n_ctx, hd,
-                                  scale, scores, out);
-          break;
-        case KvDtype::kF16:
-          kernels::attention_head_f16(q, reinterpret_cast<const uint16_t*>(kv.k) + first,
-                                      reinterpret_cast<const uint16_t*>(kv.v) + first, kv.row_stride_bytes,
-                                      n_ctx, hd, scale, scores, out);
-          break;
-        case KvDtype::kQ8_0:
-          kernels::attention_head_q8_0(q, kv.k, kv.v, kv.row_stride_bytes, first, n_ctx, hd, scale, scores,
-                                       out);
-          break;
-      }
-    }
+    for (int64_t h = begin; h < end; ++h)
+      kernels::attention_query(q_.data() + h * hd, kv_head(kv, h / group), start_pos + 1, hd, scale, scores,
+                               att_.data() + h * hd);
   });
 }
 
@@ -251,18 +229,14 @@ void Transformer::attend_tokens(int64_t layer, int64_t n, int64_t start_pos) {
   const int64_t row = cfg_.n_heads * hd;  // floats between tokens in q_ and att_
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const KvCache::LayerView kv = cache_->layer_view(layer);
-  const kernels::CacheElem elem = kv.dtype == KvDtype::kF32   ? kernels::CacheElem::kF32
-                                  : kv.dtype == KvDtype::kF16 ? kernels::CacheElem::kF16
-                                                              : kernels::CacheElem::kQ8_0;
   pool_.parallel_for(cfg_.n_kv_heads * n_tiles, [&](int thread, int64_t begin, int64_t end) {
     float* scratch = scores_.data() + thread * attention_scratch_floats_;
     for (int64_t i = begin; i < end; ++i) {
       const int64_t g = i / n_tiles, k = i % n_tiles;
       const int64_t t0 = (k % 2 == 0 ? k / 2 : n_tiles - 1 - k / 2) * tile;
       const int64_t first_query = t0 * row + g * group * hd;
-      const kernels::KvHead head{elem, kv.k, kv.v, kv.row_stride_bytes, g * hd};
-      kernels::attention_tokens(q_.data() + first_query, row, std::min(tile, n - t0), group, start_pos + t0, head,
-                                hd, scale, scratch, att_.data() + first_query, row);
+      kernels::attention_tokens(q_.data() + first_query, row, std::min(tile, n - t0), group, start_pos + t0,
+                                kv_head(kv, g), hd, scale, scratch, att_.data() + first_query, row);
     }
   });
 }

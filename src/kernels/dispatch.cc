@@ -265,28 +265,29 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
     return avx2::attention_tokens(q, q_stride, n_tokens, group, start_pos, kv, head_dim, scale, scratch, out,
                                   out_stride);
   // One query at a time (the scalar path, and head sizes the tiles do not take).
+  for (int64_t t = 0; t < n_tokens; ++t)
+    for (int64_t h = 0; h < group; ++h)
+      attention_query(q + t * q_stride + h * head_dim, kv, start_pos + t + 1, head_dim, scale, scratch,
+                      out + t * out_stride + h * head_dim);
+}
+
+void attention_query(const float* q, const KvHead& kv, int64_t n_ctx, int64_t head_dim, float scale,
+                     float* scores, float* out) {
   const auto* k = static_cast<const uint8_t*>(kv.k);
   const auto* v = static_cast<const uint8_t*>(kv.v);
-  for (int64_t t = 0; t < n_tokens; ++t)
-    for (int64_t h = 0; h < group; ++h) {
-      const float* qh = q + t * q_stride + h * head_dim;
-      float* oh = out + t * out_stride + h * head_dim;
-      const int64_t n_ctx = start_pos + t + 1;
-      switch (kv.elem) {
-        case CacheElem::kF32:
-          attention_head(qh, reinterpret_cast<const float*>(k) + kv.first, reinterpret_cast<const float*>(v) + kv.first,
-                         kv.row_stride_bytes / static_cast<int64_t>(sizeof(float)), n_ctx, head_dim, scale, scratch, oh);
-          break;
-        case CacheElem::kF16:
-          attention_head_f16(qh, reinterpret_cast<const uint16_t*>(k) + kv.first,
-                             reinterpret_cast<const uint16_t*>(v) + kv.first, kv.row_stride_bytes, n_ctx, head_dim,
-                             scale, scratch, oh);
-          break;
-        case CacheElem::kQ8_0:
-          attention_head_q8_0(qh, k, v, kv.row_stride_bytes, kv.first, n_ctx, head_dim, scale, scratch, oh);
-          break;
-      }
-    }
+  switch (kv.elem) {
+    case CacheElem::kF32:
+      return attention_head(q, reinterpret_cast<const float*>(k) + kv.first,
+                            reinterpret_cast<const float*>(v) + kv.first,
+                            kv.row_stride_bytes / static_cast<int64_t>(sizeof(float)), n_ctx, head_dim, scale, scores,
+                            out);
+    case CacheElem::kF16:
+      return attention_head_f16(q, reinterpret_cast<const uint16_t*>(k) + kv.first,
+                                reinterpret_cast<const uint16_t*>(v) + kv.first, kv.row_stride_bytes, n_ctx,
+                                head_dim, scale, scores, out);
+    case CacheElem::kQ8_0:
+      return attention_head_q8_0(q, k, v, kv.row_stride_bytes, kv.first, n_ctx, head_dim, scale, scores, out);
+  }
 }
 
 }  // namespace llmpack::kernels

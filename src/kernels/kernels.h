@@ -126,6 +126,12 @@ struct KvHead {
   int64_t first = 0;
 };
 
+// One query over n_ctx positions of a kv head (decode): attention_head,
+// attention_head_f16 or attention_head_q8_0 by the cache's element type.
+// scores[n_ctx] scratch; out[head_dim].
+void attention_query(const float* q, const KvHead& kv, int64_t n_ctx, int64_t head_dim, float scale,
+                     float* scores, float* out);
+
 // Causal attention of n_tokens consecutive tokens over one kv head, for
 // prefill. Token t sits at position start_pos + t and attends to positions
 // [0, start_pos + t + 1); its `group` query heads that share the kv head
