@@ -2,8 +2,10 @@
 // Activations are first quantized per 32-element block to int8 with one f32
 // scale (ActBlock); each weight sub-block of 32 is unpacked to 32 int8 (or
 // uint8) lanes and dotted with _mm256_maddubs_epi16 + _mm256_madd_epi16.
-// A weight super-block is unpacked once and used for up to kTokenTile tokens
-// (prefill); with one token the rows simply stream (decode).
+// This file has the paths for fewer tokens than a packed prefill tile
+// (matmul_packed_avx2.cc): each weight row streams once per token (decode).
+
+#include <cstring>
 
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx2_internal.h"
@@ -12,8 +14,6 @@
 
 namespace llmpack::kernels::avx2 {
 namespace {
-
-constexpr int kTokenTile = 4;
 
 float half_to_float(uint16_t h) { return _cvtsh_ss(h); }
 
@@ -38,7 +38,6 @@ inline __m256i idot(const Sub& s, __m256i a) {
 }
 
 struct Q8_0Dec {
-  static constexpr int kSubs = 1;
   static constexpr int kBytes = sizeof(BlockQ8_0);
   static constexpr bool kUnsigned = false;
   static constexpr bool kOffset8 = false;
@@ -50,7 +49,6 @@ struct Q8_0Dec {
 };
 
 struct Q4_0Dec {
-  static constexpr int kSubs = 1;
   static constexpr int kBytes = sizeof(BlockQ4_0);
   static constexpr bool kUnsigned = true;
   static constexpr bool kOffset8 = true;
@@ -67,62 +65,67 @@ struct Q4_0Dec {
   }
 };
 
-// acc[t] += sub-block s . token t's activation block b (T tokens).
-template <class D, int T>
-inline void block_dot(const Sub& s, const ActBlock* act, int64_t n_sub, int64_t b, __m256* acc) {
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) {
-    const ActBlock& a = act[t * n_sub + b];
-    const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q));
-    __m256i pi = idot<D::kUnsigned>(s, aq);
-    if constexpr (D::kOffset8) pi = _mm256_sub_epi32(pi, _mm256_set1_epi32(a.qsum));
-    const __m256 p = _mm256_cvtepi32_ps(pi);
-    acc[t] = _mm256_fmadd_ps(p, _mm256_set1_ps(s.ws * a.d), acc[t]);
-  }
-}
-
-// y[t * ld_y] = row . act of token t, for T tokens. act: T rows of n_sub blocks.
-// Sub-blocks alternate between two accumulators: with one, each FMA waited for
-// the previous one's result (4 cycles a block), which bounded decode below the
-// memory bandwidth.
-template <class D, int T>
-void row_tokens(const uint8_t* row, int64_t n_super, const ActBlock* act, int64_t n_sub,
-                float* y, int64_t ld_y) {
-  __m256 acc0[T], acc1[T];
-  for (int t = 0; t < T; ++t) acc0[t] = acc1[t] = _mm256_setzero_ps();
-  Sub subs[D::kSubs];
-  auto super_block = [&](int64_t sb, __m256* even, __m256* odd) {
-    D::unpack(row + sb * D::kBytes, subs);
-#pragma GCC unroll 8
-    for (int k = 0; k < D::kSubs; ++k)
-      block_dot<D, T>(subs[k], act, n_sub, sb * D::kSubs + k, (k & 1) ? odd : even);
-  };
-  int64_t sb = 0;
-  for (; sb + 2 <= n_super; sb += 2) {
-    // rows lie back to back, so this runs on into the next rows
-    if constexpr (T == 1) prefetch_bytes(row + sb * D::kBytes + kDecodePrefetchBytes, 2 * D::kBytes);
-    super_block(sb, acc0, acc1);
-    super_block(sb + 1, acc1, acc0);
-  }
-  if (sb < n_super) super_block(sb, acc0, acc1);
-  for (int t = 0; t < T; ++t) y[t * ld_y] = hsum(_mm256_add_ps(acc0[t], acc1[t]));
-}
-
+// Decode of one Q4_0 or Q8_0 row against one token's activations, 8 blocks a
+// step: row . x = sum_b ws_b a.d_b (q_b . a_b) [- 8 sum_b ws_b a.d_b qsum_b
+// for Q4_0]. The 8 weight scales of a step are converted together (one
+// vcvtph2ps) and multiplied by the 8 activation scales (act_floats), and
+// Q4_0's offset term is one FMA a step over the activations' d * qsum, so a
+// block costs its unpack, one integer dot, one convert and one FMA (the
+// per-block scale and offset work had made Q4_0 decode compute-bound at about
+// 9 GB/s a core; this reads 10-13% faster, docs/PERFORMANCE.md section 12).
+// Two accumulators: with one, each FMA waited for the previous one's result.
 template <class D>
-void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
-                  int64_t row_begin, int64_t row_end) {
-  const int64_t elems = D::kSubs * kQK;
-  const int64_t n_super = w.cols / elems;
+float row_decode(const uint8_t* row, int64_t n_blocks, const ActBlock* act, const float* act_d,
+                 const float* act_dsum) {
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  __m256 offset = _mm256_setzero_ps();
+  int64_t b = 0;
+  for (; b + 8 <= n_blocks; b += 8) {
+    const uint8_t* p = row + b * D::kBytes;
+    // rows lie back to back, so this runs on into the next rows
+    prefetch_bytes(p + kDecodePrefetchBytes, 8 * D::kBytes);
+    uint16_t d16[8];
+    for (int j = 0; j < 8; ++j) std::memcpy(&d16[j], p + j * D::kBytes, sizeof(uint16_t));
+    const __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d16)));
+    alignas(32) float scale[8];
+    _mm256_store_ps(scale, _mm256_mul_ps(ws, _mm256_loadu_ps(act_d + b)));
+    if constexpr (D::kOffset8) offset = _mm256_fmadd_ps(ws, _mm256_loadu_ps(act_dsum + b), offset);
+#pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) {
+      Sub s;
+      D::unpack(p + j * D::kBytes, &s);
+      const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b + j].q));
+      const __m256 prod = _mm256_cvtepi32_ps(idot<D::kUnsigned>(s, aq));
+      acc[j & 1] = _mm256_fmadd_ps(prod, _mm256_broadcast_ss(scale + j), acc[j & 1]);
+    }
+  }
+  float tail_offset = 0.0f;
+  for (; b < n_blocks; ++b) {  // the last n_blocks % 8, one at a time
+    Sub s;
+    D::unpack(row + b * D::kBytes, &s);
+    const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
+    const __m256 prod = _mm256_cvtepi32_ps(idot<D::kUnsigned>(s, aq));
+    acc[0] = _mm256_fmadd_ps(prod, _mm256_set1_ps(s.ws * act_d[b]), acc[0]);
+    tail_offset += s.ws * act_dsum[b];
+  }
+  float sum = hsum(_mm256_add_ps(acc[0], acc[1]));
+  if constexpr (D::kOffset8) sum -= 8.0f * (hsum(offset) + tail_offset);
+  return sum;
+}
+
+// Q4_0 and Q8_0 with fewer tokens than a packed tile (decode): each row
+// streams once per token.
+template <class D>
+void decode_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
+                 int64_t row_begin, int64_t row_end) {
   const int64_t n_sub = w.cols / kQK;
-  const int64_t stride = n_super * D::kBytes;
+  const int64_t stride = n_sub * D::kBytes;
+  const float* floats = act_floats(act, n_tokens, n_sub);
   const auto* base = static_cast<const uint8_t*>(w.data);
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const uint8_t* row = base + r * stride;
-    int64_t t = 0;
-    for (; t + kTokenTile <= n_tokens; t += kTokenTile)
-      row_tokens<D, kTokenTile>(row, n_super, act + t * n_sub, n_sub, y + t * w.rows + r, w.rows);
-    for (; t < n_tokens; ++t)
-      row_tokens<D, 1>(row, n_super, act + t * n_sub, n_sub, y + t * w.rows + r, w.rows);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* f = floats + kActFloatsPerBlock * t * n_sub;
+    for (int64_t r = row_begin; r < row_end; ++r)
+      y[t * w.rows + r] = row_decode<D>(base + r * stride, n_sub, act + t * n_sub, f, f + n_sub);
   }
 }
 
@@ -299,9 +302,9 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     return matmul_rows_packed(w, act, n_tokens, y, row_begin, row_end);
   switch (w.dtype) {
     case DType::kQ8_0:
-      return matmul_typed<Q8_0Dec>(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<Q8_0Dec>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_0:
-      return matmul_typed<Q4_0Dec>(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<Q4_0Dec>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K:
       return q4k_matmul_few(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K:
