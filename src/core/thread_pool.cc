@@ -50,6 +50,13 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::run_range(int index) {
+  if (job_dynamic_) {
+    for (;;) {
+      const int64_t begin = next_piece_.fetch_add(1, std::memory_order_relaxed) * job_grain_;
+      if (begin >= job_n_) return;
+      (*job_)(index, begin, std::min(job_n_, begin + job_grain_));
+    }
+  }
   const int64_t blocks = (job_n_ + job_grain_ - 1) / job_grain_;
   const int64_t per = blocks / n_threads_;
   const int64_t extra = blocks % n_threads_;
@@ -60,13 +67,6 @@ void ThreadPool::run_range(int index) {
   if (begin < end) (*job_)(index, begin, end);
 }
 
-// Wake-up protocol (no lost wake-ups without a mutex on the fast path): the
-// caller publishes the job, then stores generation_ and loads sleepers_; a
-// worker about to block stores sleepers_ (under mutex_) and then loads
-// generation_ in the wait predicate. All four are seq_cst, so at least one side
-// sees the other's store: either the worker sees the new generation and does
-// not block, or the caller sees a sleeper and notifies under mutex_. Completion
-// uses the same scheme with pending_ and caller_waiting_.
 void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
@@ -74,9 +74,32 @@ void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain) {
     fn(0, 0, n);
     return;
   }
+  run_job(fn, n, grain, false);
+}
+
+void ThreadPool::parallel_for_dynamic(int64_t n, RangeFn fn, int64_t grain) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(1, grain);
+  if (n_threads_ == 1 || n <= grain) {
+    fn(0, 0, n);
+    return;
+  }
+  run_job(fn, n, grain, true);
+}
+
+// Wake-up protocol (no lost wake-ups without a mutex on the fast path): the
+// caller publishes the job, then stores generation_ and loads sleepers_; a
+// worker about to block stores sleepers_ (under mutex_) and then loads
+// generation_ in the wait predicate. All four are seq_cst, so at least one side
+// sees the other's store: either the worker sees the new generation and does
+// not block, or the caller sees a sleeper and notifies under mutex_. Completion
+// uses the same scheme with pending_ and caller_waiting_.
+void ThreadPool::run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynamic) {
   job_ = &fn;
   job_n_ = n;
   job_grain_ = grain;
+  job_dynamic_ = dynamic;
+  next_piece_.store(0, std::memory_order_relaxed);
   pending_.store(n_threads_ - 1);
   generation_.fetch_add(1);
   if (sleepers_.load() > 0) {

@@ -1,5 +1,6 @@
 // A persistent pool of worker threads. parallel_for splits [0, n) into one
-// contiguous range per thread; the calling thread takes part, so a pool of
+// contiguous range per thread; parallel_for_dynamic hands out grain-sized
+// pieces to whichever thread is free. The calling thread takes part, so a pool of
 // n_threads runs n_threads - 1 workers. No thread is created per call.
 // Workers spin (yielding, ~50 us) on an atomic generation counter before
 // sleeping on a condvar, and the caller spins for completion before blocking,
@@ -44,9 +45,18 @@ class ThreadPool {
   };
   void parallel_for(int64_t n, RangeFn fn, int64_t grain = 1);
 
+  // Calls fn(thread_index, begin, end) on the pieces [k * grain, (k + 1) *
+  // grain) of [0, n) (the last one shorter), each piece taken in order by the
+  // first thread free to take it. For long pieces (prefill matmuls, ~1 ms
+  // each): a thread slowed down (by another tenant of a shared core, say)
+  // leaves its share to the others instead of holding them at the barrier.
+  // Costs one atomic increment a piece; blocks until every piece is done.
+  void parallel_for_dynamic(int64_t n, RangeFn fn, int64_t grain);
+
  private:
   void worker_loop(int index);
   void run_range(int index);
+  void run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynamic);
 
   int n_threads_;
   std::vector<std::thread> workers_;
@@ -58,6 +68,8 @@ class ThreadPool {
   const RangeFn* job_ = nullptr;
   int64_t job_n_ = 0;
   int64_t job_grain_ = 1;
+  bool job_dynamic_ = false;
+  std::atomic<int64_t> next_piece_{0};    // dynamic jobs: the next piece to take
   std::atomic<uint64_t> generation_{0};   // bumped once per parallel_for
   std::atomic<int> pending_{0};           // workers yet to finish the job
   std::atomic<int> sleepers_{0};          // workers blocked (or blocking) on wake_

@@ -218,9 +218,10 @@ void Transformer::attend(int64_t layer, int64_t n, int64_t start_pos) {
 
 // Prefill: the query heads of a kv head go through its cache rows together,
 // a tile of consecutive tokens at a time (kernels::attention_tokens reads
-// each row once per 32 queries). Work units are (kv head, token tile), the
-// tiles of each head in zigzag order (first, last, second, ...) so that any
-// contiguous range the pool hands a thread mixes short and long contexts.
+// each row once per 32 queries). Work units are (kv head, token tile), handed
+// out one at a time to whichever thread is free (parallel_for_dynamic); within
+// a kv head the tiles go longest context first, so the last units handed out
+// are the shortest and the threads finish together.
 void Transformer::attend_tokens(int64_t layer, int64_t n, int64_t start_pos) {
   constexpr int64_t kQueriesPerUnit = 32;
   const int64_t hd = cfg_.head_dim, group = cfg_.n_heads / cfg_.n_kv_heads;
@@ -229,16 +230,16 @@ void Transformer::attend_tokens(int64_t layer, int64_t n, int64_t start_pos) {
   const int64_t row = cfg_.n_heads * hd;  // floats between tokens in q_ and att_
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const KvCache::LayerView kv = cache_->layer_view(layer);
-  pool_.parallel_for(cfg_.n_kv_heads * n_tiles, [&](int thread, int64_t begin, int64_t end) {
+  pool_.parallel_for_dynamic(cfg_.n_kv_heads * n_tiles, [&](int thread, int64_t begin, int64_t end) {
     float* scratch = scores_.data() + thread * attention_scratch_floats_;
     for (int64_t i = begin; i < end; ++i) {
       const int64_t g = i / n_tiles, k = i % n_tiles;
-      const int64_t t0 = (k % 2 == 0 ? k / 2 : n_tiles - 1 - k / 2) * tile;
+      const int64_t t0 = (n_tiles - 1 - k) * tile;
       const int64_t first_query = t0 * row + g * group * hd;
       kernels::attention_tokens(q_.data() + first_query, row, std::min(tile, n - t0), group, start_pos + t0,
                                 kv_head(kv, g), hd, scale, scratch, att_.data() + first_query, row);
     }
-  });
+  }, 1);
 }
 
 }  // namespace llmpack

@@ -76,6 +76,24 @@ bool use_avx512() { return path_state().load(std::memory_order_relaxed) == Kerne
 // the 32-row packed panels of the prefill path.
 constexpr int64_t kRowGrain = 32;
 
+// Splits the rows of a product over the pool. Decode (a few tokens) gives
+// each thread one contiguous share: its pieces are microseconds long, and
+// more, smaller calls cost it (section 11 of docs/PERFORMANCE.md). A prefill
+// piece of 64 rows (a float block, two packed quantized groups) takes about a
+// millisecond, so its pieces go to whichever thread is free: on a VM whose
+// cores slow down by turns, a static split waited for the slower half.
+constexpr int64_t kDynamicMinTokens = 4;
+constexpr int64_t kPrefillRowPiece = 64;
+static_assert(kPrefillRowPiece % kRowGrain == 0);
+
+// fn(thread, begin, end) over [0, n) items of rows_per_item rows each (1 or kRowGrain).
+void split_rows(ThreadPool& pool, int64_t n, int64_t n_tokens, ThreadPool::RangeFn fn,
+                int64_t rows_per_item = 1) {
+  if (n_tokens >= kDynamicMinTokens)
+    return pool.parallel_for_dynamic(n, fn, kPrefillRowPiece / rows_per_item);
+  pool.parallel_for(n, fn, kRowGrain / rows_per_item);
+}
+
 }  // namespace
 
 KernelPath active_kernel_path() { return path_state().load(std::memory_order_relaxed); }
@@ -162,15 +180,13 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, v
   if (n_tokens <= 0 || w.rows <= 0) return;
   if (!matmul_input_ok(w)) return fill_nan(y, n_tokens * w.rows);
   if (!simd_takes(w, n_tokens, scratch)) {
-    pool.parallel_for(
-        w.rows, [&](int, int64_t b, int64_t e) { ref::matmul_rows(w, x, n_tokens, y, b, e); },
-        kRowGrain);
+    split_rows(pool, w.rows, n_tokens,
+               [&](int, int64_t b, int64_t e) { ref::matmul_rows(w, x, n_tokens, y, b, e); });
     return;
   }
   prepare(w.dtype, x, w.cols, n_tokens, scratch, pool);
-  pool.parallel_for(
-      w.rows, [&](int, int64_t b, int64_t e) { simd_rows(w, x, n_tokens, y, scratch, b, e); },
-      kRowGrain);
+  split_rows(pool, w.rows, n_tokens,
+             [&](int, int64_t b, int64_t e) { simd_rows(w, x, n_tokens, y, scratch, b, e); });
 }
 
 void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
@@ -195,7 +211,7 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
   int64_t first_unit[kMaxGroup + 1] = {0};
   for (size_t i = 0; i < outputs.size(); ++i)
     first_unit[i + 1] = first_unit[i] + (outputs[i].w.rows + kRowGrain - 1) / kRowGrain;
-  pool.parallel_for(first_unit[outputs.size()], [&](int, int64_t ub, int64_t ue) {
+  const auto run_units = [&](int, int64_t ub, int64_t ue) {
     for (size_t i = 0; i < outputs.size(); ++i) {
       const int64_t lo = std::max(ub, first_unit[i]), hi = std::min(ue, first_unit[i + 1]);
       if (lo >= hi) continue;
@@ -203,7 +219,8 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
       simd_rows(w, x, n_tokens, outputs[i].y, scratch, (lo - first_unit[i]) * kRowGrain,
                 std::min(w.rows, (hi - first_unit[i]) * kRowGrain));
     }
-  });
+  };
+  split_rows(pool, first_unit[outputs.size()], n_tokens, run_units, kRowGrain);
 }
 
 void dequantize_row(const WeightMatrix& w, int64_t r, float* out) {

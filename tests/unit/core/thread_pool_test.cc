@@ -62,6 +62,64 @@ TEST(ThreadPool, CallsAfterWorkersSleep) {
   }
 }
 
+// parallel_for_dynamic: every index once, in pieces of exactly `grain` (the
+// last one shorter) that start on multiples of grain, from valid threads,
+// interleaved with static calls on the same pool.
+void expect_dynamic_pieces(ThreadPool& pool, int64_t n, int64_t grain) {
+  std::vector<std::atomic<int>> visits(static_cast<size_t>(std::max<int64_t>(n, 0)));
+  std::atomic<int> bad_piece{0};
+  pool.parallel_for_dynamic(
+      n,
+      [&](int thread, int64_t begin, int64_t end) {
+        const bool whole = end - begin == grain || end == n;
+        if (thread < 0 || thread >= pool.n_threads() || begin >= end || begin % grain != 0 || !whole)
+          bad_piece.fetch_add(1);
+        for (int64_t i = begin; i < end; ++i) visits[i].fetch_add(1);
+      },
+      grain);
+  EXPECT_EQ(bad_piece.load(), 0) << "n=" << n << " grain=" << grain;
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(visits[i].load(), 1) << "index " << i << " n=" << n << " grain=" << grain;
+}
+
+TEST(ThreadPool, DynamicGivesEveryIndexOnceInGrainPieces) {
+  for (int threads : {1, 2, 3, 4, 7}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {0, 1, 2, 3, 5, 8, 31, 64, 100, 1000})
+      for (int64_t grain : {1, 2, 3, 16, 64, 2000}) {
+        expect_dynamic_pieces(pool, n, grain);
+        expect_exact_cover(pool, n, grain);  // a static job right after a dynamic one
+      }
+  }
+}
+
+// A thread held up inside a piece leaves the remaining pieces to the others:
+// thread 1's first piece waits until every other piece is done, which only
+// finishes because thread 0 takes them all (a static split would have given
+// thread 1 half of them, and the wait would time out).
+TEST(ThreadPool, DynamicLeavesAHeldUpThreadsShareToTheOthers) {
+  ThreadPool pool(2);
+  constexpr int64_t kPieces = 40;
+  std::atomic<int64_t> done_by[2] = {0, 0};
+  std::atomic<bool> timed_out{false};
+  pool.parallel_for_dynamic(
+      kPieces,
+      [&](int thread, int64_t, int64_t) {
+        if (thread == 1) {
+          const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+          while (done_by[0].load() < kPieces - 1 && !timed_out.load()) {
+            if (std::chrono::steady_clock::now() > deadline) timed_out.store(true);
+            std::this_thread::yield();
+          }
+        }
+        done_by[thread].fetch_add(1);
+      },
+      1);
+  EXPECT_FALSE(timed_out.load());
+  EXPECT_EQ(done_by[0].load() + done_by[1].load(), kPieces);
+  EXPECT_LE(done_by[1].load(), 1);
+}
+
 // A slow range makes the caller's spin run out so it blocks on completion.
 TEST(ThreadPool, CallerBlocksUntilSlowWorkerFinishes) {
   ThreadPool pool(2);
