@@ -79,7 +79,7 @@ constexpr int64_t kRowGrain = 32;
 // Splits the rows of a product over the pool. Decode (a few tokens) gives
 // each thread one contiguous share: its pieces are microseconds long, and
 // more, smaller calls cost it (section 11 of docs/PERFORMANCE.md). A prefill
-// piece of 64 rows (a float block, two packed quantized groups) takes about a
+// piece of 64 rows (two float blocks, two packed quantized groups) takes about a
 // millisecond, so its pieces go to whichever thread is free: on a VM whose
 // cores slow down by turns, a static split waited for the slower half.
 constexpr int64_t kDynamicMinTokens = 4;

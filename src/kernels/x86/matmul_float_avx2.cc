@@ -174,7 +174,15 @@ void matmul_typed(const WeightMatrix& m, const float* x, int64_t n_tokens, float
 // Prefill: rows are packed 16 at a time, converted to f32 and transposed,
 // into panels [c][16] on the stack; a 6-token x 16-row tile then takes 2
 // weight loads and 6 broadcasts per 12 FMAs (12 accumulators in registers).
-constexpr int kPanelRows = 16, kPanels = 4, kChunkCols = 256, kTokTile = 6;
+// A block of 32 rows x up to kTokBlock tokens sums its 512-column chunks into
+// a contiguous buffer, copied to y once at the end: y's rows lie m.rows
+// floats apart (8-32 KiB on the 1B shape), so summing in place put every
+// token's rows in the same few cache sets, and each chunk's read-modify-write
+// of y went to L3. Alternated end to end, 1B F16 pp512 read +4% with the
+// buffer alone, +13% with 512-column chunks and +4% more with 32-row blocks
+// (docs/PERFORMANCE.md section 12). Stack: 64 KiB of panels + 24 KiB of sums.
+constexpr int kPanelRows = 16, kPanels = 2, kChunkCols = 512, kTokTile = 6;
+constexpr int64_t kBlockRows = kPanels * kPanelRows, kTokBlock = 192;
 
 inline void transpose8x8(__m256* v) {
   __m256 t[8], u[8];
@@ -260,26 +268,32 @@ void matmul_packed(const WeightMatrix& m, const float* x, int64_t n_tokens, floa
                    int64_t row_begin, int64_t row_end) {
   const auto* w = static_cast<const typename W::Elem*>(m.data);
   const int64_t cols8 = m.cols / 8 * 8;
-  alignas(32) float panels[kPanels * kPanelRows * kChunkCols];  // 64 KiB of stack
-  for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanels * kPanelRows) {
-    const int64_t r1 = std::min(row_end, r0 + kPanels * kPanelRows);
+  alignas(32) float panels[kBlockRows * kChunkCols];
+  alignas(32) float sums[kTokBlock * kBlockRows];  // sums[t - t0][r - r0]
+  for (int64_t r0 = row_begin; cols8 > 0 && r0 < row_end; r0 += kBlockRows) {
+    const int64_t r1 = std::min(row_end, r0 + kBlockRows);
     const int n_panels = static_cast<int>((r1 - r0 + kPanelRows - 1) / kPanelRows);
-    for (int64_t c0 = 0; c0 < cols8; c0 += kChunkCols) {
-      const int64_t nc = std::min<int64_t>(kChunkCols, cols8 - c0);
-      for (int p = 0; p < n_panels; ++p) {
-        const int64_t r = r0 + p * kPanelRows;
-        pack_panel<W>(w, m.cols, r, static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r)), c0,
-                      nc, panels + p * kPanelRows * kChunkCols);
-      }
-      for (int64_t t = 0; t < n_tokens; t += kTokTile) {
-        const int64_t nt = std::min<int64_t>(kTokTile, n_tokens - t);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokBlock) {
+      const int64_t t1 = std::min(n_tokens, t0 + kTokBlock);
+      for (int64_t c0 = 0; c0 < cols8; c0 += kChunkCols) {
+        const int64_t nc = std::min<int64_t>(kChunkCols, cols8 - c0);
         for (int p = 0; p < n_panels; ++p) {
           const int64_t r = r0 + p * kPanelRows;
-          kPanelTiles[nt](panels + p * kPanelRows * kChunkCols, nc, x + t * m.cols + c0, m.cols,
-                          y + t * m.rows + r, m.rows,
-                          static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r)), c0 > 0);
+          pack_panel<W>(w, m.cols, r, static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r)), c0,
+                        nc, panels + p * kPanelRows * kChunkCols);
+        }
+        // a panel's rows past r1 are zeros, so every tile writes all 16 sums
+        for (int64_t t = t0; t < t1; t += kTokTile) {
+          const int64_t nt = std::min<int64_t>(kTokTile, t1 - t);
+          for (int p = 0; p < n_panels; ++p)
+            kPanelTiles[nt](panels + p * kPanelRows * kChunkCols, nc, x + t * m.cols + c0, m.cols,
+                            sums + (t - t0) * kBlockRows + p * kPanelRows, kBlockRows, kPanelRows,
+                            c0 > 0);
         }
       }
+      for (int64_t t = t0; t < t1; ++t)
+        std::memcpy(y + t * m.rows + r0, sums + (t - t0) * kBlockRows,
+                    static_cast<size_t>(r1 - r0) * sizeof(float));
     }
   }
   if (cols8 == m.cols) return;

@@ -85,17 +85,22 @@ TEST_P(MatmulFloatTest, DecodeShortAndLongRows) {
     }
 }
 
-// The prefill path (n_tokens >= 4) packs 64 rows as 4 panels of 16 and 256
-// columns at a time, in 6-token tiles: partial panels, several column
-// chunks, a column tail (cols % 8) and token tails.
+// The prefill path (n_tokens >= 4) packs 32 rows as 2 panels of 16 and 512
+// columns at a time, in 6-token tiles, and sums blocks of up to 192 tokens
+// in a buffer: partial panels and blocks, several column chunks, a column
+// tail (cols % 8), token tails, and more tokens than one sum block.
 TEST_P(MatmulFloatTest, PackedPrefillPanelsChunksAndTails) {
   ThreadPool pool1(1), pool2(2);
-  for (int64_t rows : {16, 21, 64, 75})
-    for (int64_t cols : {256, 600, 771})
+  for (int64_t rows : {16, 21, 32, 64, 75})
+    for (int64_t cols : {256, 600, 1100})
       for (int64_t n_tokens : {4, 6, 13}) {
         check_shape(GetParam(), {rows, cols, n_tokens}, (rows + n_tokens) % 2 ? pool1 : pool2);
         if (::testing::Test::HasFatalFailure()) return;
       }
+  for (int64_t n_tokens : {192, 200, 389}) {
+    check_shape(GetParam(), {37, 523, n_tokens}, n_tokens % 2 ? pool1 : pool2);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulFloatTest,
