@@ -380,6 +380,14 @@ void tokens_over_panels(const Unit<kKind>* units, int n_panels, int64_t units_pe
   }
 }
 
+// Rows [row_begin, row_end) in blocks of 32. With more than one column chunk,
+// tokens go in blocks of up to kTokBlock whose chunks sum into a contiguous
+// buffer, copied to y once (y's rows lie w.rows floats apart, so adding each
+// chunk in place sent its read-modify-write to L3; 1B Q4_0 and Q4_K_M pp512
+// +9%, docs/PERFORMANCE.md section 12; the float path does the same). One
+// chunk (rows of up to 1024 columns) stores straight to y.
+constexpr int64_t kBlockRows = kPanels * kPanelRows, kTokBlock = 192;
+
 template <class P>
 void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
                          int64_t row_begin, int64_t row_end) {
@@ -388,22 +396,39 @@ void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_t
   const int64_t n_sub = w.cols / 32;
   const int64_t stride = n_blk * P::kBytes;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  // 40 KiB (52 KiB for Q6_K) of stack
+  // 40 KiB (52 KiB for Q6_K) of units and 24 KiB of sums on the stack
   Unit<P::kKind> units[kPanels * kChunkUnits];
-  for (int64_t r0 = row_begin; r0 < row_end; r0 += kPanels * kPanelRows) {
-    const int64_t r1 = std::min(row_end, r0 + kPanels * kPanelRows);
+  alignas(32) float sums[kTokBlock * kBlockRows];  // sums[t - t0][r - r0]
+  const bool one_chunk = n_blk <= kBlkPerChunk;
+  const int64_t tok_block = one_chunk ? n_tokens : kTokBlock;
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += kBlockRows) {
+    const int64_t r1 = std::min(row_end, r0 + kBlockRows);
     const int n_panels = static_cast<int>((r1 - r0 + kPanelRows - 1) / kPanelRows);
-    for (int64_t b0 = 0; b0 < n_blk; b0 += kBlkPerChunk) {
-      const int64_t nb = std::min(kBlkPerChunk, n_blk - b0);
-      const int64_t n_units = nb * P::kUnitsPerBlock;
-      for (int p = 0; p < n_panels; ++p) {
-        const int64_t r = r0 + p * kPanelRows;
-        const int n_rows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r));
-        pack_panel<P>(base, stride, r, n_rows, b0, nb, units + p * n_units);
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += tok_block) {
+      const int64_t nt = std::min(tok_block, n_tokens - t0);
+      for (int64_t b0 = 0; b0 < n_blk; b0 += kBlkPerChunk) {
+        const int64_t nb = std::min(kBlkPerChunk, n_blk - b0);
+        const int64_t n_units = nb * P::kUnitsPerBlock;
+        for (int p = 0; p < n_panels; ++p) {
+          const int64_t r = r0 + p * kPanelRows;
+          const int n_rows = static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r));
+          pack_panel<P>(base, stride, r, n_rows, b0, nb, units + p * n_units);
+        }
+        // from token t0's activations and per-block floats on
+        const TileSums chunk_sums{act_floats(act, n_tokens, n_sub) + t0 * kActFloatsPerBlock * n_sub, n_sub,
+                                  b0 * P::kUnitsPerBlock};
+        const ActBlock* a = act + t0 * n_sub + b0 * P::kUnitsPerBlock;
+        if (one_chunk) {
+          tokens_over_panels<P::kKind>(units, n_panels, n_units, r0, r1, a, n_sub, chunk_sums, nt, y, w.rows, false);
+        } else {  // a panel's rows past r1 are zeros, so its 8 sums are stored whole
+          tokens_over_panels<P::kKind>(units, n_panels, n_units, 0, n_panels * kPanelRows, a, n_sub, chunk_sums, nt,
+                                       sums, kBlockRows, b0 > 0);
+        }
       }
-      const TileSums chunk_sums{act_floats(act, n_tokens, n_sub), n_sub, b0 * P::kUnitsPerBlock};
-      tokens_over_panels<P::kKind>(units, n_panels, n_units, r0, r1, act + b0 * P::kUnitsPerBlock, n_sub,
-                                   chunk_sums, n_tokens, y, w.rows, b0 > 0);
+      if (one_chunk) continue;
+      for (int64_t t = 0; t < nt; ++t)
+        std::memcpy(y + (t0 + t) * w.rows + r0, sums + t * kBlockRows,
+                    static_cast<size_t>(r1 - r0) * sizeof(float));
     }
   }
 }

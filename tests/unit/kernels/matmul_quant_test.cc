@@ -77,8 +77,9 @@ TEST_P(MatmulQuantTest, OddShapesMatchReference) {
 }
 
 // The prefill path packs rows 8 at a time into panels of 32 rows and columns
-// 1024 at a time: shapes that leave partial panels, several column chunks and
-// token tails (n_tokens % 4), split over 1 and 2 threads.
+// 1024 at a time, and sums blocks of up to 192 tokens in a buffer: shapes that
+// leave partial panels, several column chunks, token tails (n_tokens % 4) and
+// more tokens than one sum block, split over 1 and 2 threads.
 TEST_P(MatmulQuantTest, PackedPrefillPanelsChunksAndTails) {
   ThreadPool pool1(1), pool2(2);
   const int64_t block = dtype_info(GetParam())->block_elems;
@@ -89,6 +90,12 @@ TEST_P(MatmulQuantTest, PackedPrefillPanelsChunksAndTails) {
       if (::testing::Test::HasFatalFailure()) return;
     }
   check(GetParam(), 33, 2048 + block, 8, pool2);  // three column chunks, a 1-row panel
+  if (::testing::Test::HasFatalFailure()) return;
+  for (int64_t n_tokens : {192, 197, 390}) {
+    check(GetParam(), 19, 2 * block * (block == 32 ? 17 : 3), n_tokens, n_tokens % 2 ? pool1 : pool2);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+  check(GetParam(), 19, 3 * block, 200, pool2);  // one column chunk: stored straight to y
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantTest,
