@@ -202,7 +202,7 @@ void q4k_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens
 // bits from (qh[32h + l] >> 2g) & 3; 16-element scale s = 8h + 2g + l / 16.
 float q6k_row_1(const BlockQ6_K* row, int64_t n_super, const ActBlock* act, const float* ad,
                 const float* half_sums) {
-  const __m256i mask4 = _mm256_set1_epi8(0x0F), mask2 = _mm256_set1_epi8(3);
+  const __m256i mask4 = _mm256_set1_epi8(0x0F), mask_hi = _mm256_set1_epi8(0x30);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   __m256 offset = _mm256_setzero_ps();
   for (int64_t sb = 0; sb < n_super; ++sb) {
@@ -231,8 +231,13 @@ float q6k_row_1(const BlockQ6_K* row, int64_t n_super, const ActBlock* act, cons
                                _mm256_and_si256(_mm256_srli_epi16(ql1, 4), mask4)};
 #pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
-        const __m256i high = _mm256_and_si256(_mm256_srli_epi16(qh, 2 * g), mask2);
-        const __m256i q = _mm256_or_si256(lows[g], _mm256_slli_epi16(high, 4));
+        // bits 2g, 2g + 1 of each qh byte moved to bits 4, 5 by one 16-bit
+        // shift (bits crossing from the next byte land outside the mask)
+        const __m256i at4 = g == 0 ? _mm256_slli_epi16(qh, 4)
+                            : g == 1 ? _mm256_slli_epi16(qh, 2)
+                            : g == 2 ? qh
+                                     : _mm256_srli_epi16(qh, 2);
+        const __m256i q = _mm256_or_si256(lows[g], _mm256_and_si256(at4, mask_hi));
         // int16 lanes 0..7: scale 8h + 2g (words 2g of the lane), 8..15: scale 8h + 2g + 1
         const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(((4 * g + 3) << 8) | (4 * g + 2))),
                                               _mm_set1_epi16(static_cast<int16_t>(((4 * g + 1) << 8) | (4 * g))));
