@@ -131,8 +131,8 @@ void decode_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, f
 
 // Q4_K decode (few tokens): the 8 scales and mins of a super-block are unpacked
 // as vectors, multiplied by the 8 activation scales (contiguous, see
-// act_floats), and each sub-block's dot picks its lane with one permute; the
-// min terms accumulate as one vector FMA per super-block.
+// act_floats), and each sub-block's dot broadcasts its product from the
+// stack; the min terms accumulate as one vector FMA per super-block.
 template <int T>
 void q4k_row_tokens(const BlockQ4_K* row, int64_t n_super, const ActBlock* act,
                     const float* scales, int64_t n_sub, float* y, int64_t ld_y) {
@@ -148,11 +148,13 @@ void q4k_row_tokens(const BlockQ4_K* row, int64_t n_super, const ActBlock* act,
     const __m256i sc_i = _mm256_cvtepu8_epi32(sc_mn), mn_i = _mm256_cvtepu8_epi32(_mm_srli_si128(sc_mn, 8));
     const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(sc_i), _mm256_set1_ps(half_to_float(b.d)));
     const __m256 mn = _mm256_mul_ps(_mm256_cvtepi32_ps(mn_i), _mm256_set1_ps(half_to_float(b.dmin)));
-    __m256 s[T];
+    // the 8 sub-block scales x activation scales, through the stack so each
+    // sub-block's is a broadcast load rather than a lane permute
+    alignas(32) float s[T][8];
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
       const float* ad = scales + kActFloatsPerBlock * t * n_sub + 8 * sb;
-      s[t] = _mm256_mul_ps(sc, _mm256_loadu_ps(ad));
+      _mm256_store_ps(s[t], _mm256_mul_ps(sc, _mm256_loadu_ps(ad)));
       macc[t] = _mm256_fmadd_ps(mn, _mm256_loadu_ps(ad + n_sub), macc[t]);
     }
 #pragma GCC unroll 4
@@ -168,7 +170,7 @@ void q4k_row_tokens(const BlockQ4_K* row, int64_t n_super, const ActBlock* act,
           const __m256i a = _mm256_loadu_si256(
               reinterpret_cast<const __m256i*>(act[t * n_sub + 8 * sb + j].q));
           const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q[h], a), ones);
-          const __m256 sj = _mm256_permutevar8x32_ps(s[t], _mm256_set1_epi32(j));
+          const __m256 sj = _mm256_broadcast_ss(&s[t][j]);
           __m256& a_h = h ? acc_hi[t] : acc[t];
           a_h = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sj, a_h);
         }
