@@ -40,7 +40,10 @@ size_t matmul_scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens);
 
 // y[t, r] = sum_c w[r, c] * x[t, c] for t < n_tokens, r < w.rows.
 // x: [n_tokens, w.cols] f32 contiguous; y: [n_tokens, w.rows] f32 contiguous.
-// Splits rows (and token tiles) over the pool; allocates nothing.
+// Splits rows (and token tiles) over the pool; allocates nothing: the prefill
+// kernels keep their packed weights and block sums on the stack of each
+// thread that runs them, the caller's included (up to about 90 KiB; every
+// platform's default thread stack holds that, musl's 128 KiB only just).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
             void* scratch, ThreadPool& pool);
 
