@@ -67,23 +67,9 @@ void ThreadPool::run_range(int index) {
   if (begin < end) (*job_)(index, begin, end);
 }
 
-void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain) {
-  if (n <= 0) return;
-  grain = std::max<int64_t>(1, grain);
-  if (n_threads_ == 1 || n <= grain) {
-    fn(0, 0, n);
-    return;
-  }
-  run_job(fn, n, grain, false);
-}
+void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain) { run_job(fn, n, grain, false); }
 
 void ThreadPool::parallel_for_dynamic(int64_t n, RangeFn fn, int64_t grain) {
-  if (n <= 0) return;
-  grain = std::max<int64_t>(1, grain);
-  if (n_threads_ == 1 || n <= grain) {
-    fn(0, 0, n);
-    return;
-  }
   run_job(fn, n, grain, true);
 }
 
@@ -95,6 +81,12 @@ void ThreadPool::parallel_for_dynamic(int64_t n, RangeFn fn, int64_t grain) {
 // not block, or the caller sees a sleeper and notifies under mutex_. Completion
 // uses the same scheme with pending_ and caller_waiting_.
 void ThreadPool::run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynamic) {
+  if (n <= 0) return;
+  grain = std::max<int64_t>(1, grain);
+  if (n_threads_ == 1 || n <= grain) {  // one piece: no worker to wake
+    fn(0, 0, n);
+    return;
+  }
   job_ = &fn;
   job_n_ = n;
   job_grain_ = grain;

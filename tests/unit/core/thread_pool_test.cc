@@ -12,22 +12,26 @@
 namespace llmpack {
 namespace {
 
-// Runs one parallel_for and checks every index in [0, n) is visited exactly
-// once, by ranges that start on a multiple of grain, from valid thread indices.
-void expect_exact_cover(ThreadPool& pool, int64_t n, int64_t grain) {
+// Runs one parallel_for (or parallel_for_dynamic) and checks every index in
+// [0, n) is visited exactly once, by ranges that start on a multiple of grain,
+// from valid thread indices; dynamic pieces are exactly grain long but the last.
+void expect_exact_cover(ThreadPool& pool, int64_t n, int64_t grain, bool dynamic = false) {
   std::vector<std::atomic<int>> visits(static_cast<size_t>(std::max<int64_t>(n, 0)));
   std::atomic<int> bad_range{0};
-  pool.parallel_for(
-      n,
-      [&](int thread, int64_t begin, int64_t end) {
-        if (thread < 0 || thread >= pool.n_threads() || begin >= end || begin % grain != 0)
-          bad_range.fetch_add(1);
-        for (int64_t i = begin; i < end; ++i) visits[i].fetch_add(1);
-      },
-      grain);
-  EXPECT_EQ(bad_range.load(), 0) << "n=" << n << " grain=" << grain;
+  const auto visit = [&](int thread, int64_t begin, int64_t end) {
+    const bool whole_piece = !dynamic || end - begin == grain || end == n;
+    if (thread < 0 || thread >= pool.n_threads() || begin >= end || begin % grain != 0 || !whole_piece)
+      bad_range.fetch_add(1);
+    for (int64_t i = begin; i < end; ++i) visits[i].fetch_add(1);
+  };
+  if (dynamic) {
+    pool.parallel_for_dynamic(n, visit, grain);
+  } else {
+    pool.parallel_for(n, visit, grain);
+  }
+  EXPECT_EQ(bad_range.load(), 0) << "n=" << n << " grain=" << grain << " dynamic=" << dynamic;
   for (int64_t i = 0; i < n; ++i)
-    ASSERT_EQ(visits[i].load(), 1) << "index " << i << " n=" << n << " grain=" << grain;
+    ASSERT_EQ(visits[i].load(), 1) << "index " << i << " n=" << n << " grain=" << grain << " dynamic=" << dynamic;
 }
 
 TEST(ThreadPool, EveryIndexOnceForManyShapes) {
@@ -62,32 +66,12 @@ TEST(ThreadPool, CallsAfterWorkersSleep) {
   }
 }
 
-// parallel_for_dynamic: every index once, in pieces of exactly `grain` (the
-// last one shorter) that start on multiples of grain, from valid threads,
-// interleaved with static calls on the same pool.
-void expect_dynamic_pieces(ThreadPool& pool, int64_t n, int64_t grain) {
-  std::vector<std::atomic<int>> visits(static_cast<size_t>(std::max<int64_t>(n, 0)));
-  std::atomic<int> bad_piece{0};
-  pool.parallel_for_dynamic(
-      n,
-      [&](int thread, int64_t begin, int64_t end) {
-        const bool whole = end - begin == grain || end == n;
-        if (thread < 0 || thread >= pool.n_threads() || begin >= end || begin % grain != 0 || !whole)
-          bad_piece.fetch_add(1);
-        for (int64_t i = begin; i < end; ++i) visits[i].fetch_add(1);
-      },
-      grain);
-  EXPECT_EQ(bad_piece.load(), 0) << "n=" << n << " grain=" << grain;
-  for (int64_t i = 0; i < n; ++i)
-    ASSERT_EQ(visits[i].load(), 1) << "index " << i << " n=" << n << " grain=" << grain;
-}
-
 TEST(ThreadPool, DynamicGivesEveryIndexOnceInGrainPieces) {
   for (int threads : {1, 2, 3, 4, 7}) {
     ThreadPool pool(threads);
     for (int64_t n : {0, 1, 2, 3, 5, 8, 31, 64, 100, 1000})
       for (int64_t grain : {1, 2, 3, 16, 64, 2000}) {
-        expect_dynamic_pieces(pool, n, grain);
+        expect_exact_cover(pool, n, grain, /*dynamic=*/true);
         expect_exact_cover(pool, n, grain);  // a static job right after a dynamic one
       }
   }
