@@ -220,10 +220,11 @@ void pack_panel(const typename W::Elem* w, int64_t ld_w, int64_t r0, int n_rows,
     }
 }
 
-// y[t * ld_y + r] (+)= sum_c panel[c][r] * x[t * ld_x + c] for r < n_rows, t < T.
+// sums[t * ld_s + r] (+)= sum_c panel[c][r] * x[t * ld_x + c] for r < 16, t < T
+// (sums: a block's contiguous buffer; a panel's rows past the matrix are zeros).
 template <int T>
-void panel_tile(const float* panel, int64_t n_cols, const float* x, int64_t ld_x, float* y,
-                int64_t ld_y, int n_rows, bool add) {
+void panel_tile(const float* panel, int64_t n_cols, const float* x, int64_t ld_x, float* sums,
+                int64_t ld_s, bool add) {
   // two named arrays (not acc[T][2]): GCC keeps these in registers
   __m256 lo[T], hi[T];
   #pragma GCC unroll 8
@@ -240,24 +241,17 @@ void panel_tile(const float* panel, int64_t n_cols, const float* x, int64_t ld_x
   }
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
-    float* out = y + t * ld_y;
-    if (n_rows == kPanelRows) {
-      if (add) {
-        lo[t] = _mm256_add_ps(lo[t], _mm256_loadu_ps(out));
-        hi[t] = _mm256_add_ps(hi[t], _mm256_loadu_ps(out + 8));
-      }
-      _mm256_storeu_ps(out, lo[t]);
-      _mm256_storeu_ps(out + 8, hi[t]);
-    } else {
-      alignas(32) float tmp[kPanelRows];
-      _mm256_store_ps(tmp, lo[t]);
-      _mm256_store_ps(tmp + 8, hi[t]);
-      for (int r = 0; r < n_rows; ++r) out[r] = add ? out[r] + tmp[r] : tmp[r];
+    float* out = sums + t * ld_s;
+    if (add) {
+      lo[t] = _mm256_add_ps(lo[t], _mm256_loadu_ps(out));
+      hi[t] = _mm256_add_ps(hi[t], _mm256_loadu_ps(out + 8));
     }
+    _mm256_storeu_ps(out, lo[t]);
+    _mm256_storeu_ps(out + 8, hi[t]);
   }
 }
 
-using PanelTileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, int, bool);
+using PanelTileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, bool);
 constexpr PanelTileFn kPanelTiles[kTokTile + 1] = {nullptr,        panel_tile<1>, panel_tile<2>,
                                                    panel_tile<3>, panel_tile<4>, panel_tile<5>,
                                                    panel_tile<6>};
@@ -282,13 +276,11 @@ void matmul_packed(const WeightMatrix& m, const float* x, int64_t n_tokens, floa
           pack_panel<W>(w, m.cols, r, static_cast<int>(std::min<int64_t>(kPanelRows, r1 - r)), c0,
                         nc, panels + p * kPanelRows * kChunkCols);
         }
-        // a panel's rows past r1 are zeros, so every tile writes all 16 sums
         for (int64_t t = t0; t < t1; t += kTokTile) {
           const int64_t nt = std::min<int64_t>(kTokTile, t1 - t);
           for (int p = 0; p < n_panels; ++p)
             kPanelTiles[nt](panels + p * kPanelRows * kChunkCols, nc, x + t * m.cols + c0, m.cols,
-                            sums + (t - t0) * kBlockRows + p * kPanelRows, kBlockRows, kPanelRows,
-                            c0 > 0);
+                            sums + (t - t0) * kBlockRows + p * kPanelRows, kBlockRows, c0 > 0);
         }
       }
       for (int64_t t = t0; t < t1; ++t)
