@@ -34,10 +34,40 @@ inline const float* act_floats(const ActBlock* act, int64_t n_tokens, int64_t n_
   return reinterpret_cast<const float*>(act + n_tokens * n_sub);
 }
 
+// Decode's Q4_0 kernel (n_tokens < kPackedMinTokens) reads the activations
+// again, re-laid for pairs of blocks, after the act floats; prepare writes
+// them for every quantized type (one preparation serves a group). Per token,
+// over the first paired_blocks(n_sub) blocks: for blocks A = 2i, B = 2i + 1,
+//   q[2i]     = [A.q 0..15 | B.q 0..15]   (32 int8)
+//   q[2i + 1] = [A.q 16..31 | B.q 16..31]
+// then d[paired_blocks] and dsum[paired_blocks] (d * qsum), each 8 blocks in
+// the lane order kPairLaneBlock, the order the kernel's integer sums land in.
+inline int64_t paired_blocks(int64_t n_sub) { return n_sub / 8 * 8; }
+constexpr int64_t kPairedBytesPerBlock = 32 + 2 * sizeof(float);
+constexpr int kPairLaneBlock[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+struct PairedActs {
+  const int8_t* q;  // [paired_blocks][32]
+  const float* d;
+  const float* dsum;
+};
+inline uint8_t* paired_region(ActBlock* act, int64_t n_tokens, int64_t n_sub, int64_t t) {
+  return reinterpret_cast<uint8_t*>(act_floats(act, n_tokens, n_sub) + kActFloatsPerBlock * n_tokens * n_sub) +
+         t * paired_blocks(n_sub) * kPairedBytesPerBlock;
+}
+inline PairedActs paired_acts(const ActBlock* act, int64_t n_tokens, int64_t n_sub, int64_t t) {
+  const uint8_t* base = paired_region(const_cast<ActBlock*>(act), n_tokens, n_sub, t);
+  const int64_t n = paired_blocks(n_sub);
+  const auto* d = reinterpret_cast<const float*>(base + 32 * n);
+  return {reinterpret_cast<const int8_t*>(base), d, d + n};
+}
+
 // Quantizes one token's activations x[cols] (cols a multiple of 32) into
 // out[cols / 32].
 void quantize_activations(const float* x, int64_t cols, ActBlock* out);
 
+// Writes one token's paired copy (see PairedActs) from its ActBlocks and act
+// floats f (d at f[b], d * qsum at f[n_sub + b]).
+void pair_activations(const ActBlock* act, const float* f, int64_t n_sub, uint8_t* out);
 // Q8_0, Q4_0, Q4_K and Q6_K weights against activations quantized by
 // quantize_activations: act[t * (w.cols / 32) + b].
 void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,

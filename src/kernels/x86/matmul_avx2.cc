@@ -1,4 +1,6 @@
 // AVX2 matmul entry: routes each weight type to its kernel family.
+#include <algorithm>
+
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx2_internal.h"
 
@@ -18,10 +20,14 @@ bool is_quant(DType dtype) {
 
 bool supports(DType dtype) { return is_float(dtype) || is_quant(dtype); }
 
+// Room for the paired copy of up to kPackedMinTokens - 1 tokens is always
+// counted, so a buffer sized for n tokens also serves every call with fewer.
 size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
   if (!is_quant(dtype) || cols <= 0 || n_tokens <= 0) return 0;
-  const size_t blocks = static_cast<size_t>(n_tokens) * static_cast<size_t>(cols / 32);
-  return blocks * (sizeof(ActBlock) + kActFloatsPerBlock * sizeof(float));
+  const auto n_sub = static_cast<size_t>(cols / 32);
+  const auto paired_tokens = static_cast<size_t>(std::min(n_tokens, kPackedMinTokens - 1));
+  return static_cast<size_t>(n_tokens) * n_sub * (sizeof(ActBlock) + kActFloatsPerBlock * sizeof(float)) +
+         paired_tokens * static_cast<size_t>(paired_blocks(cols / 32)) * kPairedBytesPerBlock;
 }
 
 void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_tokens,
@@ -39,6 +45,7 @@ void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_to
       f[2 * n_sub + 2 * b] = a.d * static_cast<float>(a.qsum_lo);
       f[2 * n_sub + 2 * b + 1] = a.d * static_cast<float>(a.qsum - a.qsum_lo);
     }
+    if (n_tokens < kPackedMinTokens) pair_activations(act + t * n_sub, f, n_sub, paired_region(act, n_tokens, n_sub, t));
   }
 }
 

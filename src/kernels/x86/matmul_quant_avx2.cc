@@ -39,8 +39,6 @@ inline __m256i idot(const Sub& s, __m256i a) {
 
 struct Q8_0Dec {
   static constexpr int kBytes = sizeof(BlockQ8_0);
-  static constexpr bool kUnsigned = false;
-  static constexpr bool kOffset8 = false;
   static void unpack(const uint8_t* p, Sub* s) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
     s[0].q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
@@ -50,8 +48,6 @@ struct Q8_0Dec {
 
 struct Q4_0Dec {
   static constexpr int kBytes = sizeof(BlockQ4_0);
-  static constexpr bool kUnsigned = true;
-  static constexpr bool kOffset8 = true;
   static void unpack(const uint8_t* p, Sub* s) {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(p);
     // The 16 bytes in both halves, the upper half shifted right by 4, then the
@@ -59,73 +55,140 @@ struct Q4_0Dec {
     const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b->qs)));
     const __m256i shifted = _mm256_srlv_epi32(raw, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4));
     // kept unsigned (0..15): maddubs takes it directly, and the -8 offset is
-    // applied as -qsum on each of the 8 int32 lanes (8 * qsum in total)
+    // applied as -8 * d * qsum
     s[0].q = _mm256_and_si256(shifted, _mm256_set1_epi8(0x0F));
     s[0].ws = half_to_float(b->d);
   }
 };
 
-// Decode of one Q4_0 or Q8_0 row against one token's activations, 8 blocks a
-// step: row . x = sum_b ws_b a.d_b (q_b . a_b) [- 8 sum_b ws_b a.d_b qsum_b
-// for Q4_0]. The 8 weight scales of a step are converted together (one
-// vcvtph2ps) and multiplied by the 8 activation scales (act_floats), and
-// Q4_0's offset term is one FMA a step over the activations' d * qsum, so a
-// block costs its unpack, one integer dot, one convert and one FMA (the
-// per-block scale and offset work had made Q4_0 decode compute-bound at about
-// 9 GB/s a core; this reads 10-13% faster, docs/PERFORMANCE.md section 12).
-// Two accumulators: with one, each FMA waited for the previous one's result.
-template <class D>
-float row_decode(const uint8_t* row, int64_t n_blocks, const ActBlock* act, const float* act_d,
-                 const float* act_dsum) {
+// The 8 f16 scales of 8 blocks starting at p (block_bytes apart), taken in
+// kPairLaneBlock order when kPairOrder, as floats.
+template <int kBlockBytes, bool kPairOrder>
+inline __m256 block_scales(const uint8_t* p) {
+  uint16_t d16[8];
+  for (int j = 0; j < 8; ++j)
+    std::memcpy(&d16[j], p + (kPairOrder ? kPairLaneBlock[j] : j) * kBlockBytes, sizeof(uint16_t));
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d16)));
+}
+
+// Decode of one Q8_0 row against one token's activations, 8 blocks a step:
+// row . x = sum_b ws_b a.d_b (q_b . a_b). The 8 weight scales of a step are
+// converted together (one vcvtph2ps) and multiplied by the 8 activation
+// scales (act_floats), so a block costs its load, one integer dot, one
+// convert and one FMA. Two accumulators: with one, each FMA waited for the
+// previous one's result.
+float q8_0_row(const uint8_t* row, int64_t n_blocks, const ActBlock* act, const float* act_d) {
+  constexpr int kB = Q8_0Dec::kBytes;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  __m256 offset = _mm256_setzero_ps();
   int64_t b = 0;
   for (; b + 8 <= n_blocks; b += 8) {
-    const uint8_t* p = row + b * D::kBytes;
+    const uint8_t* p = row + b * kB;
     // rows lie back to back, so this runs on into the next rows
-    prefetch_bytes(p + kDecodePrefetchBytes, 8 * D::kBytes);
-    uint16_t d16[8];
-    for (int j = 0; j < 8; ++j) std::memcpy(&d16[j], p + j * D::kBytes, sizeof(uint16_t));
-    const __m256 ws = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d16)));
+    prefetch_bytes(p + kDecodePrefetchBytes, 8 * kB);
     alignas(32) float scale[8];
-    _mm256_store_ps(scale, _mm256_mul_ps(ws, _mm256_loadu_ps(act_d + b)));
-    if constexpr (D::kOffset8) offset = _mm256_fmadd_ps(ws, _mm256_loadu_ps(act_dsum + b), offset);
+    _mm256_store_ps(scale, _mm256_mul_ps(block_scales<kB, false>(p), _mm256_loadu_ps(act_d + b)));
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       Sub s;
-      D::unpack(p + j * D::kBytes, &s);
+      Q8_0Dec::unpack(p + j * kB, &s);
       const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b + j].q));
-      const __m256 prod = _mm256_cvtepi32_ps(idot<D::kUnsigned>(s, aq));
+      const __m256 prod = _mm256_cvtepi32_ps(idot<false>(s, aq));
       acc[j & 1] = _mm256_fmadd_ps(prod, _mm256_broadcast_ss(scale + j), acc[j & 1]);
     }
   }
-  float tail_offset = 0.0f;
   for (; b < n_blocks; ++b) {  // the last n_blocks % 8, one at a time
     Sub s;
-    D::unpack(row + b * D::kBytes, &s);
+    Q8_0Dec::unpack(row + b * kB, &s);
     const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
-    const __m256 prod = _mm256_cvtepi32_ps(idot<D::kUnsigned>(s, aq));
+    const __m256 prod = _mm256_cvtepi32_ps(idot<false>(s, aq));
     acc[0] = _mm256_fmadd_ps(prod, _mm256_set1_ps(s.ws * act_d[b]), acc[0]);
+  }
+  return hsum(_mm256_add_ps(acc[0], acc[1]));
+}
+
+// x4 int32 lanes of a and b (each <= 15240 here) narrowed to int16 and summed
+// in pairs: per 128-bit half, a's 4 lanes become 2, then b's 4 become 2.
+inline __m256i pair_sums(__m256i a, __m256i b) {
+  return _mm256_madd_epi16(_mm256_packs_epi32(a, b), _mm256_set1_epi16(1));
+}
+
+// Decode of one Q4_0 row against one token's paired activations (PairedActs),
+// 8 blocks a step: row . x = sum_b ws_b a.d_b (q_b . a_b) - 8 sum_b ws_b a.d_b qsum_b.
+// A 256-bit load holds the nibbles of two blocks A, B; its low nibbles are
+// A's and B's elements 0..15, its high ones 16..31, matching the paired
+// activations, so one vpmaddubsw each and an add give both blocks' sums of
+// pairs. The 8 blocks' integer dots are then summed as a tree in the integer
+// domain (vpackssdw + vpmaddwd; unsigned nibbles keep every partial sum below
+// 2^15) into the 8 lanes of one vector, so one convert and one FMA with the 8
+// scale products serve 8 blocks. The lanes come out in kPairLaneBlock order,
+// as the paired scales are stored. 20-25% faster than a dot, convert and FMA
+// per block from L1/L2 (docs/PERFORMANCE.md section 13).
+float q4_0_row(const uint8_t* row, int64_t n_blocks, const PairedActs& pa, const ActBlock* act,
+               const float* act_d, const float* act_dsum) {
+  constexpr int kB = Q4_0Dec::kBytes;
+  const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  __m256 acc = _mm256_setzero_ps(), offset = _mm256_setzero_ps();
+  const int64_t n_paired = paired_blocks(n_blocks);
+  for (int64_t b = 0; b < n_paired; b += 8) {
+    const uint8_t* p = row + b * kB;
+    prefetch_bytes(p + kDecodePrefetchBytes, 8 * kB);
+    const __m256 ws = block_scales<kB, true>(p);
+    offset = _mm256_fmadd_ps(ws, _mm256_loadu_ps(pa.dsum + b), offset);
+    __m256i sums4[4];  // [A: 4 sums of 8 products | B: 4 sums of 8], each <= 15240
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) {
+      const auto* a = reinterpret_cast<const BlockQ4_0*>(p + 2 * i * kB);
+      const auto* bb = reinterpret_cast<const BlockQ4_0*>(p + (2 * i + 1) * kB);
+      const __m256i raw = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(bb->qs),
+                                              reinterpret_cast<const __m128i*>(a->qs));
+      const __m256i lo = _mm256_and_si256(raw, mask);
+      const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
+      const int8_t* aq = pa.q + (b + 2 * i) * 32;
+      const __m256i p16 = _mm256_add_epi16(
+          _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq))),
+          _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq + 32))));
+      sums4[i] = _mm256_madd_epi16(p16, ones);
+    }
+    const __m256i dots = pair_sums(pair_sums(sums4[0], sums4[1]), pair_sums(sums4[2], sums4[3]));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(ws, _mm256_loadu_ps(pa.d + b)), acc);
+  }
+  float sum = hsum(acc), tail_offset = 0.0f;
+  for (int64_t b = n_paired; b < n_blocks; ++b) {  // the last n_blocks % 8, one at a time
+    Sub s;
+    Q4_0Dec::unpack(row + b * kB, &s);
+    const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
+    sum += hsum(_mm256_cvtepi32_ps(idot<true>(s, aq))) * s.ws * act_d[b];
     tail_offset += s.ws * act_dsum[b];
   }
-  float sum = hsum(_mm256_add_ps(acc[0], acc[1]));
-  if constexpr (D::kOffset8) sum -= 8.0f * (hsum(offset) + tail_offset);
-  return sum;
+  return sum - 8.0f * (hsum(offset) + tail_offset);
 }
 
 // Q4_0 and Q8_0 with fewer tokens than a packed tile (decode): each row
 // streams once per token.
-template <class D>
-void decode_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
-                 int64_t row_begin, int64_t row_end) {
+void q8_0_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
+                     int64_t row_begin, int64_t row_end) {
   const int64_t n_sub = w.cols / kQK;
-  const int64_t stride = n_sub * D::kBytes;
+  const int64_t stride = n_sub * Q8_0Dec::kBytes;
   const float* floats = act_floats(act, n_tokens, n_sub);
   const auto* base = static_cast<const uint8_t*>(w.data);
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* f = floats + kActFloatsPerBlock * t * n_sub;
     for (int64_t r = row_begin; r < row_end; ++r)
-      y[t * w.rows + r] = row_decode<D>(base + r * stride, n_sub, act + t * n_sub, f, f + n_sub);
+      y[t * w.rows + r] = q8_0_row(base + r * stride, n_sub, act + t * n_sub, f);
+  }
+}
+
+void q4_0_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
+                     int64_t row_begin, int64_t row_end) {
+  const int64_t n_sub = w.cols / kQK;
+  const int64_t stride = n_sub * Q4_0Dec::kBytes;
+  const float* floats = act_floats(act, n_tokens, n_sub);
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const float* f = floats + kActFloatsPerBlock * t * n_sub;
+    const PairedActs pa = paired_acts(act, n_tokens, n_sub, t);
+    for (int64_t r = row_begin; r < row_end; ++r)
+      y[t * w.rows + r] = q4_0_row(base + r * stride, n_sub, pa, act + t * n_sub, f, f + n_sub);
   }
 }
 
@@ -303,15 +366,33 @@ void quantize_activations(const float* x, int64_t cols, ActBlock* out) {
   }
 }
 
+void pair_activations(const ActBlock* act, const float* f, int64_t n_sub, uint8_t* out) {
+  const int64_t n = paired_blocks(n_sub);
+  for (int64_t b = 0; b < n; b += 2) {
+    int8_t* q = reinterpret_cast<int8_t*>(out) + b * 32;
+    std::memcpy(q, act[b].q, 16);
+    std::memcpy(q + 16, act[b + 1].q, 16);
+    std::memcpy(q + 32, act[b].q + 16, 16);
+    std::memcpy(q + 48, act[b + 1].q + 16, 16);
+  }
+  auto* d = reinterpret_cast<float*>(out + 32 * n);
+  float* dsum = d + n;
+  for (int64_t b = 0; b < n; b += 8)
+    for (int l = 0; l < 8; ++l) {
+      d[b + l] = f[b + kPairLaneBlock[l]];
+      dsum[b + l] = f[n_sub + b + kPairLaneBlock[l]];
+    }
+}
+
 void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
                        int64_t row_begin, int64_t row_end) {
   if (n_tokens >= kPackedMinTokens && packed_supports(w.dtype))
     return matmul_rows_packed(w, act, n_tokens, y, row_begin, row_end);
   switch (w.dtype) {
     case DType::kQ8_0:
-      return decode_rows<Q8_0Dec>(w, act, n_tokens, y, row_begin, row_end);
+      return q8_0_matmul_few(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_0:
-      return decode_rows<Q4_0Dec>(w, act, n_tokens, y, row_begin, row_end);
+      return q4_0_matmul_few(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K:
       return q4k_matmul_few(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K:

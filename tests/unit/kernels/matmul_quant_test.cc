@@ -98,9 +98,52 @@ TEST_P(MatmulQuantTest, PackedPrefillPanelsChunksAndTails) {
   check(GetParam(), 19, 3 * block, 200, pool2);  // one column chunk: stored straight to y
 }
 
+// Decode (1-3 tokens) of rows of several 8-block steps with and without a
+// tail of n_blocks % 8: the Q4_0 and Q8_0 decode kernels step 8 blocks at a
+// time (Q4_0 through the paired activations) and take the rest one by one.
+TEST_P(MatmulQuantTest, DecodeStepsAndTails) {
+  ThreadPool pool1(1), pool2(2);
+  const int64_t block = dtype_info(GetParam())->block_elems;
+  for (int64_t cols : {int64_t{768}, int64_t{2048}, int64_t{15 * 32}, int64_t{29 * 32}, int64_t{7 * 256}})
+    for (int64_t n_tokens : {1, 2, 3}) {
+      if (cols % block != 0) continue;
+      check(GetParam(), 35, cols, n_tokens, n_tokens == 2 ? pool1 : pool2);
+      if (::testing::Test::HasFatalFailure()) return;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantTest,
                          ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+// Q4_0 decode sums a step's 8 block dots in int16 and int32 lanes: the
+// largest dots (every nibble 15 or 0, every activation at +-127) must come
+// out exact on every path, not saturated. Weights 15 - 8 = 7 or 0 - 8 = -8
+// with d = 1, activations +-1 (quantized exactly to +-127 with d = 1/127).
+TEST(MatmulQuantTest, Q4_0DecodeAtTheInt16Limits) {
+  for (int64_t n_blocks : {8, 24, 29}) {
+    const int64_t cols = 32 * n_blocks;
+    for (uint8_t nibbles : {uint8_t{0xFF}, uint8_t{0x00}, uint8_t{0x0F}}) {
+      std::vector<uint8_t> row(static_cast<size_t>(n_blocks) * 18, nibbles);
+      const uint16_t one = f32_to_f16(1.0f);
+      for (int64_t b = 0; b < n_blocks; ++b) std::memcpy(row.data() + 18 * b, &one, 2);
+      const WeightMatrix w{DType::kQ4_0, 1, cols, row.data()};
+      std::vector<float> wd(static_cast<size_t>(cols));
+      dequantize_row(w, 0, wd.data());
+      for (float sign : {1.0f, -1.0f}) {
+        const std::vector<float> x(static_cast<size_t>(cols), sign);
+        double exact = 0;
+        for (int64_t c = 0; c < cols; ++c) exact += double(wd[c]) * x[c];
+        ThreadPool pool(1);
+        for (KernelPath p : testing::simd_paths()) {
+          const float y = testing::matmul_on_path(p, w, x, 1, pool)[0];
+          EXPECT_NEAR(y, exact, 1e-5 * std::fabs(exact)) << kernel_path_name(p) << " blocks=" << n_blocks
+                                                         << " nibbles=" << int(nibbles) << " sign=" << sign;
+        }
+      }
+    }
+  }
+}
 
 // Q5_K has no quantizer; a hand-built block checks its reference matmul.
 TEST(MatmulQuantTest, Q5KReferenceEqualsDequantizedDot) {
