@@ -36,6 +36,7 @@ bool matmul_supports(DType dtype);
 
 // Scratch bytes matmul needs for n_tokens rows of `cols` activations (for
 // example to quantize activations); callers allocate it once at load (P6).
+// A buffer sized for n_tokens also serves every call with fewer tokens.
 size_t matmul_scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens);
 
 // y[t, r] = sum_c w[r, c] * x[t, c] for t < n_tokens, r < w.rows.
