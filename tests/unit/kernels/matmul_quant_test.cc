@@ -145,6 +145,31 @@ TEST(MatmulQuantTest, Q4_0DecodeAtTheInt16Limits) {
   }
 }
 
+// Callers size the scratch once for their largest call (the engine: its
+// chunk), then make calls of fewer tokens; decode's calls (1-3 tokens) use
+// more bytes per token than prefill's (the paired copy), so the size must
+// still grow with the token count. Then a 1-token call in a buffer sized for 4.
+TEST(MatmulQuantTest, ScratchForMoreTokensServesFewer) {
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K})
+    for (int64_t cols : {int64_t{256}, int64_t{2048}, int64_t{29 * 256}})
+      for (int64_t n = 1; n < 9; ++n)
+        EXPECT_LE(matmul_scratch_bytes(dtype, cols, n), matmul_scratch_bytes(dtype, cols, n + 1))
+            << dtype_name(dtype) << " cols=" << cols << " n=" << n;
+  const int64_t cols = 24 * 32;
+  const auto wf = random_floats(static_cast<size_t>(5 * cols), 7);
+  std::vector<uint8_t> q(5 * row_bytes(*dtype_info(DType::kQ4_0), cols));
+  for (int r = 0; r < 5; ++r)
+    quantize_row(DType::kQ4_0, wf.data() + r * cols, cols, q.data() + r * row_bytes(*dtype_info(DType::kQ4_0), cols));
+  const WeightMatrix w{DType::kQ4_0, 5, cols, q.data()};
+  const auto x = random_floats(static_cast<size_t>(cols), 8);
+  ThreadPool pool(2);
+  std::vector<uint8_t> big(matmul_scratch_bytes(DType::kQ4_0, cols, 4)), exact(matmul_scratch_bytes(DType::kQ4_0, cols, 1));
+  std::vector<float> y_big(5), y_exact(5);
+  matmul(w, x.data(), 1, y_big.data(), big.data(), pool);
+  matmul(w, x.data(), 1, y_exact.data(), exact.data(), pool);
+  EXPECT_EQ(y_big, y_exact);
+}
+
 // Q5_K has no quantizer; a hand-built block checks its reference matmul.
 TEST(MatmulQuantTest, Q5KReferenceEqualsDequantizedDot) {
   std::vector<uint8_t> block(176);
