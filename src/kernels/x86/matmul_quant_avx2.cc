@@ -106,8 +106,9 @@ float q8_0_row(const uint8_t* row, int64_t n_blocks, const ActBlock* act, const 
   return hsum(_mm256_add_ps(acc[0], acc[1]));
 }
 
-// x4 int32 lanes of a and b (each <= 15240 here) narrowed to int16 and summed
-// in pairs: per 128-bit half, a's 4 lanes become 2, then b's 4 become 2.
+// The int32 lanes of a and b (each below 2^15: at most 15240 in q4_0_row,
+// 7620 in q4k_row) narrowed to int16 and summed in pairs: per 128-bit half,
+// a's 4 lanes become 2, then b's 4 become 2.
 inline __m256i pair_sums(__m256i a, __m256i b) {
   return _mm256_madd_epi16(_mm256_packs_epi32(a, b), _mm256_set1_epi16(1));
 }
@@ -192,69 +193,58 @@ void q4_0_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_token
   }
 }
 
-// Q4_K decode (few tokens): the 8 scales and mins of a super-block are unpacked
-// as vectors, multiplied by the 8 activation scales (contiguous, see
-// act_floats), and each sub-block's dot broadcasts its product from the
-// stack; the min terms accumulate as one vector FMA per super-block.
-template <int T>
-void q4k_row_tokens(const BlockQ4_K* row, int64_t n_super, const ActBlock* act,
-                    const float* scales, int64_t n_sub, float* y, int64_t ld_y) {
-  // two accumulators per token (low and high nibble sub-blocks): independent FMA chains
-  __m256 acc[T], acc_hi[T], macc[T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) acc[t] = acc_hi[t] = macc[t] = _mm256_setzero_ps();
+// Q4_K decode (few tokens), one row against one token: the 8 scales and mins
+// of a super-block are unpacked as vectors; a 256-bit load of 32 bytes holds
+// sub-blocks 2c (low nibbles) and 2c + 1 (high); each sub-block's dot is one
+// vpmaddubsw + vpmaddwd, and the 8 dots are summed in the integer domain as
+// in q4_0_row (nibbles keep the partial sums below 2^15) into one vector of
+// 8 lanes (two trees of four, then the 128-bit halves added), so one convert
+// and one FMA with the 8 products d * scale_j * a.d_j serve the super-block.
+// The min terms accumulate as one vector FMA per super-block. 1.15x the
+// per-sub-block convert and FMA in L1/L2 (docs/PERFORMANCE.md section 13).
+float q4k_row(const BlockQ4_K* row, int64_t n_super, const ActBlock* act, const float* act_d,
+              const float* act_dsum) {
+  __m256 acc = _mm256_setzero_ps(), macc = _mm256_setzero_ps();
   const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockQ4_K& b = row[sb];
-    if constexpr (T == 1) prefetch_bytes(reinterpret_cast<const char*>(&b) + kDecodePrefetchBytes, sizeof(b));
+    prefetch_bytes(reinterpret_cast<const char*>(&b) + kDecodePrefetchBytes, sizeof(b));
     const __m128i sc_mn = x86::q4k_scale_min_bytes(b.scales);
     const __m256i sc_i = _mm256_cvtepu8_epi32(sc_mn), mn_i = _mm256_cvtepu8_epi32(_mm_srli_si128(sc_mn, 8));
     const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(sc_i), _mm256_set1_ps(half_to_float(b.d)));
     const __m256 mn = _mm256_mul_ps(_mm256_cvtepi32_ps(mn_i), _mm256_set1_ps(half_to_float(b.dmin)));
-    // the 8 sub-block scales x activation scales, through the stack so each
-    // sub-block's is a broadcast load rather than a lane permute
-    alignas(32) float s[T][8];
-#pragma GCC unroll 4
-    for (int t = 0; t < T; ++t) {
-      const float* ad = scales + kActFloatsPerBlock * t * n_sub + 8 * sb;
-      _mm256_store_ps(s[t], _mm256_mul_ps(sc, _mm256_loadu_ps(ad)));
-      macc[t] = _mm256_fmadd_ps(mn, _mm256_loadu_ps(ad + n_sub), macc[t]);
-    }
+    macc = _mm256_fmadd_ps(mn, _mm256_loadu_ps(act_dsum + 8 * sb), macc);
+    __m256i sums4[8];  // sub-block j: 8 int32 lanes, each a sum of 4 products (<= 7620)
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c));
-      const __m256i q[2] = {_mm256_and_si256(raw, mask),
-                            _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)};
+      const __m256i q[2] = {_mm256_and_si256(raw, mask), _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)};
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
-        const int j = 2 * c + h;
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) {
-          const __m256i a = _mm256_loadu_si256(
-              reinterpret_cast<const __m256i*>(act[t * n_sub + 8 * sb + j].q));
-          const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q[h], a), ones);
-          const __m256 sj = _mm256_broadcast_ss(&s[t][j]);
-          __m256& a_h = h ? acc_hi[t] : acc[t];
-          a_h = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), sj, a_h);
-        }
+        const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[8 * sb + 2 * c + h].q));
+        sums4[2 * c + h] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[h], a), ones);
       }
     }
+    // per 128-bit half: sub-blocks 0..3 (lo) and 4..7 (hi), then the halves added
+    const __m256i lo = pair_sums(pair_sums(sums4[0], sums4[1]), pair_sums(sums4[2], sums4[3]));
+    const __m256i hi = pair_sums(pair_sums(sums4[4], sums4[5]), pair_sums(sums4[6], sums4[7]));
+    const __m256i dots = _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20),
+                                          _mm256_permute2x128_si256(lo, hi, 0x31));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(sc, _mm256_loadu_ps(act_d + 8 * sb)), acc);
   }
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) y[t * ld_y] = hsum(_mm256_add_ps(acc[t], acc_hi[t])) - hsum(macc[t]);
+  return hsum(_mm256_sub_ps(acc, macc));
 }
 
 void q4k_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
                     int64_t row_begin, int64_t row_end) {
   const int64_t n_super = w.cols / kQKK, n_sub = w.cols / kQK;
-  const float* scales = act_floats(act, n_tokens, n_sub);
+  const float* floats = act_floats(act, n_tokens, n_sub);
   const auto* base = static_cast<const BlockQ4_K*>(w.data);
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const BlockQ4_K* row = base + r * n_super;
-    for (int64_t t = 0; t < n_tokens; ++t)
-      q4k_row_tokens<1>(row, n_super, act + t * n_sub, scales + kActFloatsPerBlock * t * n_sub, n_sub,
-                        y + t * w.rows + r, w.rows);
-  }
+  for (int64_t r = row_begin; r < row_end; ++r)
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const float* f = floats + kActFloatsPerBlock * t * n_sub;
+      y[t * w.rows + r] = q4k_row(base + r * n_super, n_super, act + t * n_sub, f, f + n_sub);
+    }
 }
 
 // Q6_K decode, one token: q kept unsigned (0..63), so maddubs takes it

@@ -116,33 +116,50 @@ INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantTest,
                          ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
-// Q4_0 decode sums a step's 8 block dots in int16 and int32 lanes: the
-// largest dots (every nibble 15 or 0, every activation at +-127) must come
-// out exact on every path, not saturated. Weights 15 - 8 = 7 or 0 - 8 = -8
-// with d = 1, activations +-1 (quantized exactly to +-127 with d = 1/127).
-TEST(MatmulQuantTest, Q4_0DecodeAtTheInt16Limits) {
-  for (int64_t n_blocks : {8, 24, 29}) {
-    const int64_t cols = 32 * n_blocks;
-    for (uint8_t nibbles : {uint8_t{0xFF}, uint8_t{0x00}, uint8_t{0x0F}}) {
-      std::vector<uint8_t> row(static_cast<size_t>(n_blocks) * 18, nibbles);
-      const uint16_t one = f32_to_f16(1.0f);
-      for (int64_t b = 0; b < n_blocks; ++b) std::memcpy(row.data() + 18 * b, &one, 2);
-      const WeightMatrix w{DType::kQ4_0, 1, cols, row.data()};
-      std::vector<float> wd(static_cast<size_t>(cols));
-      dequantize_row(w, 0, wd.data());
-      for (float sign : {1.0f, -1.0f}) {
-        const std::vector<float> x(static_cast<size_t>(cols), sign);
-        double exact = 0;
-        for (int64_t c = 0; c < cols; ++c) exact += double(wd[c]) * x[c];
-        ThreadPool pool(1);
-        for (KernelPath p : testing::simd_paths()) {
-          const float y = testing::matmul_on_path(p, w, x, 1, pool)[0];
-          EXPECT_NEAR(y, exact, 1e-5 * std::fabs(exact)) << kernel_path_name(p) << " blocks=" << n_blocks
-                                                         << " nibbles=" << int(nibbles) << " sign=" << sign;
-        }
-      }
+// y = w . x of a one-row matrix must equal the dequantized dot exactly (to
+// float rounding) on every SIMD path, for x all +1 and all -1 (quantized
+// exactly to +-127 with d = 1/127).
+void expect_exact_at_limits(DType dtype, const std::vector<uint8_t>& row, int64_t cols, const char* what) {
+  const WeightMatrix w{dtype, 1, cols, row.data()};
+  std::vector<float> wd(static_cast<size_t>(cols));
+  dequantize_row(w, 0, wd.data());
+  ThreadPool pool(1);
+  for (float sign : {1.0f, -1.0f}) {
+    const std::vector<float> x(static_cast<size_t>(cols), sign);
+    double exact = 0;
+    for (int64_t c = 0; c < cols; ++c) exact += double(wd[c]) * x[c];
+    for (KernelPath p : testing::simd_paths()) {
+      const float y = testing::matmul_on_path(p, w, x, 1, pool)[0];
+      EXPECT_NEAR(y, exact, 1e-5 * std::fabs(exact) + 1e-3)
+          << kernel_path_name(p) << " " << dtype_name(dtype) << " cols=" << cols << " " << what << " sign=" << sign;
     }
   }
+}
+
+// Q4_0 and Q4_K decode sum a step's 8 block dots in int16 and int32 lanes:
+// the largest dots (every nibble 15 or 0, every activation at +-127) must
+// come out exact, not saturated. Q4_0: weights 15 - 8 = 7 or 0 - 8 = -8 with
+// d = 1. Q4_K: every 6-bit scale and min 63 (all scale bytes 0xFF), d = 1,
+// dmin = 0 or 1.
+TEST(MatmulQuantTest, DecodeAtTheInt16Limits) {
+  const uint16_t one = f32_to_f16(1.0f), zero = 0;
+  for (int64_t n_blocks : {8, 24, 29})
+    for (uint8_t nibbles : {uint8_t{0xFF}, uint8_t{0x00}, uint8_t{0x0F}}) {
+      std::vector<uint8_t> row(static_cast<size_t>(n_blocks) * 18, nibbles);
+      for (int64_t b = 0; b < n_blocks; ++b) std::memcpy(row.data() + 18 * b, &one, 2);
+      expect_exact_at_limits(DType::kQ4_0, row, 32 * n_blocks, nibbles == 0xFF ? "15s" : nibbles ? "15/0" : "0s");
+    }
+  for (int64_t n_super : {1, 3})
+    for (uint16_t dmin : {zero, one})
+      for (uint8_t nibbles : {uint8_t{0xFF}, uint8_t{0x00}}) {
+        std::vector<uint8_t> row(static_cast<size_t>(n_super) * 144, 0xFF);
+        for (int64_t b = 0; b < n_super; ++b) {
+          std::memcpy(row.data() + 144 * b, &one, 2);
+          std::memcpy(row.data() + 144 * b + 2, &dmin, 2);
+          std::memset(row.data() + 144 * b + 16, nibbles, 128);
+        }
+        expect_exact_at_limits(DType::kQ4_K, row, 256 * n_super, nibbles ? "15s" : "0s");
+      }
 }
 
 // Callers size the scratch once for their largest call (the engine: its
