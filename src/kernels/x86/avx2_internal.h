@@ -50,12 +50,16 @@ struct PairedActs {
   const float* d;
   const float* dsum;
 };
-inline uint8_t* paired_region(ActBlock* act, int64_t n_tokens, int64_t n_sub, int64_t t) {
-  return reinterpret_cast<uint8_t*>(act_floats(act, n_tokens, n_sub) + kActFloatsPerBlock * n_tokens * n_sub) +
+// Bytes from the first ActBlock to token t's paired copy.
+inline int64_t paired_offset(int64_t n_tokens, int64_t n_sub, int64_t t) {
+  return n_tokens * n_sub * static_cast<int64_t>(sizeof(ActBlock) + kActFloatsPerBlock * sizeof(float)) +
          t * paired_blocks(n_sub) * kPairedBytesPerBlock;
 }
+inline uint8_t* paired_region(ActBlock* act, int64_t n_tokens, int64_t n_sub, int64_t t) {
+  return reinterpret_cast<uint8_t*>(act) + paired_offset(n_tokens, n_sub, t);
+}
 inline PairedActs paired_acts(const ActBlock* act, int64_t n_tokens, int64_t n_sub, int64_t t) {
-  const uint8_t* base = paired_region(const_cast<ActBlock*>(act), n_tokens, n_sub, t);
+  const uint8_t* base = reinterpret_cast<const uint8_t*>(act) + paired_offset(n_tokens, n_sub, t);
   const int64_t n = paired_blocks(n_sub);
   const auto* d = reinterpret_cast<const float*>(base + 32 * n);
   return {reinterpret_cast<const int8_t*>(base), d, d + n};

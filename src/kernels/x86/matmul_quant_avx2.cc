@@ -4,6 +4,9 @@
 // uint8) lanes and dotted with _mm256_maddubs_epi16 + _mm256_madd_epi16.
 // This file has the paths for fewer tokens than a packed prefill tile
 // (matmul_packed_avx2.cc): each weight row streams once per token (decode).
+// Q4_0 and Q4_K sum 8 blocks' integer dots into one vector before a single
+// convert and FMA (pair_sums); Q4_0 also reads two blocks a load against the
+// paired copy of the activations (PairedActs in avx2_internal.h).
 
 #include <cstring>
 
