@@ -74,13 +74,23 @@ inline __m256 block_scales(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d16)));
 }
 
+// One token's prepared activations, as the decode row kernels read them.
+struct TokenActs {
+  const ActBlock* blocks;  // [n_sub]
+  const float* d;          // a.d of each block (act_floats)
+  const float* dsum;       // a.d * qsum of each block
+  PairedActs paired;       // Q4_0's copy for block pairs
+};
+
 // Decode of one Q8_0 row against one token's activations, 8 blocks a step:
 // row . x = sum_b ws_b a.d_b (q_b . a_b). The 8 weight scales of a step are
 // converted together (one vcvtph2ps) and multiplied by the 8 activation
 // scales (act_floats), so a block costs its load, one integer dot, one
 // convert and one FMA. Two accumulators: with one, each FMA waited for the
 // previous one's result.
-float q8_0_row(const uint8_t* row, int64_t n_blocks, const ActBlock* act, const float* act_d) {
+float q8_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
+  const ActBlock* act = a.blocks;
+  const float* act_d = a.d;
   constexpr int kB = Q8_0Dec::kBytes;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t b = 0;
@@ -127,8 +137,8 @@ inline __m256i pair_sums(__m256i a, __m256i b) {
 // scale products serve 8 blocks. The lanes come out in kPairLaneBlock order,
 // as the paired scales are stored. 20-25% faster than a dot, convert and FMA
 // per block from L1/L2 (docs/PERFORMANCE.md section 13).
-float q4_0_row(const uint8_t* row, int64_t n_blocks, const PairedActs& pa, const ActBlock* act,
-               const float* act_d, const float* act_dsum) {
+float q4_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
+  const PairedActs& pa = a.paired;
   constexpr int kB = Q4_0Dec::kBytes;
   const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   __m256 acc = _mm256_setzero_ps(), offset = _mm256_setzero_ps();
@@ -141,10 +151,10 @@ float q4_0_row(const uint8_t* row, int64_t n_blocks, const PairedActs& pa, const
     __m256i sums4[4];  // [A: 4 sums of 8 products | B: 4 sums of 8], each <= 15240
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {
-      const auto* a = reinterpret_cast<const BlockQ4_0*>(p + 2 * i * kB);
+      const auto* ba = reinterpret_cast<const BlockQ4_0*>(p + 2 * i * kB);
       const auto* bb = reinterpret_cast<const BlockQ4_0*>(p + (2 * i + 1) * kB);
       const __m256i raw = _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(bb->qs),
-                                              reinterpret_cast<const __m128i*>(a->qs));
+                                              reinterpret_cast<const __m128i*>(ba->qs));
       const __m256i lo = _mm256_and_si256(raw, mask);
       const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask);
       const int8_t* aq = pa.q + (b + 2 * i) * 32;
@@ -160,39 +170,26 @@ float q4_0_row(const uint8_t* row, int64_t n_blocks, const PairedActs& pa, const
   for (int64_t b = n_paired; b < n_blocks; ++b) {  // the last n_blocks % 8, one at a time
     Sub s;
     Q4_0Dec::unpack(row + b * kB, &s);
-    const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
-    sum += hsum(_mm256_cvtepi32_ps(idot<true>(s, aq))) * s.ws * act_d[b];
-    tail_offset += s.ws * act_dsum[b];
+    const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.blocks[b].q));
+    sum += hsum(_mm256_cvtepi32_ps(idot<true>(s, aq))) * s.ws * a.d[b];
+    tail_offset += s.ws * a.dsum[b];
   }
   return sum - 8.0f * (hsum(offset) + tail_offset);
 }
 
 // Q4_0 and Q8_0 with fewer tokens than a packed tile (decode): each row
 // streams once per token.
-void q8_0_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
-                     int64_t row_begin, int64_t row_end) {
+template <int kBlockBytes, float (*kRow)(const uint8_t*, int64_t, const TokenActs&)>
+void decode_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
+                 int64_t row_end) {
   const int64_t n_sub = w.cols / kQK;
-  const int64_t stride = n_sub * Q8_0Dec::kBytes;
+  const int64_t stride = n_sub * kBlockBytes;
   const float* floats = act_floats(act, n_tokens, n_sub);
   const auto* base = static_cast<const uint8_t*>(w.data);
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* f = floats + kActFloatsPerBlock * t * n_sub;
-    for (int64_t r = row_begin; r < row_end; ++r)
-      y[t * w.rows + r] = q8_0_row(base + r * stride, n_sub, act + t * n_sub, f);
-  }
-}
-
-void q4_0_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
-                     int64_t row_begin, int64_t row_end) {
-  const int64_t n_sub = w.cols / kQK;
-  const int64_t stride = n_sub * Q4_0Dec::kBytes;
-  const float* floats = act_floats(act, n_tokens, n_sub);
-  const auto* base = static_cast<const uint8_t*>(w.data);
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    const float* f = floats + kActFloatsPerBlock * t * n_sub;
-    const PairedActs pa = paired_acts(act, n_tokens, n_sub, t);
-    for (int64_t r = row_begin; r < row_end; ++r)
-      y[t * w.rows + r] = q4_0_row(base + r * stride, n_sub, pa, act + t * n_sub, f, f + n_sub);
+    const TokenActs a{act + t * n_sub, f, f + n_sub, paired_acts(act, n_tokens, n_sub, t)};
+    for (int64_t r = row_begin; r < row_end; ++r) y[t * w.rows + r] = kRow(base + r * stride, n_sub, a);
   }
 }
 
@@ -383,9 +380,9 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     return matmul_rows_packed(w, act, n_tokens, y, row_begin, row_end);
   switch (w.dtype) {
     case DType::kQ8_0:
-      return q8_0_matmul_few(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<Q8_0Dec::kBytes, q8_0_row>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_0:
-      return q4_0_matmul_few(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<Q4_0Dec::kBytes, q4_0_row>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K:
       return q4k_matmul_few(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K:
