@@ -8,6 +8,7 @@
 // convert and FMA (pair_sums); Q4_0 also reads two blocks a load against the
 // paired copy of the activations (PairedActs in avx2_internal.h).
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/quant_blocks.h"
@@ -79,6 +80,7 @@ struct TokenActs {
   const ActBlock* blocks;  // [n_sub]
   const float* d;          // a.d of each block (act_floats)
   const float* dsum;       // a.d * qsum of each block
+  const float* half_sums;  // a.d * (sums of elements 0..15, 16..31) of each block (Q6_K)
   PairedActs paired;       // Q4_0's copy for block pairs
 };
 
@@ -177,20 +179,27 @@ float q4_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
   return sum - 8.0f * (hsum(offset) + tail_offset);
 }
 
-// Q4_0 and Q8_0 with fewer tokens than a packed tile (decode): each row
-// streams once per token.
-template <int kBlockBytes, float (*kRow)(const uint8_t*, int64_t, const TokenActs&)>
+// Decode (fewer tokens than a packed tile) of every quantized type: each
+// row is read once from memory and dotted with each token in turn (the row,
+// at most a few KiB, stays in L1 for the 2nd and 3rd token).
+// kBytesPer256: a row's bytes per 256 columns (n_sub is a multiple of 8 for
+// the super-block types). n_tokens <= kMaxDecodeTokens: matmul_rows_quant
+// sends more to the packed path, which takes every type here.
+constexpr int64_t kMaxDecodeTokens = kPackedMinTokens - 1;
+template <int kBytesPer256, float (*kRow)(const uint8_t*, int64_t, const TokenActs&)>
 void decode_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                  int64_t row_end) {
   const int64_t n_sub = w.cols / kQK;
-  const int64_t stride = n_sub * kBlockBytes;
+  const int64_t stride = n_sub * kBytesPer256 / 8;
   const float* floats = act_floats(act, n_tokens, n_sub);
-  const auto* base = static_cast<const uint8_t*>(w.data);
+  TokenActs tokens[kMaxDecodeTokens];
   for (int64_t t = 0; t < n_tokens; ++t) {
     const float* f = floats + kActFloatsPerBlock * t * n_sub;
-    const TokenActs a{act + t * n_sub, f, f + n_sub, paired_acts(act, n_tokens, n_sub, t)};
-    for (int64_t r = row_begin; r < row_end; ++r) y[t * w.rows + r] = kRow(base + r * stride, n_sub, a);
+    tokens[t] = {act + t * n_sub, f, f + n_sub, f + 2 * n_sub, paired_acts(act, n_tokens, n_sub, t)};
   }
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  for (int64_t r = row_begin; r < row_end; ++r)
+    for (int64_t t = 0; t < n_tokens; ++t) y[t * w.rows + r] = kRow(base + r * stride, n_sub, tokens[t]);
 }
 
 // Q4_K decode (few tokens), one row against one token: the 8 scales and mins
@@ -202,8 +211,11 @@ void decode_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, f
 // and one FMA with the 8 products d * scale_j * a.d_j serve the super-block.
 // The min terms accumulate as one vector FMA per super-block. 1.15x the
 // per-sub-block convert and FMA in L1/L2 (docs/PERFORMANCE.md section 13).
-float q4k_row(const BlockQ4_K* row, int64_t n_super, const ActBlock* act, const float* act_d,
-              const float* act_dsum) {
+float q4k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
+  const auto* row = reinterpret_cast<const BlockQ4_K*>(row_bytes);
+  const int64_t n_super = n_blocks / 8;
+  const ActBlock* act = t.blocks;
+  const float *act_d = t.d, *act_dsum = t.dsum;
   __m256 acc = _mm256_setzero_ps(), macc = _mm256_setzero_ps();
   const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   for (int64_t sb = 0; sb < n_super; ++sb) {
@@ -235,18 +247,6 @@ float q4k_row(const BlockQ4_K* row, int64_t n_super, const ActBlock* act, const 
   return hsum(_mm256_sub_ps(acc, macc));
 }
 
-void q4k_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
-                    int64_t row_begin, int64_t row_end) {
-  const int64_t n_super = w.cols / kQKK, n_sub = w.cols / kQK;
-  const float* floats = act_floats(act, n_tokens, n_sub);
-  const auto* base = static_cast<const BlockQ4_K*>(w.data);
-  for (int64_t r = row_begin; r < row_end; ++r)
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      const float* f = floats + kActFloatsPerBlock * t * n_sub;
-      y[t * w.rows + r] = q4k_row(base + r * n_super, n_super, act + t * n_sub, f, f + n_sub);
-    }
-}
-
 // Q6_K decode, one token: q kept unsigned (0..63), so maddubs takes it
 // without the sign trick (pairs stay below 2 * 63 * 127 < 2^15), and the -32
 // offset is applied once per super-block in float from the activations'
@@ -255,8 +255,11 @@ void q4k_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens
 // Half h of a block: group g (0..3) of 32 elements takes its low 4 bits from
 // ql[64h + 32(g & 1) + l] (low nibble for g < 2, high after) and its high 2
 // bits from (qh[32h + l] >> 2g) & 3; 16-element scale s = 8h + 2g + l / 16.
-float q6k_row_1(const BlockQ6_K* row, int64_t n_super, const ActBlock* act, const float* ad,
-                const float* half_sums) {
+float q6k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
+  const auto* row = reinterpret_cast<const BlockQ6_K*>(row_bytes);
+  const int64_t n_super = n_blocks / 8;
+  const ActBlock* act = t.blocks;
+  const float *ad = t.d, *half_sums = t.half_sums;
   const __m256i mask4 = _mm256_set1_epi8(0x0F), mask_hi = _mm256_set1_epi8(0x30);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   __m256 offset = _mm256_setzero_ps();
@@ -304,18 +307,6 @@ float q6k_row_1(const BlockQ6_K* row, int64_t n_super, const ActBlock* act, cons
     }
   }
   return hsum(_mm256_fmadd_ps(offset, _mm256_set1_ps(-32.0f), _mm256_add_ps(acc[0], acc[1])));
-}
-
-void q6k_matmul_few(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
-                    int64_t row_begin, int64_t row_end) {
-  const int64_t n_super = w.cols / kQKK, n_sub = w.cols / kQK;
-  const float* floats = act_floats(act, n_tokens, n_sub);
-  const auto* base = static_cast<const BlockQ6_K*>(w.data);
-  for (int64_t r = row_begin; r < row_end; ++r)
-    for (int64_t t = 0; t < n_tokens; ++t) {
-      const float* f = floats + kActFloatsPerBlock * t * n_sub;
-      y[t * w.rows + r] = q6k_row_1(base + r * n_super, n_super, act + t * n_sub, f, f + 2 * n_sub);
-    }
 }
 
 }  // namespace
@@ -376,17 +367,19 @@ void pair_activations(const ActBlock* act, const float* f, int64_t n_sub, uint8_
 
 void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
                        int64_t row_begin, int64_t row_end) {
-  if (n_tokens >= kPackedMinTokens && packed_supports(w.dtype))
-    return matmul_rows_packed(w, act, n_tokens, y, row_begin, row_end);
+  if (n_tokens > kMaxDecodeTokens) {
+    if (packed_supports(w.dtype)) matmul_rows_packed(w, act, n_tokens, y, row_begin, row_end);
+    return;
+  }
   switch (w.dtype) {
     case DType::kQ8_0:
-      return decode_rows<Q8_0Dec::kBytes, q8_0_row>(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<8 * sizeof(BlockQ8_0), q8_0_row>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_0:
-      return decode_rows<Q4_0Dec::kBytes, q4_0_row>(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<8 * sizeof(BlockQ4_0), q4_0_row>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K:
-      return q4k_matmul_few(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<sizeof(BlockQ4_K), q4k_row>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K:
-      return q6k_matmul_few(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<sizeof(BlockQ6_K), q6k_row>(w, act, n_tokens, y, row_begin, row_end);
     default:
       return;
   }
