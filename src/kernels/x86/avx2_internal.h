@@ -65,6 +65,24 @@ inline PairedActs paired_acts(const ActBlock* act, int64_t n_tokens, int64_t n_s
   return {reinterpret_cast<const int8_t*>(base), d, d + n};
 }
 
+// One token's prepared activations as the AVX2 decode kernels read them:
+// blocks a[n_sub], scales ad[n_sub], ad * qsum in adq[n_sub], half sums
+// hs[2 n_sub] (act_floats), and the paired copy (Q4_0). (The AVX-512 decode
+// has its own struct of the first four: switching it to this one made GCC 12
+// inline its tiles differently and report a false -Wuninitialized inside
+// its own avx512fintrin.h.)
+struct TokenActs {
+  const ActBlock* a;
+  const float* ad;
+  const float* adq;
+  const float* hs;
+  PairedActs paired;
+};
+inline TokenActs token_acts(const ActBlock* act, int64_t n_tokens, int64_t n_sub, int64_t t) {
+  const float* f = act_floats(act, n_tokens, n_sub) + kActFloatsPerBlock * t * n_sub;
+  return {act + t * n_sub, f, f + n_sub, f + 2 * n_sub, paired_acts(act, n_tokens, n_sub, t)};
+}
+
 // Quantizes one token's activations x[cols] (cols a multiple of 32) into
 // out[cols / 32].
 void quantize_activations(const float* x, int64_t cols, ActBlock* out);

@@ -75,15 +75,6 @@ inline __m256 block_scales(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d16)));
 }
 
-// One token's prepared activations, as the decode row kernels read them.
-struct TokenActs {
-  const ActBlock* blocks;  // [n_sub]
-  const float* d;          // a.d of each block (act_floats)
-  const float* dsum;       // a.d * qsum of each block
-  const float* half_sums;  // a.d * (sums of elements 0..15, 16..31) of each block (Q6_K)
-  PairedActs paired;       // Q4_0's copy for block pairs
-};
-
 // Decode of one Q8_0 row against one token's activations, 8 blocks a step:
 // row . x = sum_b ws_b a.d_b (q_b . a_b). The 8 weight scales of a step are
 // converted together (one vcvtph2ps) and multiplied by the 8 activation
@@ -91,8 +82,8 @@ struct TokenActs {
 // convert and one FMA. Two accumulators: with one, each FMA waited for the
 // previous one's result.
 float q8_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
-  const ActBlock* act = a.blocks;
-  const float* act_d = a.d;
+  const ActBlock* act = a.a;
+  const float* act_d = a.ad;
   constexpr int kB = Q8_0Dec::kBytes;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t b = 0;
@@ -172,9 +163,9 @@ float q4_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
   for (int64_t b = n_paired; b < n_blocks; ++b) {  // the last n_blocks % 8, one at a time
     Sub s;
     Q4_0Dec::unpack(row + b * kB, &s);
-    const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.blocks[b].q));
-    sum += hsum(_mm256_cvtepi32_ps(idot<true>(s, aq))) * s.ws * a.d[b];
-    tail_offset += s.ws * a.dsum[b];
+    const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.a[b].q));
+    sum += hsum(_mm256_cvtepi32_ps(idot<true>(s, aq))) * s.ws * a.ad[b];
+    tail_offset += s.ws * a.adq[b];
   }
   return sum - 8.0f * (hsum(offset) + tail_offset);
 }
@@ -191,12 +182,8 @@ void decode_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, f
                  int64_t row_end) {
   const int64_t n_sub = w.cols / kQK;
   const int64_t stride = n_sub * kBytesPer256 / 8;
-  const float* floats = act_floats(act, n_tokens, n_sub);
   TokenActs tokens[kMaxDecodeTokens];
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    const float* f = floats + kActFloatsPerBlock * t * n_sub;
-    tokens[t] = {act + t * n_sub, f, f + n_sub, f + 2 * n_sub, paired_acts(act, n_tokens, n_sub, t)};
-  }
+  for (int64_t t = 0; t < n_tokens; ++t) tokens[t] = token_acts(act, n_tokens, n_sub, t);
   const auto* base = static_cast<const uint8_t*>(w.data);
   for (int64_t r = row_begin; r < row_end; ++r)
     for (int64_t t = 0; t < n_tokens; ++t) y[t * w.rows + r] = kRow(base + r * stride, n_sub, tokens[t]);
@@ -214,8 +201,8 @@ void decode_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, f
 float q4k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
   const auto* row = reinterpret_cast<const BlockQ4_K*>(row_bytes);
   const int64_t n_super = n_blocks / 8;
-  const ActBlock* act = t.blocks;
-  const float *act_d = t.d, *act_dsum = t.dsum;
+  const ActBlock* act = t.a;
+  const float *act_d = t.ad, *act_dsum = t.adq;
   __m256 acc = _mm256_setzero_ps(), macc = _mm256_setzero_ps();
   const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
   for (int64_t sb = 0; sb < n_super; ++sb) {
@@ -258,8 +245,8 @@ float q4k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
 float q6k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
   const auto* row = reinterpret_cast<const BlockQ6_K*>(row_bytes);
   const int64_t n_super = n_blocks / 8;
-  const ActBlock* act = t.blocks;
-  const float *ad = t.d, *half_sums = t.half_sums;
+  const ActBlock* act = t.a;
+  const float *ad = t.ad, *half_sums = t.hs;
   const __m256i mask4 = _mm256_set1_epi8(0x0F), mask_hi = _mm256_set1_epi8(0x30);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   __m256 offset = _mm256_setzero_ps();
