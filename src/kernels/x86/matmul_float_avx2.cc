@@ -73,22 +73,20 @@ inline void tile(const typename W::Elem* w, int64_t ld_w, const float* x, int64_
   }
 }
 
-// Decode (one token): 8 rows stream side by side, each prefetching one cache
-// line a step, kDecodePrefetchBytes ahead.
+// Decode (one token): 8 rows stream side by side, a cache line of each a
+// step. No software prefetch: the hardware follows 8 streams per thread, and
+// prefetching each row 4 KiB ahead read 1.01-1.17x slower on the ANCHORS
+// machine kind (docs/PERFORMANCE.md section 14), unlike the one-stream
+// quantized rows, which lose 7-23% without it.
 template <class W>
 inline void decode_tile8(const typename W::Elem* w, int64_t ld_w, const float* x, int64_t cols,
                          float* y) {
   constexpr int R = 8;
   constexpr int64_t kLine = 64 / sizeof(typename W::Elem);  // elements per cache line
-  constexpr int64_t kAhead = kDecodePrefetchBytes / sizeof(typename W::Elem);
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   int64_t c = 0;
   for (; c + kLine <= cols; c += kLine) {
-    // past a row's end, the same row of the next tile (prefetches never fault)
-    const int64_t ahead = c + kAhead < cols ? c + kAhead : c + kAhead - cols + R * ld_w;
-    for (int r = 0; r < R; ++r)
-      _mm_prefetch(reinterpret_cast<const char*>(w + r * ld_w + ahead), _MM_HINT_T0);
 #pragma GCC unroll 8
     for (int64_t k = 0; k < kLine; k += 8) {
       const __m256 xv = _mm256_loadu_ps(x + c + k);
