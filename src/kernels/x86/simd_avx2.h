@@ -13,7 +13,10 @@ namespace llmpack::kernels::avx2 {
 // decode loops also prefetch kDecodePrefetchBytes ahead of where they read
 // (measured: 1B F16 decode 1 thread +35%, 2 threads +10%; docs/PERFORMANCE.md).
 // 4 KiB rather than 1 KiB: on the ANCHORS machine kind (Zen 3, 2.45 GHz) the
-// longer lead read faster in every alternated kernel pass (section 10).
+// longer lead read faster in every alternated kernel pass (section 10). The
+// loops that read one row at a time keep it; the float decode of 8 rows side
+// by side dropped it, which read 1.01-1.17x faster on that machine kind
+// (section 14; the Zen 5 dev machine had measured the opposite for it).
 constexpr int64_t kDecodePrefetchBytes = 4096;
 
 // Prefetches the cache lines of [p, p + bytes) (prefetches never fault, so p
