@@ -178,9 +178,37 @@ void matmul_typed(const WeightMatrix& m, const float* x, int64_t n_tokens, float
 // token's rows in the same few cache sets, and each chunk's read-modify-write
 // of y went to L3. Alternated end to end, 1B F16 pp512 read +4% with the
 // buffer alone, +13% with 512-column chunks and +4% more with 32-row blocks
-// (docs/PERFORMANCE.md section 12). Stack: 64 KiB of panels + 24 KiB of sums.
-constexpr int kPanelRows = 16, kPanels = 2, kChunkCols = 512, kTokTile = 6;
-constexpr int64_t kBlockRows = kPanels * kPanelRows, kTokBlock = 192;
+// (docs/PERFORMANCE.md section 12). F16 weights keep their panels in f16,
+// converted in the tile (2 vcvtph2ps per 12 FMAs, off the FMA ports): half
+// the panel bytes stream from L2 per FMA, and a block takes 64 rows in the
+// same 64 KiB, so the activations pass half as often (1.00-1.16x in the
+// kernel driver; end to end 1B F16 pp512 1.03x and stories110M F16 pp512
+// 1.12x, means of alternated runs; docs/PERFORMANCE.md section 14).
+// Stack: 64 KiB of panels + 24 KiB (f32) or 48 KiB (f16) of sums.
+constexpr int kPanelRows = 16, kChunkCols = 512, kTokTile = 6;
+constexpr int64_t kTokBlock = 192;
+
+// A panel's element: f32, or f16 for F16 weights (values unchanged either
+// way), and the panels of a row block.
+template <class W>
+struct PanelOf {
+  using Elem = float;
+  static constexpr int64_t kBlockRows = 2 * kPanelRows;
+  static void store8(float* p, __m256 v) { _mm256_store_ps(p, v); }
+};
+template <>
+struct PanelOf<F16Weights> {
+  using Elem = uint16_t;
+  static constexpr int64_t kBlockRows = 4 * kPanelRows;
+  static void store8(uint16_t* p, __m256 v) {
+    _mm_store_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+  }
+};
+
+inline __m256 panel_load8(const float* p) { return _mm256_load_ps(p); }
+inline __m256 panel_load8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(p)));
+}
 
 inline void transpose8x8(__m256* v) {
   __m256 t[8], u[8];
@@ -205,7 +233,7 @@ inline void transpose8x8(__m256* v) {
 // (a multiple of 8).
 template <class W>
 void pack_panel(const typename W::Elem* w, int64_t ld_w, int64_t r0, int n_rows, int64_t c0,
-                int64_t n_cols, float* panel) {
+                int64_t n_cols, typename PanelOf<W>::Elem* panel) {
   for (int64_t c = 0; c < n_cols; c += 8)
     for (int half = 0; half < 2; ++half) {
       __m256 v[8];
@@ -214,22 +242,22 @@ void pack_panel(const typename W::Elem* w, int64_t ld_w, int64_t r0, int n_rows,
         v[i] = r < n_rows ? W::load8(w + (r0 + r) * ld_w + c0 + c) : _mm256_setzero_ps();
       }
       transpose8x8(v);
-      for (int i = 0; i < 8; ++i) _mm256_store_ps(panel + (c + i) * kPanelRows + 8 * half, v[i]);
+      for (int i = 0; i < 8; ++i) PanelOf<W>::store8(panel + (c + i) * kPanelRows + 8 * half, v[i]);
     }
 }
 
 // sums[t * ld_s + r] (+)= sum_c panel[c][r] * x[t * ld_x + c] for r < 16, t < T
 // (sums: a block's contiguous buffer; a panel's rows past the matrix are zeros).
-template <int T>
-void panel_tile(const float* panel, int64_t n_cols, const float* x, int64_t ld_x, float* sums,
+template <int T, class P>
+void panel_tile(const P* panel, int64_t n_cols, const float* x, int64_t ld_x, float* sums,
                 int64_t ld_s, bool add) {
   // two named arrays (not acc[T][2]): GCC keeps these in registers
   __m256 lo[T], hi[T];
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) lo[t] = hi[t] = _mm256_setzero_ps();
   for (int64_t c = 0; c < n_cols; ++c) {
-    const __m256 w0 = _mm256_load_ps(panel + c * kPanelRows);
-    const __m256 w1 = _mm256_load_ps(panel + c * kPanelRows + 8);
+    const __m256 w0 = panel_load8(panel + c * kPanelRows);
+    const __m256 w1 = panel_load8(panel + c * kPanelRows + 8);
     #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const __m256 xv = _mm256_broadcast_ss(x + t * ld_x + c);
@@ -249,10 +277,12 @@ void panel_tile(const float* panel, int64_t n_cols, const float* x, int64_t ld_x
   }
 }
 
-using PanelTileFn = void (*)(const float*, int64_t, const float*, int64_t, float*, int64_t, bool);
-constexpr PanelTileFn kPanelTiles[kTokTile + 1] = {nullptr,        panel_tile<1>, panel_tile<2>,
-                                                   panel_tile<3>, panel_tile<4>, panel_tile<5>,
-                                                   panel_tile<6>};
+template <class P>
+using PanelTileFn = void (*)(const P*, int64_t, const float*, int64_t, float*, int64_t, bool);
+template <class P>
+constexpr PanelTileFn<P> kPanelTiles[kTokTile + 1] = {nullptr,          panel_tile<1, P>, panel_tile<2, P>,
+                                                      panel_tile<3, P>, panel_tile<4, P>, panel_tile<5, P>,
+                                                      panel_tile<6, P>};
 
 // Columns beyond the last multiple of 8 (rare: odd widths) go through `tile`.
 template <class W>
@@ -260,7 +290,9 @@ void matmul_packed(const WeightMatrix& m, const float* x, int64_t n_tokens, floa
                    int64_t row_begin, int64_t row_end) {
   const auto* w = static_cast<const typename W::Elem*>(m.data);
   const int64_t cols8 = m.cols / 8 * 8;
-  alignas(32) float panels[kBlockRows * kChunkCols];
+  using Panel = typename PanelOf<W>::Elem;
+  constexpr int64_t kBlockRows = PanelOf<W>::kBlockRows;
+  alignas(32) Panel panels[kBlockRows * kChunkCols];
   alignas(32) float sums[kTokBlock * kBlockRows];  // sums[t - t0][r - r0]
   for (int64_t r0 = row_begin; cols8 > 0 && r0 < row_end; r0 += kBlockRows) {
     const int64_t r1 = std::min(row_end, r0 + kBlockRows);
@@ -277,7 +309,7 @@ void matmul_packed(const WeightMatrix& m, const float* x, int64_t n_tokens, floa
         for (int64_t t = t0; t < t1; t += kTokTile) {
           const int64_t nt = std::min<int64_t>(kTokTile, t1 - t);
           for (int p = 0; p < n_panels; ++p)
-            kPanelTiles[nt](panels + p * kPanelRows * kChunkCols, nc, x + t * m.cols + c0, m.cols,
+            kPanelTiles<Panel>[nt](panels + p * kPanelRows * kChunkCols, nc, x + t * m.cols + c0, m.cols,
                             sums + (t - t0) * kBlockRows + p * kPanelRows, kBlockRows, c0 > 0);
         }
       }
