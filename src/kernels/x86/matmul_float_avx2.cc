@@ -180,26 +180,21 @@ void matmul_typed(const WeightMatrix& m, const float* x, int64_t n_tokens, float
 // buffer alone, +13% with 512-column chunks and +4% more with 32-row blocks
 // (docs/PERFORMANCE.md section 12). F16 weights keep their panels in f16,
 // converted in the tile (2 vcvtph2ps per 12 FMAs, off the FMA ports): half
-// the panel bytes stream from L2 per FMA, and a block takes 64 rows in the
-// same 64 KiB, so the activations pass half as often (1.00-1.16x in the
-// kernel driver; end to end 1B F16 pp512 1.03x and stories110M F16 pp512
-// 1.12x, means of alternated runs; docs/PERFORMANCE.md section 14).
-// Stack: 64 KiB of panels + 24 KiB (f32) or 48 KiB (f16) of sums.
-constexpr int kPanelRows = 16, kChunkCols = 512, kTokTile = 6;
-constexpr int64_t kTokBlock = 192;
+// the panel bytes stream from L2 per FMA (kernel driver 1.06-1.14x; end to
+// end, pooled alternated runs, 1B F16 pp512 1.06x, stories110M 1.03x;
+// section 14). Stack: 64 KiB of f32 panels (32 KiB f16) + 24 KiB of sums.
+constexpr int kPanelRows = 16, kPanels = 2, kChunkCols = 512, kTokTile = 6;
+constexpr int64_t kBlockRows = kPanels * kPanelRows, kTokBlock = 192;
 
-// A panel's element: f32, or f16 for F16 weights (values unchanged either
-// way), and the panels of a row block.
+// A panel's element: f32, or f16 for F16 weights (values unchanged either way).
 template <class W>
 struct PanelOf {
   using Elem = float;
-  static constexpr int64_t kBlockRows = 2 * kPanelRows;
   static void store8(float* p, __m256 v) { _mm256_store_ps(p, v); }
 };
 template <>
 struct PanelOf<F16Weights> {
   using Elem = uint16_t;
-  static constexpr int64_t kBlockRows = 4 * kPanelRows;
   static void store8(uint16_t* p, __m256 v) {
     _mm_store_si128(reinterpret_cast<__m128i*>(p), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
   }
@@ -291,7 +286,6 @@ void matmul_packed(const WeightMatrix& m, const float* x, int64_t n_tokens, floa
   const auto* w = static_cast<const typename W::Elem*>(m.data);
   const int64_t cols8 = m.cols / 8 * 8;
   using Panel = typename PanelOf<W>::Elem;
-  constexpr int64_t kBlockRows = PanelOf<W>::kBlockRows;
   alignas(32) Panel panels[kBlockRows * kChunkCols];
   alignas(32) float sums[kTokBlock * kBlockRows];  // sums[t - t0][r - r0]
   for (int64_t r0 = row_begin; cols8 > 0 && r0 < row_end; r0 += kBlockRows) {

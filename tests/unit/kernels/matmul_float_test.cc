@@ -85,11 +85,11 @@ TEST_P(MatmulFloatTest, DecodeShortAndLongRows) {
     }
 }
 
-// The prefill path (n_tokens >= 4) packs row blocks as panels of 16 rows (32
-// rows in f32 panels; F16 weights: 64 rows in f16 panels) and 512 columns at a
-// time, in 6-token tiles, and sums blocks of up to 192 tokens in a buffer:
-// partial panels and blocks, several column chunks, a column tail (cols % 8),
-// token tails, and more tokens than one sum block.
+// The prefill path (n_tokens >= 4) packs 32 rows as 2 panels of 16 (f16
+// panels for F16 weights, f32 for the others) and 512 columns at a time, in
+// 6-token tiles, and sums blocks of up to 192 tokens in a buffer: partial
+// panels and blocks, several column chunks, a column tail (cols % 8), token
+// tails, and more tokens than one sum block.
 TEST_P(MatmulFloatTest, PackedPrefillPanelsChunksAndTails) {
   ThreadPool pool1(1), pool2(2);
   for (int64_t rows : {16, 21, 32, 64, 75, 100, 130})
