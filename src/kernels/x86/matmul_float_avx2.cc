@@ -179,7 +179,7 @@ void matmul_typed(const WeightMatrix& m, const float* x, int64_t n_tokens, float
 // of y went to L3. Alternated end to end, 1B F16 pp512 read +4% with the
 // buffer alone, +13% with 512-column chunks and +4% more with 32-row blocks
 // (docs/PERFORMANCE.md section 12). F16 weights keep their panels in f16,
-// converted in the tile (2 vcvtph2ps per 12 FMAs, off the FMA ports): half
+// converted in the tile (2 vcvtph2ps per 12 FMAs): half
 // the panel bytes stream from L2 per FMA (kernel driver 1.06-1.14x; end to
 // end, pooled alternated runs, 1B F16 pp512 1.06x, stories110M 1.03x;
 // section 14). Stack: 64 KiB of f32 panels (32 KiB f16) + 24 KiB of sums.
