@@ -116,6 +116,13 @@ Result<BenchModel> load_bench_model(const BenchModelSource& source, int threads,
   return out;
 }
 
+Status use_kv_dtype(BenchModel& model, KvDtype dtype) {
+  model.kv_dtype = dtype;
+  if (dtype == KvDtype::kF32) return ok_status();
+  LLMPACK_ASSIGN_OR_RETURN(model.kv_cache, model.program->create_kv_cache(KvCacheOptions{dtype}));
+  return model.program->bind_kv_cache(model.kv_cache.get());
+}
+
 Status save_model_gguf(const Model& model, const std::string& path) {
   const GgufFile* gguf = model.gguf();
   if (!gguf) return error_status("only a GGUF-backed model can be saved as GGUF");

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/status.h"
+#include "engine/kv_cache.h"
 #include "engine/llama_program.h"
 #include "engine/synthetic_model.h"
 
@@ -26,6 +27,10 @@ struct BenchModelSource {
 Result<BenchModelSource> parse_synthetic_spec(const std::string& spec);
 
 struct BenchModel {
+  // The cache the tests run with when --kv_dtype is not f32 (the program's
+  // own cache is f32); declared before `program`, so it outlives it.
+  std::unique_ptr<KvCache> kv_cache;
+  KvDtype kv_dtype = KvDtype::kF32;
   std::unique_ptr<LlamaProgram> program;
   std::string filename;    // the path, or "synthetic:NAME:TYPE"
   std::string display;     // for the table: file name or "NAME (synthetic)"
@@ -40,6 +45,10 @@ struct BenchModel {
 // packages without llmpack.* keys S = B = max_seq_len and C = max_context_len.
 Result<BenchModel> load_bench_model(const BenchModelSource& source, int threads, int64_t max_seq_len,
                                     int64_t max_context_len);
+
+// Runs the model's tests with a KV cache of `dtype` (llama-bench's -ctk/-ctv):
+// f32 keeps the program's own cache; f16 and q8_0 bind a new one to it.
+Status use_kv_dtype(BenchModel& model, KvDtype dtype);
 
 // Writes a model that came from a GGUF (a synthetic one, say) to `path`, its
 // metadata and tensors as they are: a package file to measure load time on.

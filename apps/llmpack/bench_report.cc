@@ -91,7 +91,8 @@ std::string markdown_row(const BenchRecord& r) {
 namespace {
 const char* const kCsvFields[] = {
     "build_commit", "cpu_info",  "backends",  "model_filename", "model_type", "model_size", "model_n_params",
-    "n_batch",      "n_threads", "n_prompt",  "n_gen",          "test",       "test_time",  "load_time_ms",
+    "n_batch",      "n_threads", "type_k",    "type_v",         "n_prompt",   "n_gen",      "test",
+    "test_time",    "load_time_ms",
     "avg_ns",       "stddev_ns", "avg_ts",    "stddev_ts",      "samples_ns", "samples_ts",
 };
 }  // namespace
@@ -130,6 +131,8 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   j["n_batch"] = r.n_batch;
   j["n_ubatch"] = r.n_batch;
   j["n_threads"] = r.n_threads;
+  j["type_k"] = std::string(kv_dtype_name(m.kv_dtype));  // one element type for keys and values
+  j["type_v"] = std::string(kv_dtype_name(m.kv_dtype));
   j["n_prompt"] = r.n_prompt;
   j["n_gen"] = r.n_gen;
   j["test"] = r.test;

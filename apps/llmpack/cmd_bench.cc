@@ -33,6 +33,7 @@ struct BenchOptions {
   bool bandwidth = false;
   std::string save_path;
   std::string kernel_path;  // empty: the best the CPU supports
+  std::string kv_dtype = "f32";
   bool peak = false;
   bool profile = false;
 };
@@ -240,8 +241,11 @@ int execute(const BenchOptions& o) {
   const int64_t max_context = std::max<int64_t>({max_prompt, max_gen, 32});
   if (!o.save_path.empty()) return save_synthetic(o, (*sources)[0]);
   if (auto status = select_kernel_path(o.kernel_path); !status.ok()) return fail(status);
+  const auto kv_dtype = parse_kv_dtype(o.kv_dtype);
+  if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context("--kv_dtype"));
   Output out(o.output);
   out.note("kernel path: " + std::string(kernels::kernel_path_name(kernels::active_kernel_path())));
+  out.note("kv cache: " + o.kv_dtype + " keys and values");
   if (o.bandwidth) {
     for (int t : threads) {
       const double bandwidth = measure_read_bandwidth(uint64_t{1} << 30, t, 5);
@@ -272,6 +276,8 @@ int execute(const BenchOptions& o) {
     for (int t : threads) {
       auto model = load_bench_model(source, t, max_seq_len, max_context);
       if (!model.ok()) return fail(model.status());
+      if (auto status = use_kv_dtype(*model, *kv_dtype); !status.ok())
+        return fail(status.with_context(model->display + ": --kv_dtype " + o.kv_dtype));
       char line[256];
       std::snprintf(line, sizeof(line), "%s: %s in %.1f ms", model->display.c_str(),
                     source.is_synthetic() ? "built" : "loaded", model->load_ms);
@@ -329,6 +335,9 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                 "Also give each pp and tg test's time per forward stage (projections, attention, other)");
   cmd->add_option("--kernel_path", o->kernel_path,
                   "Kernel path: scalar, avx2 or avx512 (default: the best this CPU supports)");
+  cmd->add_option("--kv_dtype", o->kv_dtype,
+                  "KV cache element type: f32, f16 or q8_0 (default f32; llama-bench's default, "
+                  "-ctk f16 -ctv f16, is f16)");
   cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens");
   cmd->add_option("--synthetic_layers", o->synthetic_layers, "Layers of synthetic models (tests)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}))

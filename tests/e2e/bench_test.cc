@@ -47,6 +47,8 @@ TEST(Bench, JsonHasLlamaBenchFieldsAndPositiveSpeeds) {
     EXPECT_EQ(rec["samples_ns"].size(), 2u);
     EXPECT_EQ(rec["model_filename"], "synthetic:stories110m:q4_0");
     EXPECT_GT(rec["model_size"].get<uint64_t>(), 0u);
+    EXPECT_EQ(rec["type_k"], "f32");  // the default cache
+    EXPECT_EQ(rec["type_v"], "f32");
   }
   EXPECT_EQ(json[0]["n_prompt"], 16);
   EXPECT_EQ(json[0]["n_gen"], 0);
@@ -61,6 +63,23 @@ TEST(Bench, JsonHasLlamaBenchFieldsAndPositiveSpeeds) {
   // avg_ts is the mean of the per-repetition speeds.
   const auto ts = json[1]["samples_ts"];
   EXPECT_NEAR(json[1]["avg_ts"].get<double>(), (ts[0].get<double>() + ts[1].get<double>()) / 2, 1e-6);
+}
+
+// --kv_dtype (llama-bench's -ctk/-ctv, whose default is f16) runs the tests
+// with a cache of that element type bound to the program, and says so.
+TEST(Bench, KvDtypeRunsTheTestsWithThatCacheAndReportsIt) {
+  for (const std::string dtype : {"f16", "q8_0"}) {
+    auto r = bench("--synthetic stories110m:q8_0 -p 8 -n 2" + kSmall + "--kv_dtype " + dtype + " -o json");
+    ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
+    auto json = nlohmann::json::parse(r.out);
+    ASSERT_EQ(json.size(), 2u);
+    for (const auto& rec : json) {
+      EXPECT_EQ(rec["type_k"], dtype);
+      EXPECT_EQ(rec["type_v"], dtype);
+      EXPECT_GT(rec["avg_ts"].get<double>(), 0.0);
+    }
+    EXPECT_NE(r.err.find("kv cache: " + dtype + " keys and values"), std::string::npos) << r.err;
+  }
 }
 
 TEST(Bench, MarkdownTableLikeLlamaBench) {
@@ -232,6 +251,7 @@ TEST(Bench, BadFlagsGiveOneLine) {
       {"-m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf"},
       {"-m /nonexistent/model.gguf --save /tmp/x.gguf", 1, "--save needs a --synthetic model"},
       {"--synthetic stories110m:q4_0 --kernel_path avx9", 1, "expected scalar, avx2 or avx512, got 'avx9'"},
+      {"--synthetic stories110m:q4_0 --kv_dtype f8", 1, "--kv_dtype: KV cache dtype 'f8' is unknown, expected f32"},
   };
   for (const auto& c : cases) {
     auto r = bench(c.args);
