@@ -117,7 +117,6 @@ Result<BenchModel> load_bench_model(const BenchModelSource& source, int threads,
 }
 
 Status use_kv_dtype(BenchModel& model, KvDtype dtype) {
-  model.kv_dtype = dtype;
   if (dtype == KvDtype::kF32) return ok_status();
   LLMPACK_ASSIGN_OR_RETURN(model.kv_cache, model.program->create_kv_cache(KvCacheOptions{dtype}));
   return model.program->bind_kv_cache(model.kv_cache.get());

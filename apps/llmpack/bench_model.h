@@ -30,7 +30,6 @@ struct BenchModel {
   // The cache the tests run with when --kv_dtype is not f32 (the program's
   // own cache is f32); declared before `program`, so it outlives it.
   std::unique_ptr<KvCache> kv_cache;
-  KvDtype kv_dtype = KvDtype::kF32;
   std::unique_ptr<LlamaProgram> program;
   std::string filename;    // the path, or "synthetic:NAME:TYPE"
   std::string display;     // for the table: file name or "NAME (synthetic)"
@@ -39,6 +38,9 @@ struct BenchModel {
   uint64_t size_bytes = 0; // bytes of all weights
   uint64_t n_params = 0;   // elements of all weights
   double load_ms = 0;      // opening (or building) the model until its program is ready
+
+  // The element type of the cache the tests run with.
+  KvDtype kv_dtype() const { return kv_cache ? kv_cache->dtype() : KvDtype::kF32; }
 };
 
 // Loads with `threads` workers and a contract that fits the tests: for

@@ -131,8 +131,8 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   j["n_batch"] = r.n_batch;
   j["n_ubatch"] = r.n_batch;
   j["n_threads"] = r.n_threads;
-  j["type_k"] = std::string(kv_dtype_name(m.kv_dtype));  // one element type for keys and values
-  j["type_v"] = std::string(kv_dtype_name(m.kv_dtype));
+  j["type_k"] = std::string(kv_dtype_name(m.kv_dtype()));  // one element type for keys and values
+  j["type_v"] = std::string(kv_dtype_name(m.kv_dtype()));
   j["n_prompt"] = r.n_prompt;
   j["n_gen"] = r.n_gen;
   j["test"] = r.test;
