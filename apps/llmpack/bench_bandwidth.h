@@ -3,11 +3,27 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 namespace llmpack::cli {
 
 // Sums a `bytes`-long array (touched first) with `threads` threads, each its
 // own slice; returns the best of `passes` in bytes per second.
 double measure_read_bandwidth(uint64_t bytes, int threads, int passes);
+
+// A byte range read in full for every generated token (one weight matrix).
+struct ReadRange {
+  const void* data;
+  uint64_t bytes;
+};
+
+// Reads every range once per pass with `threads` threads (each its share of
+// every range, like decode's row split, but with no barrier between ranges)
+// and returns the best of `passes` in bytes per second. Over a model's own
+// weights this is the read rate decode streams them at, at best: the same
+// bytes, through the same page mappings (2 MiB or 4 KiB; on this project's VM
+// that alone moved the rate by about a tenth, docs/PERFORMANCE.md section 15).
+double measure_ranges_read_rate(std::span<const ReadRange> ranges, int threads, int passes);
 
 }  // namespace llmpack::cli

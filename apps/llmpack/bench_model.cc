@@ -122,6 +122,20 @@ Status use_kv_dtype(BenchModel& model, KvDtype dtype) {
   return model.program->bind_kv_cache(model.kv_cache.get());
 }
 
+std::vector<ReadRange> decode_weight_ranges(const BenchModel& model) {
+  const ModelWeights& w = model.program->model().weights();
+  std::vector<ReadRange> ranges;
+  auto add = [&](const kernels::WeightMatrix& m) {
+    if (m.data == nullptr) return;
+    const auto bytes = static_cast<uint64_t>(m.rows * row_bytes(*dtype_info(m.dtype), m.cols));
+    ranges.push_back({m.data, bytes});
+  };
+  for (const LayerWeights& l : w.layers)
+    for (const auto* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
+  add(w.output);
+  return ranges;
+}
+
 Status save_model_gguf(const Model& model, const std::string& path) {
   const GgufFile* gguf = model.gguf();
   if (!gguf) return error_status("only a GGUF-backed model can be saved as GGUF");

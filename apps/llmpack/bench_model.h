@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "bench_bandwidth.h"
 #include "core/status.h"
 #include "engine/kv_cache.h"
 #include "engine/llama_program.h"
@@ -51,6 +52,11 @@ Result<BenchModel> load_bench_model(const BenchModelSource& source, int threads,
 // Runs the model's tests with a KV cache of `dtype` (llama-bench's -ctk/-ctv):
 // f32 keeps the program's own cache; f16 and q8_0 bind a new one to it.
 Status use_kv_dtype(BenchModel& model, KvDtype dtype);
+
+// The weight matrices decode reads in full for every token: each layer's
+// seven and the output (the embedding when tied; an untied embedding gives
+// only one row a token, so it is left out).
+std::vector<ReadRange> decode_weight_ranges(const BenchModel& model);
 
 // Writes a model that came from a GGUF (a synthetic one, say) to `path`, its
 // metadata and tensors as they are: a package file to measure load time on.

@@ -138,25 +138,36 @@ TEST(Bench, TimeToFirstTokenBatchedAndTokenByToken) {
   EXPECT_NE(r.err.find("time to first token of a 12-token prompt"), std::string::npos) << r.err;
 }
 
-// --bandwidth measures the read bandwidth once per thread count, then again
-// next to each model's tests, and gives that model's decode bound from it:
-// bound = bandwidth / weight bytes.
+// --bandwidth measures the read bandwidth once per thread count, then, next
+// to each model's tests, the rate its own per-token weights are read at, and
+// gives that model's decode bound from it: bound = rate / bytes a token.
 TEST(Bench, BandwidthGivesEachModelItsBound) {
   auto r = bench("--synthetic stories110m:q4_0 --synthetic smollm2-135m:q8_0 -p 4 -n 1" + kSmall +
                  "--bandwidth -o json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("memory read bandwidth (sum over 1 GiB), 2 threads: "), std::string::npos) << r.err;
+  auto json = nlohmann::json::parse(r.out);
   int bounds = 0;
   std::stringstream lines(r.err);
   for (std::string line; std::getline(lines, line);) {
     const auto at = line.find(": tg bound ");
     if (at == std::string::npos) continue;
-    double tps = 0, gbps = 0, mb = 0;
-    ASSERT_EQ(std::sscanf(line.c_str() + at, ": tg bound %lf t/s (%lf GB/s measured just before / %lf MB", &tps,
-                          &gbps, &mb),
-              3)
+    double tps = 0, gbps = 0, mb = 0, fresh = 0;
+    ASSERT_EQ(std::sscanf(line.c_str() + at,
+                          ": tg bound %lf t/s (%lf GB/s reading its %lf MB of weights a token, just before; "
+                          "1 GiB of fresh memory: %lf GB/s)",
+                          &tps, &gbps, &mb, &fresh),
+              4)
         << line;
     EXPECT_GT(gbps, 0.1) << line;
+    EXPECT_GT(fresh, 0.1) << line;
+    // A token reads the layers and the output, not the whole file: less than
+    // the model's size (its embedding, tied here, is counted once), and at
+    // least half of it for these shapes.
+    ASSERT_LT(bounds, 2) << line;
+    const double model_mb = json[bounds]["model_size"].get<double>() / 1e6;
+    EXPECT_LE(mb, model_mb + 0.05) << line;
+    EXPECT_GT(mb, 0.5 * model_mb) << line;
     // the line prints each figure to 0.1, so recomputing the bound from them is
     // good to those roundings (large when a sanitizer build reads 2-3 GB/s)
     const double bound = gbps * 1e3 / mb;

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <fstream>
+#include <vector>
 
 #include "unit/format/format_test_util.h"
 
@@ -26,6 +29,28 @@ TEST(MappedFile, MapsFileContents) {
   EXPECT_EQ((*f)->path(), path);
   EXPECT_EQ(std::string(reinterpret_cast<const char*>((*f)->data()), 18), "hello mapped world");
   EXPECT_EQ((*f)->bytes().size(), 18u);
+}
+
+// Files of a 2 MiB page or more are mapped at a 2 MiB-aligned address, so the
+// kernel can map the page cache's 2 MiB folios with one TLB entry each; the
+// view must still hold exactly the file, up to its last byte.
+TEST(MappedFile, LargeFileMapsAtA2MiBAlignedAddressWithAllItsBytes) {
+  TempDir dir;
+  const std::string path = dir.file("large.bin");
+  const size_t size = (size_t{5} << 20) + 123;  // not a whole number of pages
+  std::vector<uint8_t> content(size);
+  for (size_t i = 0; i < size; ++i) content[i] = static_cast<uint8_t>((i * 131) ^ (i >> 12));
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(size));
+  }
+  for (int again = 0; again < 2; ++again) {  // a second mapping while the first is gone
+    auto f = MappedFile::open(path);
+    ASSERT_TRUE(f.ok()) << f.status().message();
+    ASSERT_EQ((*f)->size(), size);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>((*f)->data()) % (uintptr_t{2} << 20), 0u);
+    EXPECT_TRUE(std::equal(content.begin(), content.end(), (*f)->data()));
+  }
 }
 
 TEST(MappedFile, EmptyFileIsAnEmptyView) {
