@@ -32,11 +32,14 @@ uint64_t sum_bytes(const uint8_t* p, uint64_t bytes) {
 
 }  // namespace
 
-double measure_ranges_read_rate(std::span<const ReadRange> ranges, int threads, int passes) {
+double measure_ranges_read_rate(std::span<const ReadRange> ranges, int threads, int passes,
+                                uint64_t bytes_per_pass) {
   threads = std::max(1, threads);
-  uint64_t total = 0;
-  for (const auto& r : ranges) total += r.bytes;
-  if (total == 0) return 0;
+  uint64_t once = 0;
+  for (const auto& r : ranges) once += r.bytes;
+  if (once == 0) return 0;
+  const uint64_t times = std::max<uint64_t>(1, (bytes_per_pass + once - 1) / once);
+  const uint64_t total = once * times;
   double best = 0;
   std::vector<uint64_t> sums(static_cast<size_t>(threads));
   for (int pass = 0; pass < passes; ++pass) {
@@ -45,13 +48,14 @@ double measure_ranges_read_rate(std::span<const ReadRange> ranges, int threads, 
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
         uint64_t sum = 0;
-        for (const auto& r : ranges) {
-          // this thread's share, split at 64-byte lines as decode splits rows
-          const uint64_t lines = (r.bytes + 63) / 64, per = (lines + threads - 1) / threads;
-          const uint64_t begin = std::min(r.bytes, per * 64 * static_cast<uint64_t>(t));
-          const uint64_t end = std::min(r.bytes, begin + per * 64);
-          sum += sum_bytes(static_cast<const uint8_t*>(r.data) + begin, end - begin);
-        }
+        for (uint64_t k = 0; k < times; ++k)
+          for (const auto& r : ranges) {
+            // this thread's share, split at 64-byte lines as decode splits rows
+            const uint64_t lines = (r.bytes + 63) / 64, per = (lines + threads - 1) / threads;
+            const uint64_t begin = std::min(r.bytes, per * 64 * static_cast<uint64_t>(t));
+            const uint64_t end = std::min(r.bytes, begin + per * 64);
+            sum += sum_bytes(static_cast<const uint8_t*>(r.data) + begin, end - begin);
+          }
         sums[t] = sum;
       });
     }

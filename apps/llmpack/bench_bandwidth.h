@@ -18,12 +18,14 @@ struct ReadRange {
   uint64_t bytes;
 };
 
-// Reads every range once per pass with `threads` threads (each its share of
-// every range, like decode's row split, but with no barrier between ranges)
+// Reads every range in turn with `threads` threads (each its share of every
+// range, like decode's row split, but with no barrier between ranges), as
+// many times over as it takes to read at least `bytes_per_pass` in a pass,
 // and returns the best of `passes` in bytes per second. Over a model's own
 // weights this is the read rate decode streams them at, at best: the same
 // bytes, through the same page mappings (2 MiB or 4 KiB; on this project's VM
 // that alone moved the rate by about a tenth, docs/PERFORMANCE.md section 15).
-double measure_ranges_read_rate(std::span<const ReadRange> ranges, int threads, int passes);
+double measure_ranges_read_rate(std::span<const ReadRange> ranges, int threads, int passes,
+                                uint64_t bytes_per_pass);
 
 }  // namespace llmpack::cli

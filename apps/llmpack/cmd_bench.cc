@@ -293,10 +293,10 @@ int execute(const BenchOptions& o) {
         const auto ranges = decode_weight_ranges(*model);
         uint64_t per_token = 0;
         for (const auto& r : ranges) per_token += r.bytes;
-        // best of enough passes to read about 4 GB: a small model's pass
-        // takes a few milliseconds, short enough for a noisy moment to spoil
-        const int passes = static_cast<int>(std::clamp<uint64_t>(4'000'000'000 / std::max<uint64_t>(per_token, 1), 3, 40));
-        const double own = measure_ranges_read_rate(ranges, t, passes);
+        // best of 3 passes of at least 1 GiB, as the fresh-memory sum: a small
+        // model's weights are read over again within a pass, so no pass is a
+        // few milliseconds that a quiet instant could flatter
+        const double own = measure_ranges_read_rate(ranges, t, 3, uint64_t{1} << 30);
         std::snprintf(line, sizeof(line),
                       "%s: tg bound %.1f t/s (%.1f GB/s reading its %.1f MB of weights a token, just before; "
                       "1 GiB of fresh memory: %.1f GB/s)",
