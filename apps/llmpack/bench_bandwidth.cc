@@ -61,7 +61,7 @@ double measure_ranges_read_rate(std::span<const ReadRange> ranges, int threads, 
     }
     for (auto& w : workers) w.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    volatile uint64_t sink = 0;
+    volatile uint64_t sink = 0;  // the sums are used, so the loads stay
     for (uint64_t v : sums) sink = sink + v;
     best = std::max(best, static_cast<double>(total) / s);
   }
@@ -72,24 +72,8 @@ double measure_read_bandwidth(uint64_t bytes, int threads, int passes) {
   const uint64_t n = bytes / sizeof(uint64_t);
   std::unique_ptr<uint64_t[]> data(new uint64_t[n]);
   for (uint64_t i = 0; i < n; ++i) data[i] = i;  // touch every page before timing
-  threads = std::max(1, threads);
-  double best = 0;
-  std::vector<uint64_t> sums(static_cast<size_t>(threads));
-  for (int pass = 0; pass < passes; ++pass) {
-    const auto start = std::chrono::steady_clock::now();
-    std::vector<std::thread> workers;
-    const uint64_t per = n / static_cast<uint64_t>(threads);
-    for (int t = 0; t < threads; ++t) {
-      const uint64_t begin = per * static_cast<uint64_t>(t), end = t + 1 == threads ? n : begin + per;
-      workers.emplace_back([&, t, begin, end] { sums[t] = sum_slice(data.get() + begin, end - begin); });
-    }
-    for (auto& w : workers) w.join();
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    volatile uint64_t sink = 0;  // the sums are used, so the loads stay
-    for (uint64_t v : sums) sink = sink + v;
-    best = std::max(best, static_cast<double>(n * sizeof(uint64_t)) / s);
-  }
-  return best;
+  const ReadRange all{data.get(), n * sizeof(uint64_t)};
+  return measure_ranges_read_rate({&all, 1}, threads, passes, all.bytes);
 }
 
 }  // namespace llmpack::cli
