@@ -54,7 +54,10 @@ void* map_aligned(int fd, uint64_t size) {
     return MAP_FAILED;
   }
   if (aligned > start) ::munmap(area, aligned - start);
-  const uintptr_t end = aligned + ((length + 4095) & ~size_t{4095});
+  // the mapping ends at a page boundary (4 KiB on x86-64, 16 or 64 KiB on
+  // some arm64 kernels); the reservation past it goes back
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t end = aligned + (length + page - 1) / page * page;
   if (end < start + reserved) ::munmap(reinterpret_cast<void*>(end), start + reserved - end);
   // A hint: kernels without transparent huge pages refuse it (EINVAL), and
   // the mapping then simply keeps 4 KiB pages.
