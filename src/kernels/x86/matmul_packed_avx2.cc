@@ -33,9 +33,7 @@ constexpr int kTile = 4;           // tokens per register tile
 // One unit (32 columns) of 8 rows: q[g] is a 32-byte vector whose int32
 // lane r holds row r's elements 4g..4g+3. Layouts: nibbles (Q4_0, Q4_K), signed bytes (Q8_0, sign trick),
 // six-bit with 16-element scales (Q6_K).
-// kNibble8: nibbles with a fixed offset of 8 (Q4_0), whose min term folds
-// into the integer sum as -8 * qsum (no float min term).
-enum Kind { kNibble, kNibble8, kSigned, kSixBit };
+enum Kind { kNibble, kSigned, kSixBit };
 
 template <int kKind>
 struct alignas(32) Unit {
@@ -67,7 +65,7 @@ inline float half(uint16_t h) { return _cvtsh_ss(h); }
 // as one vector (int32 lane g = elements 4g..4g+3), and the row's
 // scales and mins of the block's units.
 struct Q4_0Pack {
-  static constexpr int kKind = kNibble8;
+  static constexpr int kKind = kNibble;
   static constexpr bool kSplit = false;
   static constexpr int kUnitsPerBlock = 1, kBytes = sizeof(BlockQ4_0);
   static __m256i expand(const uint8_t* block, int) {
@@ -282,11 +280,17 @@ inline void q8_unit(const Unit<kSigned>& u, const ActBlock* act, int64_t n_sub, 
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[t]), _mm256_mul_ps(ws, _mm256_set1_ps(act[t * n_sub].d)), acc[t]);
 }
 
-// acc[t] (8 rows) += panel . act of token t over n_units units; act_t at
-// act + t * n_sub (units of the chunk start at act).
+// acc[t] (8 rows) += panel . act of token t over n_units units, and mins[t]
+// += the nibble types' min terms (subtracted once, in tile_store); act_t at
+// act + t * n_sub (units of the chunk start at act). The min terms have their
+// own accumulators so that a unit's two FMAs do not form one dependent chain
+// through acc (Q4_0 and Q4_K prefill 1.02-1.17x in the kernel driver,
+// docs/PERFORMANCE.md section 16); Q4_0's -8 offset goes the same way (it had
+// been folded into the int32 sum, which cost a scalar load, shift and
+// broadcast per token and unit: 1.08-1.16x).
 template <int kKind, int T>
 inline void tile(const Unit<kKind>* u, int64_t n_units, const ActBlock* act,
-                 int64_t n_sub, const TileSums& sums, __m256* acc) {
+                 int64_t n_sub, const TileSums& sums, __m256* acc, __m256* mins) {
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t k = 0; k < n_units; ++k, ++u) {
     if constexpr (kKind == kSixBit) {
@@ -315,22 +319,12 @@ inline void tile(const Unit<kKind>* u, int64_t n_units, const ActBlock* act,
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) i32[t] = _mm256_madd_epi16(s16[t], ones);
     const __m256 ws = _mm256_load_ps(u->ws);
-    if constexpr (kKind == kNibble8) {
-      // sum (q - 8) a = sum q a - 8 qsum, exact in int32
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        const ActBlock& a = act[t * n_sub + k];
-        const __m256i v = _mm256_sub_epi32(i32[t], _mm256_set1_epi32(8 * a.qsum));
-        acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(v), _mm256_mul_ps(ws, _mm256_set1_ps(a.d)), acc[t]);
-      }
-      continue;
-    }
     const __m256 wm = _mm256_load_ps(u->wm);
     #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const __m256 d = _mm256_set1_ps(act[t * n_sub + k].d);
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[t]), _mm256_mul_ps(ws, d), acc[t]);
-      acc[t] = _mm256_fnmadd_ps(wm, _mm256_broadcast_ss(sums.dq(t, k)), acc[t]);
+      mins[t] = _mm256_fmadd_ps(wm, _mm256_broadcast_ss(sums.dq(t, k)), mins[t]);
     }
   }
 }
@@ -339,12 +333,13 @@ inline void tile(const Unit<kKind>* u, int64_t n_units, const ActBlock* act,
 template <int kKind, int T>
 void tile_store(const Unit<kKind>* u, int64_t n_units, const ActBlock* act, int64_t n_sub, const TileSums& sums,
                 float* y, int64_t ld_y, int n_rows, bool add) {
-  __m256 acc[T];
+  __m256 acc[T], mins[T];
   #pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
-  tile<kKind, T>(u, n_units, act, n_sub, sums, acc);
+  for (int t = 0; t < T; ++t) acc[t] = mins[t] = _mm256_setzero_ps();
+  tile<kKind, T>(u, n_units, act, n_sub, sums, acc, mins);
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
+    acc[t] = _mm256_sub_ps(acc[t], mins[t]);
     float* out = y + t * ld_y;
     if (n_rows == kPanelRows) {
       if (add) acc[t] = _mm256_add_ps(acc[t], _mm256_loadu_ps(out));
