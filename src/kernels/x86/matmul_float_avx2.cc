@@ -106,17 +106,18 @@ inline void decode_tile8(const typename W::Elem* w, int64_t ld_w, const float* x
 }
 
 // Decode (one token) of short rows, one row at a time: the weights stream
-// through memory in order, 4 accumulators (one per vector of a 32-element
-// step, whatever the element size) cover the FMA latency, and each step's
-// bytes are prefetched kDecodePrefetchBytes ahead.
+// through memory in order, and 4 accumulators (one per vector of a
+// 32-element step, whatever the element size) cover the FMA latency. No
+// software prefetch: rows lie back to back, one stream the hardware follows,
+// and prefetching each step 4 KiB ahead read 4-12% slower in the decode
+// driver on the ANCHORS machine kind (F16 768-column rows, both orders;
+// docs/PERFORMANCE.md section 16), as it had for decode_tile8.
 template <class W>
 inline float decode_row(const typename W::Elem* w, const float* x, int64_t cols) {
   constexpr int64_t kStep = 32;
-  constexpr int64_t kAhead = kDecodePrefetchBytes / sizeof(typename W::Elem);
   __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t c = 0;
   for (; c + kStep <= cols; c += kStep) {
-    prefetch_bytes(w + c + kAhead, kStep * sizeof(typename W::Elem));
 #pragma GCC unroll 4
     for (int k = 0; k < 4; ++k)
       acc[k] = _mm256_fmadd_ps(W::load8(w + c + 8 * k), _mm256_loadu_ps(x + c + 8 * k), acc[k]);
