@@ -14,9 +14,10 @@ namespace llmpack::kernels::avx2 {
 // (measured: 1B F16 decode 1 thread +35%, 2 threads +10%; docs/PERFORMANCE.md).
 // 4 KiB rather than 1 KiB: on the ANCHORS machine kind (Zen 3, 2.45 GHz) the
 // longer lead read faster in every alternated kernel pass (section 10). The
-// loops that read one row at a time keep it; the float decode of 8 rows side
-// by side dropped it, which read 1.01-1.17x faster on that machine kind
-// (section 14; the Zen 5 dev machine had measured the opposite for it).
+// quantized loops keep it (without it they read 0.78-0.90x, section 16); the
+// float decode dropped it, 8 rows side by side (1.01-1.17x faster on that
+// machine kind, section 14; the Zen 5 dev machine had measured the opposite)
+// and one short row at a time (1.04-1.12x, section 16).
 constexpr int64_t kDecodePrefetchBytes = 4096;
 
 // Prefetches the cache lines of [p, p + bytes) (prefetches never fault, so p
