@@ -339,7 +339,7 @@ void tile_store(const Unit<kKind>* u, int64_t n_units, const ActBlock* act, int6
   tile<kKind, T>(u, n_units, act, n_sub, sums, acc, mins);
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
-    acc[t] = _mm256_sub_ps(acc[t], mins[t]);
+    if constexpr (kKind == kNibble) acc[t] = _mm256_sub_ps(acc[t], mins[t]);  // only nibbles fill mins
     float* out = y + t * ld_y;
     if (n_rows == kPanelRows) {
       if (add) acc[t] = _mm256_add_ps(acc[t], _mm256_loadu_ps(out));
