@@ -152,6 +152,49 @@ class StageNotes {
   ForwardProfile profile_;
 };
 
+// With --bandwidth: the bytes a token of decode reads (each layer's matrices
+// and the output), as ranges of the model's own mappings.
+struct DecodeReads {
+  std::vector<ReadRange> ranges;
+  uint64_t per_token = 0;
+};
+
+// The tg bound measured again just before each repetition, so that a test and
+// its bound share the same seconds: this VM's read rate moves by a third
+// within minutes (docs/PERFORMANCE.md section 17), and a bound read once per
+// model can fall in a faster or slower second than the test. Best of 2 passes
+// of at least 512 MiB: about 0.05-0.3 s a repetition.
+class PairedBound {
+ public:
+  PairedBound(const DecodeReads* reads, int threads) : reads_(reads), threads_(threads) {}
+  void before() {
+    if (reads_) rate_ = measure_ranges_read_rate(reads_->ranges, threads_, 2, uint64_t{512} << 20);
+  }
+  // tokens generated in ns against the bound of the rate read just before
+  void after(int64_t tokens, int64_t ns) {
+    if (!reads_ || ns <= 0 || rate_ <= 0) return;
+    const double tps = static_cast<double>(tokens) * 1e9 / static_cast<double>(ns);
+    fractions_.push_back(tps / (rate_ / static_cast<double>(reads_->per_token)));
+  }
+  void note(const BenchRecord& r, Output& out) {
+    if (fractions_.empty()) return;
+    std::sort(fractions_.begin(), fractions_.end());
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "%s %s, %d threads: %.0f%% of the tg bound read just before each repetition (median of %zu; "
+                  "%.0f-%.0f%%)",
+                  r.model->display.c_str(), r.test.c_str(), r.n_threads, 100.0 * fractions_[fractions_.size() / 2],
+                  fractions_.size(), 100.0 * fractions_.front(), 100.0 * fractions_.back());
+    out.note(line);
+  }
+
+ private:
+  const DecodeReads* reads_;
+  int threads_;
+  double rate_ = 0;
+  std::vector<double> fractions_;
+};
+
 // Runs `measure` once per repetition into a record.
 template <typename Measure>
 Result<BenchRecord> repeat(const BenchOptions& o, BenchRecord r, Measure measure) {
@@ -166,7 +209,7 @@ Result<BenchRecord> repeat(const BenchOptions& o, BenchRecord r, Measure measure
 
 // pp, tg and (when asked) time to first token, batched and token by token.
 Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const PeakByThreads& peaks,
-                 Output& out) {
+                 const DecodeReads* reads, Output& out) {
   LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
   LLMPACK_RETURN_IF_ERROR(runner.warmup().with_context("warmup"));
   const int64_t b = runner.token_bound();
@@ -189,9 +232,16 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const 
     BenchRecord r = base;
     r.test = "tg" + std::to_string(n), r.n_gen = n, r.n_batch = 1;
     stages.begin();
-    LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&] { return runner.generate_ns(n); }));
+    PairedBound bound(reads, threads);
+    LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&]() -> Result<int64_t> {
+                               bound.before();
+                               auto ns = runner.generate_ns(n);
+                               if (ns.ok()) bound.after(n, *ns);
+                               return ns;
+                             }));
     out.add(r);
     stages.end(r, out);
+    bound.note(r, out);
   }
   if (o.ttft == 0) return ok_status();
   BenchRecord batched = base, single = base;
@@ -282,6 +332,7 @@ int execute(const BenchOptions& o) {
       std::snprintf(line, sizeof(line), "%s: %s in %.1f ms", model->display.c_str(),
                     source.is_synthetic() ? "built" : "loaded", model->load_ms);
       out.note(line);
+      DecodeReads reads;
       if (o.bandwidth) {
         // Measured again next to this model's tests: a shared machine's
         // bandwidth moves by a third within minutes, and the bound should be
@@ -290,9 +341,11 @@ int execute(const BenchOptions& o) {
         // mappings: fresh anonymous memory sits in 4 KiB pages, a model file's
         // page cache mostly in 2 MiB ones, and that alone moves the rate.
         const double fresh = measure_read_bandwidth(uint64_t{1} << 30, t, 3);
-        const auto ranges = decode_weight_ranges(*model);
-        uint64_t per_token = 0;
-        for (const auto& r : ranges) per_token += r.bytes;
+        reads.ranges = decode_weight_ranges(*model);
+        reads.per_token = 0;
+        for (const auto& r : reads.ranges) reads.per_token += r.bytes;
+        const auto& ranges = reads.ranges;
+        const uint64_t per_token = reads.per_token;
         // best of 3 passes of at least 1 GiB, as the fresh-memory sum: a small
         // model's weights are read over again within a pass, so no pass is a
         // few milliseconds that a quiet instant could flatter
@@ -304,7 +357,7 @@ int execute(const BenchOptions& o) {
                       static_cast<double>(per_token) / 1e6, fresh / 1e9);
         out.note(line);
       }
-      if (auto status = run_tests(o, *model, t, peaks, out); !status.ok())
+      if (auto status = run_tests(o, *model, t, peaks, o.bandwidth ? &reads : nullptr, out); !status.ok())
         return fail(status.with_context(model->display));
     }
   }
@@ -339,7 +392,8 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_flag("--bandwidth", o->bandwidth,
                 "Also measure memory read bandwidth and each model's decode bound (the rate a plain sum reads "
-                "its per-token weights at / their bytes)");
+                "its per-token weights at / their bytes), and each tg test as a share of the bound read again just "
+                "before each repetition");
   cmd->add_option("--save", o->save_path,
                   "Write the --synthetic model to this GGUF file (to time loading it with -m) and exit");
   cmd->add_flag("--peak", o->peak,

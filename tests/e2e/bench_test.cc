@@ -185,6 +185,39 @@ TEST(Bench, BandwidthGivesEachModelItsBound) {
   EXPECT_EQ(bounds, 2) << r.err;
 }
 
+// --bandwidth reads the bound again before each tg repetition and gives each
+// tg test (not pp) as a share of it: the median, with the range, of one
+// figure per repetition. Without --bandwidth there is no such line.
+TEST(Bench, BandwidthPairsEachTgRepetitionWithItsBound) {
+  const std::string args = "--synthetic stories110m:q8_0 -p 4 -n 2,3 --synthetic_layers 1 --synthetic_vocab 512 -t 2 -r 3 ";
+  auto r = bench(args + "--bandwidth");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> tests;
+  std::stringstream lines(r.out + r.err);
+  for (std::string line; std::getline(lines, line);) {
+    const auto at = line.find(" of the tg bound read just before each repetition");
+    if (at == std::string::npos) continue;
+    char test[16] = {};
+    int threads = 0, count = 0;
+    double median = 0, lo = 0, hi = 0;
+    ASSERT_EQ(std::sscanf(line.c_str(), "stories110m (synthetic) %15[^,], %d threads: %lf%% of the tg bound read just before "
+                                        "each repetition (median of %d; %lf-%lf%%)",
+                          test, &threads, &median, &count, &lo, &hi),
+              6)
+        << line;
+    tests.push_back(test);
+    EXPECT_EQ(threads, 2) << line;
+    EXPECT_EQ(count, 3) << line;  // one figure per repetition
+    EXPECT_GT(lo, 0.0) << line;
+    EXPECT_LE(lo, median) << line;
+    EXPECT_LE(median, hi) << line;
+  }
+  EXPECT_EQ(tests, (std::vector<std::string>{"tg2", "tg3"})) << r.out << r.err;
+  auto plain = bench(args);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ((plain.out + plain.err).find("of the tg bound"), std::string::npos) << plain.out;
+}
+
 // --kernel_path runs the tests on the named path and says so (scalar runs on
 // every CPU); the JSON's kernel_path field follows it.
 TEST(Bench, KernelPathIsChosenAndReported) {
