@@ -342,19 +342,16 @@ int execute(const BenchOptions& o) {
         // page cache mostly in 2 MiB ones, and that alone moves the rate.
         const double fresh = measure_read_bandwidth(uint64_t{1} << 30, t, 3);
         reads.ranges = decode_weight_ranges(*model);
-        reads.per_token = 0;
         for (const auto& r : reads.ranges) reads.per_token += r.bytes;
-        const auto& ranges = reads.ranges;
-        const uint64_t per_token = reads.per_token;
         // best of 3 passes of at least 1 GiB, as the fresh-memory sum: a small
         // model's weights are read over again within a pass, so no pass is a
         // few milliseconds that a quiet instant could flatter
-        const double own = measure_ranges_read_rate(ranges, t, 3, uint64_t{1} << 30);
+        const double own = measure_ranges_read_rate(reads.ranges, t, 3, uint64_t{1} << 30);
         std::snprintf(line, sizeof(line),
                       "%s: tg bound %.1f t/s (%.1f GB/s reading its %.1f MB of weights a token, just before; "
                       "1 GiB of fresh memory: %.1f GB/s)",
-                      model->display.c_str(), own / static_cast<double>(per_token), own / 1e9,
-                      static_cast<double>(per_token) / 1e6, fresh / 1e9);
+                      model->display.c_str(), own / static_cast<double>(reads.per_token), own / 1e9,
+                      static_cast<double>(reads.per_token) / 1e6, fresh / 1e9);
         out.note(line);
       }
       if (auto status = run_tests(o, *model, t, peaks, o.bandwidth ? &reads : nullptr, out); !status.ok())
