@@ -5,7 +5,7 @@
 // This file has the paths for fewer tokens than a packed prefill tile
 // (matmul_packed_avx2.cc): each weight row streams once per token (decode).
 // Q4_0 and Q4_K sum 8 blocks' integer dots into one vector before a single
-// convert and FMA (pair_sums); Q4_0 also reads two blocks a load against the
+// convert and FMA (fold_tree); Q4_0 also reads two blocks a load against the
 // paired copy of the activations (PairedActs in avx2_internal.h).
 
 #include <algorithm>
@@ -131,11 +131,24 @@ float q8_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
   return hsum(_mm256_add_ps(acc[0], acc[1]));
 }
 
-// The int32 lanes of a and b (each below 2^15: at most 15240 in q4_0_row,
-// 7620 in q4k_row) narrowed to int16 and summed in pairs: per 128-bit half,
-// a's 4 lanes become 2, then b's 4 become 2.
-inline __m256i pair_sums(__m256i a, __m256i b) {
-  return _mm256_madd_epi16(_mm256_packs_epi32(a, b), _mm256_set1_epi16(1));
+// Sums of vpmaddubsw results by shuffles and int16 adds. Per 128-bit half,
+// p[k] holds 8 int16 lanes of one block (its part of that half); the result's
+// int32 lane k of each half is the sum of p[k]'s 8 lanes there. Two folds
+// (vpunpck + vpaddw) leave 2 lanes per block and one vpmaddwd adds them: one
+// multiply-port instruction for the 4 vectors where a vpmaddwd per vector and a
+// vpackssdw + vpmaddwd tree took 7 (the multiply ports also run every
+// vpmaddubsw). Each input lane must be at most 7620 (a sum of 4 products of a
+// nibble and an int8), so that the 2 lanes left, sums of 4, stay below 2^15.
+inline __m256i fold_tree(const __m256i* p) {
+  // [a0 a1 a2 a3], [b0 b1 b2 b3] (int32 pairs of int16) -> [a0+a2, b0+b2, a1+a3, b1+b3]
+  const auto fold32 = [](__m256i a, __m256i b) {
+    return _mm256_add_epi16(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+  };
+  // [x0 x1 x2 x3], [y0 y1 y2 y3] -> [x0+x2, x1+x3, y0+y2, y1+y3]: blocks 0 1 2 3
+  const auto fold64 = [](__m256i x, __m256i y) {
+    return _mm256_add_epi16(_mm256_unpacklo_epi64(x, y), _mm256_unpackhi_epi64(x, y));
+  };
+  return _mm256_madd_epi16(fold64(fold32(p[0], p[1]), fold32(p[2], p[3])), _mm256_set1_epi16(1));
 }
 
 // Decode of one Q4_0 row against one token's paired activations (PairedActs),
@@ -143,16 +156,18 @@ inline __m256i pair_sums(__m256i a, __m256i b) {
 // A 256-bit load holds the nibbles of two blocks A, B; its low nibbles are
 // A's and B's elements 0..15, its high ones 16..31, matching the paired
 // activations, so one vpmaddubsw each and an add give both blocks' sums of
-// pairs. The 8 blocks' integer dots are then summed as a tree in the integer
-// domain (vpackssdw + vpmaddwd; unsigned nibbles keep every partial sum below
-// 2^15) into the 8 lanes of one vector, so one convert and one FMA with the 8
-// scale products serve 8 blocks. The lanes come out in kPairLaneBlock order,
-// as the paired scales are stored. 20-25% faster than a dot, convert and FMA
-// per block from L1/L2 (docs/PERFORMANCE.md section 13).
+// pairs. The 8 blocks' integer dots are then summed in the integer domain
+// (fold_tree: unsigned nibbles keep every partial sum below 2^15) into the 8
+// lanes of one vector, so one convert and one FMA with the 8 scale products
+// serve 8 blocks. The lanes come out in kPairLaneBlock order (A blocks in the
+// low half, B blocks in the high one), as the paired scales are stored.
+// 20-25% faster than a dot, convert and FMA per block from L1/L2
+// (docs/PERFORMANCE.md section 13); fold_tree instead of a vpackssdw +
+// vpmaddwd tree 1.01-1.10x more (section 17).
 float q4_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
   const PairedActs& pa = a.paired;
   constexpr int kB = Q4_0Dec::kBytes;
-  const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  const __m256i mask = _mm256_set1_epi8(0x0F);
   __m256 acc = _mm256_setzero_ps(), offset = _mm256_setzero_ps();
   const int64_t n_paired = paired_blocks(n_blocks);
   for (int64_t b = 0; b < n_paired; b += 8) {
@@ -160,7 +175,7 @@ float q4_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
     prefetch_bytes(p + kDecodePrefetchBytes, 8 * kB);
     const __m256 ws = q4_0_scales_paired(p);
     offset = _mm256_fmadd_ps(ws, _mm256_loadu_ps(pa.dsum + b), offset);
-    __m256i sums4[4];  // [A: 4 sums of 8 products | B: 4 sums of 8], each <= 15240
+    __m256i sums[4];  // [A: 8 int16 sums of 4 products | B: 8 of 4], each <= 7620
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) {
       const auto* ba = reinterpret_cast<const BlockQ4_0*>(p + 2 * i * kB);
@@ -173,9 +188,9 @@ float q4_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
       const __m256i p16 = _mm256_add_epi16(
           _mm256_maddubs_epi16(lo, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq))),
           _mm256_maddubs_epi16(hi, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq + 32))));
-      sums4[i] = _mm256_madd_epi16(p16, ones);
+      sums[i] = p16;
     }
-    const __m256i dots = pair_sums(pair_sums(sums4[0], sums4[1]), pair_sums(sums4[2], sums4[3]));
+    const __m256i dots = fold_tree(sums);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(ws, _mm256_loadu_ps(pa.d + b)), acc);
   }
   float sum = hsum(acc), tail_offset = 0.0f;
@@ -211,9 +226,10 @@ void decode_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, f
 // Q4_K decode (few tokens), one row against one token: the 8 scales and mins
 // of a super-block are unpacked as vectors; a 256-bit load of 32 bytes holds
 // sub-blocks 2c (low nibbles) and 2c + 1 (high); each sub-block's dot is one
-// vpmaddubsw + vpmaddwd, and the 8 dots are summed in the integer domain as
-// in q4_0_row (nibbles keep the partial sums below 2^15) into one vector of
-// 8 lanes (two trees of four, then the 128-bit halves added), so one convert
+// vpmaddubsw, and the 8 dots are summed in the integer domain as in
+// q4_0_row (fold_tree; the 16 int16 lanes of a sub-block, 8 in each half,
+// are sums of 2 products, <= 3810) into one vector of 8 lanes (two trees of
+// four, then the 128-bit halves added), so one convert
 // and one FMA with the 8 products d * scale_j * a.d_j serve the super-block.
 // The min terms accumulate as one vector FMA per super-block. 1.15x the
 // per-sub-block convert and FMA in L1/L2 (docs/PERFORMANCE.md section 13).
@@ -223,7 +239,7 @@ float q4k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
   const ActBlock* act = t.a;
   const float *act_d = t.ad, *act_dsum = t.adq;
   __m256 acc = _mm256_setzero_ps(), macc = _mm256_setzero_ps();
-  const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
+  const __m256i mask = _mm256_set1_epi8(0x0F);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockQ4_K& b = row[sb];
     prefetch_bytes(reinterpret_cast<const char*>(&b) + kDecodePrefetchBytes, sizeof(b));
@@ -232,7 +248,7 @@ float q4k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
     const __m256 sc = _mm256_mul_ps(_mm256_cvtepi32_ps(sc_i), _mm256_set1_ps(half_to_float(b.d)));
     const __m256 mn = _mm256_mul_ps(_mm256_cvtepi32_ps(mn_i), _mm256_set1_ps(half_to_float(b.dmin)));
     macc = _mm256_fmadd_ps(mn, _mm256_loadu_ps(act_dsum + 8 * sb), macc);
-    __m256i sums4[8];  // sub-block j: 8 int32 lanes, each a sum of 4 products (<= 7620)
+    __m256i sums[8];  // sub-block j: 16 int16 lanes, each a sum of 2 products (<= 3810)
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c));
@@ -240,12 +256,11 @@ float q4k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
         const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[8 * sb + 2 * c + h].q));
-        sums4[2 * c + h] = _mm256_madd_epi16(_mm256_maddubs_epi16(q[h], a), ones);
+        sums[2 * c + h] = _mm256_maddubs_epi16(q[h], a);
       }
     }
     // per 128-bit half: sub-blocks 0..3 (lo) and 4..7 (hi), then the halves added
-    const __m256i lo = pair_sums(pair_sums(sums4[0], sums4[1]), pair_sums(sums4[2], sums4[3]));
-    const __m256i hi = pair_sums(pair_sums(sums4[4], sums4[5]), pair_sums(sums4[6], sums4[7]));
+    const __m256i lo = fold_tree(sums), hi = fold_tree(sums + 4);
     const __m256i dots = _mm256_add_epi32(_mm256_permute2x128_si256(lo, hi, 0x20),
                                           _mm256_permute2x128_si256(lo, hi, 0x31));
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(sc, _mm256_loadu_ps(act_d + 8 * sb)), acc);
