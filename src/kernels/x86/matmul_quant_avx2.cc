@@ -268,6 +268,19 @@ float q4k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
   return hsum(_mm256_sub_ps(acc, macc));
 }
 
+// The vpshufb control that spreads a half's 16-element scales (int16 words
+// 0..7 of each 128-bit lane: scales 8h..8h+7) over a fold of groups g0, g1:
+// per lane, int32 elements [g0 g1 g0 g1], scale 2g of the group for the low
+// lane (elements 0..15 of each group), 2g + 1 for the high lane (16..31).
+inline __m256i q6k_fold_scale_pick(int g0, int g1) {
+  const auto word = [](int s) { return static_cast<int16_t>(((2 * s + 1) << 8) | (2 * s)); };
+  const auto lane = [&](int off) {
+    const int16_t a = word(2 * g0 + off), b = word(2 * g1 + off);
+    return _mm_setr_epi16(a, a, b, b, a, a, b, b);
+  };
+  return _mm256_set_m128i(lane(1), lane(0));
+}
+
 // Q6_K decode, one token: q kept unsigned (0..63), so maddubs takes it
 // without the sign trick (pairs stay below 2 * 63 * 127 < 2^15), and the -32
 // offset is applied once per super-block in float from the activations'
@@ -276,14 +289,21 @@ float q4k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
 // Half h of a block: group g (0..3) of 32 elements takes its low 4 bits from
 // ql[64h + 32(g & 1) + l] (low nibble for g < 2, high after) and its high 2
 // bits from (qh[32h + l] >> 2g) & 3; 16-element scale s = 8h + 2g + l / 16.
+// The 8 groups' dots are summed in the integer domain into one vector of 8
+// lanes, as in q4k_row: the vpmaddubsw lanes of two groups fold once in int16
+// (sums of 4 products, <= 32004), one vpmaddwd applies their scales, and a
+// 64-bit fold in int32 and the two halves' sum follow; one convert and one
+// FMA with the 8 products d * a.d then serve the super-block. That is 12
+// multiply-port instructions a super-block where a vpmaddwd, convert and FMA
+// per group took 16 plus 8 converts and 8 FMAs: 1.02-1.15x in the decode
+// driver, both orders (docs/PERFORMANCE.md section 17).
 float q6k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
   const auto* row = reinterpret_cast<const BlockQ6_K*>(row_bytes);
   const int64_t n_super = n_blocks / 8;
   const ActBlock* act = t.a;
   const float *ad = t.ad, *half_sums = t.hs;
   const __m256i mask4 = _mm256_set1_epi8(0x0F), mask_hi = _mm256_set1_epi8(0x30);
-  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
-  __m256 offset = _mm256_setzero_ps();
+  __m256 acc = _mm256_setzero_ps(), offset = _mm256_setzero_ps();
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockQ6_K& b = row[sb];
     prefetch_bytes(reinterpret_cast<const char*>(&b) + kDecodePrefetchBytes, sizeof(b));
@@ -294,13 +314,11 @@ float q6k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
     const float* hs = half_sums + 16 * sb;
     offset = _mm256_fmadd_ps(_mm256_mul_ps(sc_lo, _mm256_set1_ps(d)), _mm256_loadu_ps(hs), offset);
     offset = _mm256_fmadd_ps(_mm256_mul_ps(sc_hi, _mm256_set1_ps(d)), _mm256_loadu_ps(hs + 8), offset);
-    // The half's 8 int16 scales in both 128-bit lanes, for one vpshufb per
-    // sub-block; and d * a.d of the 8 blocks, for broadcasts from L1.
+    // the half's 8 int16 scales in both 128-bit lanes, for one vpshufb per fold
     const __m256i s16 = _mm256_cvtepi8_epi16(sc);
     const __m256i half_scales[2] = {_mm256_permute2x128_si256(s16, s16, 0x00),
                                     _mm256_permute2x128_si256(s16, s16, 0x11)};
-    alignas(32) float d_ad[8];
-    _mm256_store_ps(d_ad, _mm256_mul_ps(_mm256_loadu_ps(ad + 8 * sb), _mm256_set1_ps(d)));
+    __m256i half_dots[2];  // per 128-bit lane: groups 0..3 of half h, that lane's 16 elements
     for (int h = 0; h < 2; ++h) {
       const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
       const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
@@ -308,6 +326,7 @@ float q6k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
       const __m256i lows[4] = {_mm256_and_si256(ql0, mask4), _mm256_and_si256(ql1, mask4),
                                _mm256_and_si256(_mm256_srli_epi16(ql0, 4), mask4),
                                _mm256_and_si256(_mm256_srli_epi16(ql1, 4), mask4)};
+      __m256i p[4];  // group g: 16 int16 lanes, sums of 2 products (<= 2 * 63 * 127 = 16002)
 #pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
         // bits 2g, 2g + 1 of each qh byte moved to bits 4, 5 by one 16-bit
@@ -317,17 +336,26 @@ float q6k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
                             : g == 2 ? qh
                                      : _mm256_srli_epi16(qh, 2);
         const __m256i q = _mm256_or_si256(lows[g], _mm256_and_si256(at4, mask_hi));
-        // int16 lanes 0..7: scale 8h + 2g (words 2g of the lane), 8..15: scale 8h + 2g + 1
-        const __m256i pick = _mm256_set_m128i(_mm_set1_epi16(static_cast<int16_t>(((4 * g + 3) << 8) | (4 * g + 2))),
-                                              _mm_set1_epi16(static_cast<int16_t>(((4 * g + 1) << 8) | (4 * g))));
-        const __m256i scale16 = _mm256_shuffle_epi8(half_scales[h], pick);
         const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[8 * sb + 4 * h + g].q));
-        const __m256i p = _mm256_madd_epi16(_mm256_maddubs_epi16(q, a), scale16);
-        acc[g & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_broadcast_ss(d_ad + 4 * h + g), acc[g & 1]);
+        p[g] = _mm256_maddubs_epi16(q, a);
       }
+      __m256i scaled[2];  // groups (0, 1) and (2, 3): int32 elements [g0 g1 g0 g1] per lane
+#pragma GCC unroll 2
+      for (int k = 0; k < 2; ++k) {
+        const __m256i folded =
+            _mm256_add_epi16(_mm256_unpacklo_epi32(p[2 * k], p[2 * k + 1]), _mm256_unpackhi_epi32(p[2 * k], p[2 * k + 1]));
+        scaled[k] = _mm256_madd_epi16(folded, _mm256_shuffle_epi8(half_scales[h], q6k_fold_scale_pick(2 * k, 2 * k + 1)));
+      }
+      half_dots[h] = _mm256_add_epi32(_mm256_unpacklo_epi64(scaled[0], scaled[1]),
+                                      _mm256_unpackhi_epi64(scaled[0], scaled[1]));
     }
+    // lanes: groups 0..7 (group 4h + g reads activation block 8 sb + 4h + g)
+    const __m256i dots = _mm256_add_epi32(_mm256_permute2x128_si256(half_dots[0], half_dots[1], 0x20),
+                                          _mm256_permute2x128_si256(half_dots[0], half_dots[1], 0x31));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(_mm256_loadu_ps(ad + 8 * sb), _mm256_set1_ps(d)),
+                          acc);
   }
-  return hsum(_mm256_fmadd_ps(offset, _mm256_set1_ps(-32.0f), _mm256_add_ps(acc[0], acc[1])));
+  return hsum(_mm256_fmadd_ps(offset, _mm256_set1_ps(-32.0f), acc));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/quant_blocks.h"
 #include "kernels/quantize.h"
 #include "unit/kernels/test_util.h"
 
@@ -136,11 +137,12 @@ void expect_exact_at_limits(DType dtype, const std::vector<uint8_t>& row, int64_
   }
 }
 
-// Q4_0 and Q4_K decode sum a step's 8 block dots in int16 and int32 lanes:
-// the largest dots (every nibble 15 or 0, every activation at +-127) must
-// come out exact, not saturated. Q4_0: weights 15 - 8 = 7 or 0 - 8 = -8 with
-// d = 1. Q4_K: every 6-bit scale and min 63 (all scale bytes 0xFF), d = 1,
-// dmin = 0 or 1.
+// Q4_0, Q4_K and Q6_K decode sum a step's 8 block dots in int16 and int32
+// lanes: the largest dots (every nibble 15 or 0, every activation at +-127)
+// must come out exact, not saturated. Q4_0: weights 15 - 8 = 7 or 0 - 8 = -8
+// with d = 1. Q4_K: every 6-bit scale and min 63 (all scale bytes 0xFF), d = 1,
+// dmin = 0 or 1. Q6_K: every q 63 (two groups' products fold to 32004 in
+// int16) or 0, the 16-element scales all 127 or all -128, d = 1.
 TEST(MatmulQuantTest, DecodeAtTheInt16Limits) {
   const uint16_t one = f32_to_f16(1.0f), zero = 0;
   for (int64_t n_blocks : {8, 24, 29})
@@ -159,6 +161,17 @@ TEST(MatmulQuantTest, DecodeAtTheInt16Limits) {
           std::memset(row.data() + 144 * b + 16, nibbles, 128);
         }
         expect_exact_at_limits(DType::kQ4_K, row, 256 * n_super, nibbles ? "15s" : "0s");
+      }
+  static_assert(sizeof(BlockQ6_K) == 210);
+  for (int64_t n_super : {1, 3})
+    for (int8_t scale : {int8_t{127}, int8_t{-128}})
+      for (uint8_t bits : {uint8_t{0xFF}, uint8_t{0x00}}) {
+        std::vector<uint8_t> row(static_cast<size_t>(n_super) * 210, bits);  // ql and qh: q = 63 or 0
+        for (int64_t b = 0; b < n_super; ++b) {
+          std::memset(row.data() + 210 * b + 192, static_cast<uint8_t>(scale), 16);
+          std::memcpy(row.data() + 210 * b + 208, &one, 2);
+        }
+        expect_exact_at_limits(DType::kQ6_K, row, 256 * n_super, bits ? "63s" : "0s");
       }
 }
 
