@@ -162,13 +162,14 @@ struct DecodeReads {
 // The tg bound measured again just before each repetition, so that a test and
 // its bound share the same seconds: this VM's read rate moves by a third
 // within minutes (docs/PERFORMANCE.md section 17), and a bound read once per
-// model can fall in a faster or slower second than the test. Best of 2 passes
-// of at least 512 MiB: about 0.05-0.3 s a repetition.
+// model can fall in a faster or slower second than the test. The same sum as
+// that bound (best of 3 passes of at least 1 GiB, so never a kinder bound):
+// about 0.15-0.4 s a repetition.
 class PairedBound {
  public:
   PairedBound(const DecodeReads* reads, int threads) : reads_(reads), threads_(threads) {}
   void before() {
-    if (reads_) rate_ = measure_ranges_read_rate(reads_->ranges, threads_, 2, uint64_t{512} << 20);
+    if (reads_) rate_ = measure_ranges_read_rate(reads_->ranges, threads_, 3, uint64_t{1} << 30);
   }
   // tokens generated in ns against the bound of the rate read just before
   void after(int64_t tokens, int64_t ns) {
