@@ -190,7 +190,7 @@ TEST(Bench, BandwidthGivesEachModelItsBound) {
 // figure per repetition. Without --bandwidth there is no such line.
 TEST(Bench, BandwidthPairsEachTgRepetitionWithItsBound) {
   const std::string args =
-      "--synthetic stories110m:q8_0 -p 4 -n 2,3 --synthetic_layers 1 --synthetic_vocab 512 -t 2 -r 3 ";
+      "--synthetic stories110m:q8_0 -p 4 -n 8,16 --synthetic_layers 1 --synthetic_vocab 512 -t 2 -r 3 ";
   auto r = bench(args + "--bandwidth");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::vector<std::string> tests;
@@ -210,14 +210,17 @@ TEST(Bench, BandwidthPairsEachTgRepetitionWithItsBound) {
     tests.push_back(test);
     EXPECT_EQ(threads, 2) << line;
     EXPECT_EQ(count, 3) << line;  // one figure per repetition
-    EXPECT_GT(lo, 0.0) << line;
+    // shares print to the percent, and one repetition of this tiny model can
+    // stall on a busy machine: a range may start at 0, the median may not
+    EXPECT_GE(lo, 0.0) << line;
+    EXPECT_GT(median, 0.0) << line;
     EXPECT_LE(lo, median) << line;
     EXPECT_LE(median, hi) << line;
     // a share, in percent: decode does not read its weights five times faster
     // than a plain sum of the same bytes (a slip of units would be far off)
     EXPECT_LT(hi, 500.0) << line;
   }
-  EXPECT_EQ(tests, (std::vector<std::string>{"tg2", "tg3"})) << r.out << r.err;
+  EXPECT_EQ(tests, (std::vector<std::string>{"tg8", "tg16"})) << r.out << r.err;
   auto plain = bench(args);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ((plain.out + plain.err).find("of the tg bound"), std::string::npos) << plain.out;
