@@ -157,19 +157,23 @@ class StageNotes {
 struct DecodeReads {
   std::vector<ReadRange> ranges;
   uint64_t per_token = 0;
+  // The rate a plain sum reads them at: best of 3 passes of at least 1 GiB
+  // (a small model's weights are read over again within a pass, so no pass is
+  // a few milliseconds that a quiet instant could flatter).
+  double read_rate(int threads) const { return measure_ranges_read_rate(ranges, threads, 3, uint64_t{1} << 30); }
 };
 
 // The tg bound measured again just before each repetition, so that a test and
 // its bound share the same seconds: this VM's read rate moves by a third
 // within minutes (docs/PERFORMANCE.md section 17), and a bound read once per
 // model can fall in a faster or slower second than the test. The same sum as
-// that bound (best of 3 passes of at least 1 GiB, so never a kinder bound):
-// about 0.15-0.4 s a repetition.
+// that bound (DecodeReads::read_rate, so never a kinder bound): about
+// 0.15-0.4 s a repetition.
 class PairedBound {
  public:
   PairedBound(const DecodeReads* reads, int threads) : reads_(reads), threads_(threads) {}
   void before() {
-    if (reads_) rate_ = measure_ranges_read_rate(reads_->ranges, threads_, 3, uint64_t{1} << 30);
+    if (reads_) rate_ = reads_->read_rate(threads_);
   }
   // tokens generated in ns against the bound of the rate read just before
   void after(int64_t tokens, int64_t ns) {
@@ -344,10 +348,7 @@ int execute(const BenchOptions& o) {
         const double fresh = measure_read_bandwidth(uint64_t{1} << 30, t, 3);
         reads.ranges = decode_weight_ranges(*model);
         for (const auto& r : reads.ranges) reads.per_token += r.bytes;
-        // best of 3 passes of at least 1 GiB, as the fresh-memory sum: a small
-        // model's weights are read over again within a pass, so no pass is a
-        // few milliseconds that a quiet instant could flatter
-        const double own = measure_ranges_read_rate(reads.ranges, t, 3, uint64_t{1} << 30);
+        const double own = reads.read_rate(t);
         std::snprintf(line, sizeof(line),
                       "%s: tg bound %.1f t/s (%.1f GB/s reading its %.1f MB of weights a token, just before; "
                       "1 GiB of fresh memory: %.1f GB/s)",

@@ -139,11 +139,13 @@ float q8_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
 // vpackssdw + vpmaddwd tree took 7 (the multiply ports also run every
 // vpmaddubsw). Each input lane must be at most 7620 (a sum of 4 products of a
 // nibble and an int8), so that the 2 lanes left, sums of 4, stay below 2^15.
+// Per 128-bit half, int32 elements (pairs of int16) [a0 a1 a2 a3], [b0 b1 b2 b3]
+// -> [a0+a2, b0+b2, a1+a3, b1+b3], added as int16 (Q6_K's decode uses it too).
+inline __m256i fold32(__m256i a, __m256i b) {
+  return _mm256_add_epi16(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
+}
+
 inline __m256i fold_tree(const __m256i* p) {
-  // [a0 a1 a2 a3], [b0 b1 b2 b3] (int32 pairs of int16) -> [a0+a2, b0+b2, a1+a3, b1+b3]
-  const auto fold32 = [](__m256i a, __m256i b) {
-    return _mm256_add_epi16(_mm256_unpacklo_epi32(a, b), _mm256_unpackhi_epi32(a, b));
-  };
   // [x0 x1 x2 x3], [y0 y1 y2 y3] -> [x0+x2, x1+x3, y0+y2, y1+y3]: blocks 0 1 2 3
   const auto fold64 = [](__m256i x, __m256i y) {
     return _mm256_add_epi16(_mm256_unpacklo_epi64(x, y), _mm256_unpackhi_epi64(x, y));
@@ -342,8 +344,7 @@ float q6k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
       __m256i scaled[2];  // groups (0, 1) and (2, 3): int32 elements [g0 g1 g0 g1] per lane
 #pragma GCC unroll 2
       for (int k = 0; k < 2; ++k) {
-        const __m256i folded =
-            _mm256_add_epi16(_mm256_unpacklo_epi32(p[2 * k], p[2 * k + 1]), _mm256_unpackhi_epi32(p[2 * k], p[2 * k + 1]));
+        const __m256i folded = fold32(p[2 * k], p[2 * k + 1]);
         scaled[k] = _mm256_madd_epi16(folded, _mm256_shuffle_epi8(half_scales[h], q6k_fold_scale_pick(2 * k, 2 * k + 1)));
       }
       half_dots[h] = _mm256_add_epi32(_mm256_unpacklo_epi64(scaled[0], scaled[1]),
