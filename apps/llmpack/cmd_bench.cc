@@ -33,6 +33,7 @@ struct BenchOptions {
   bool bandwidth = false;
   std::string save_path;
   std::string kernel_path;  // empty: the best the CPU supports
+  std::string avx512_decode = "auto";
   std::string kv_dtype = "f32";
   bool peak = false;
   bool profile = false;
@@ -52,6 +53,23 @@ Status select_kernel_path(const std::string& name) {
                                     std::string(kernels::kernel_path_name(kernels::active_kernel_path())) + ")");
   }
   return Status::error("--kernel_path: expected scalar, avx2 or avx512, got '" + name + "'");
+}
+
+// --avx512_decode: which kernels decode on the AVX-512 path.
+Status select_avx512_decode(const std::string& name) {
+  if (name == "auto") return kernels::set_avx512_decode(kernels::Avx512Decode::kAuto), ok_status();
+  if (name == "on") return kernels::set_avx512_decode(kernels::Avx512Decode::kOn), ok_status();
+  if (name == "off") return kernels::set_avx512_decode(kernels::Avx512Decode::kOff), ok_status();
+  return Status::error("--avx512_decode: expected auto, on or off, got '" + name + "'");
+}
+
+// "avx512", and where decode leaves it for the AVX2 kernels, why.
+std::string kernel_path_note(const std::string& avx512_decode) {
+  std::string note = "kernel path: " + std::string(kernels::kernel_path_name(kernels::active_kernel_path()));
+  if (kernels::active_kernel_path() != kernels::KernelPath::kAvx512 || kernels::avx512_decode_in_use()) return note;
+  return note + " (decode on the avx2 kernels: " +
+         (avx512_decode == "off" ? "--avx512_decode off" : "this CPU runs 512-bit vectors as two halves") +
+         ")";
 }
 
 // Prints as results arrive (md, csv) or all at the end (json).
@@ -296,10 +314,11 @@ int execute(const BenchOptions& o) {
   const int64_t max_context = std::max<int64_t>({max_prompt, max_gen, 32});
   if (!o.save_path.empty()) return save_synthetic(o, (*sources)[0]);
   if (auto status = select_kernel_path(o.kernel_path); !status.ok()) return fail(status);
+  if (auto status = select_avx512_decode(o.avx512_decode); !status.ok()) return fail(status);
   const auto kv_dtype = parse_kv_dtype(o.kv_dtype);
   if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context("--kv_dtype"));
   Output out(o.output);
-  out.note("kernel path: " + std::string(kernels::kernel_path_name(kernels::active_kernel_path())));
+  out.note(kernel_path_note(o.avx512_decode));
   out.note("kv cache: " + o.kv_dtype + " keys and values");
   if (o.bandwidth) {
     for (int t : threads) {
@@ -401,6 +420,9 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                 "Also give each pp and tg test's time per forward stage (projections, attention, other)");
   cmd->add_option("--kernel_path", o->kernel_path,
                   "Kernel path: scalar, avx2 or avx512 (default: the best this CPU supports)");
+  cmd->add_option("--avx512_decode", o->avx512_decode,
+                  "Decode kernels on the avx512 path: auto (the AVX2 ones where the CPU runs 512-bit vectors "
+                  "as two halves, as Zen 4 does), on (the AVX-512 ones) or off (the AVX2 ones)");
   cmd->add_option("--kv_dtype", o->kv_dtype,
                   "KV cache element type: f32, f16 or q8_0 (default f32; llama-bench's default, "
                   "-ctk f16 -ctv f16, is f16)");

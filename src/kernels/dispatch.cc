@@ -45,6 +45,23 @@ bool cpu_has_avx512() {
 #endif
 }
 
+// AMD family 19h (Zen 3 and Zen 4; of those only Zen 4 has AVX-512) splits
+// each 512-bit instruction into two 256-bit halves. Zen 5 (family 1Ah) and
+// Intel's AVX-512 cores run them whole. CPUID leaf 0: vendor; leaf 1 EAX:
+// family = base (bits 8-11) + extended (bits 20-27) when base is 0xF.
+bool amd_family_19h() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  const bool amd = ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u;  // "AuthenticAMD"
+  if (!amd || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  const unsigned base = (eax >> 8) & 0xF, extended = (eax >> 20) & 0xFF;
+  return (base == 0xF ? base + extended : base) == 0x19;
+#else
+  return false;
+#endif
+}
+
 // Whether this build has kernels for the path (LLMPACK_FORCE_SCALAR builds use
 // the reference only).
 bool path_built(KernelPath path) {
@@ -71,6 +88,18 @@ std::atomic<KernelPath>& path_state() {
 // The AVX-512 path runs the AVX2 kernels wherever it has none of its own.
 bool use_avx2() { return path_state().load(std::memory_order_relaxed) != KernelPath::kScalar; }
 bool use_avx512() { return path_state().load(std::memory_order_relaxed) == KernelPath::kAvx512; }
+
+std::atomic<Avx512Decode>& avx512_decode_state() {
+  static std::atomic<Avx512Decode> state{Avx512Decode::kAuto};
+  return state;
+}
+
+// Whether the AVX-512 path takes this product: every type and token count it
+// has a kernel for, except decode where avx512_decode_in_use() says no.
+bool avx512_takes(DType dtype, int64_t n_tokens) {
+  if (!avx512::supports(dtype, n_tokens)) return false;
+  return !avx512::is_decode(dtype, n_tokens) || avx512_decode_in_use();
+}
 
 // Rows per parallel_for grain: a multiple of the 4-row register tiles and of
 // the 32-row packed panels of the prefill path.
@@ -108,6 +137,23 @@ bool cpu_supports(KernelPath path) {
       return cpu_has_avx512();
   }
   return false;
+}
+
+bool cpu_splits_512_bit_vectors() { return cpu_has_avx512() && amd_family_19h(); }
+
+void set_avx512_decode(Avx512Decode mode) { avx512_decode_state().store(mode, std::memory_order_relaxed); }
+
+bool avx512_decode_in_use() {
+  switch (avx512_decode_state().load(std::memory_order_relaxed)) {
+    case Avx512Decode::kOn:
+      return true;
+    case Avx512Decode::kOff:
+      return false;
+    case Avx512Decode::kAuto:
+      break;
+  }
+  static const bool split = cpu_splits_512_bit_vectors();
+  return !split;
 }
 
 bool set_kernel_path(KernelPath path) {
@@ -159,7 +205,7 @@ bool simd_takes(const WeightMatrix& w, int64_t n_tokens, const void* scratch) {
 // Rows [b, e) of y = w · x on the SIMD path, after prepare().
 void simd_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                const void* scratch, int64_t b, int64_t e) {
-  if (use_avx512() && avx512::supports(w.dtype, n_tokens))
+  if (use_avx512() && avx512_takes(w.dtype, n_tokens))
     return avx512::matmul_rows(w, x, n_tokens, y, scratch, b, e);
   avx2::matmul_rows(w, x, n_tokens, y, scratch, b, e);
 }

@@ -22,6 +22,19 @@ bool set_kernel_path(KernelPath path);
 bool cpu_supports(KernelPath path);
 std::string_view kernel_path_name(KernelPath path);
 
+// Decode (1 to 3 tokens) of Q4_0, Q8_0, Q4_K and Q6_K weights on the AVX-512
+// path: its own VNNI kernels (kOn) or the AVX2 ones (kOff). kAuto, the
+// default, takes the AVX2 ones on CPUs that run 512-bit instructions as two
+// 256-bit halves (AMD family 19h, Zen 4): there they decoded 1.5-2x faster
+// end to end, while prefill is faster with AVX-512 (docs/PERFORMANCE.md
+// section 18). Prefill and the other paths do not depend on it.
+enum class Avx512Decode { kAuto, kOn, kOff };
+void set_avx512_decode(Avx512Decode mode);
+// Whether decode on the AVX-512 path runs the AVX-512 kernels now.
+bool avx512_decode_in_use();
+// Whether this CPU executes 512-bit vector instructions as two 256-bit halves.
+bool cpu_splits_512_bit_vectors();
+
 // A row-major weight matrix of `rows` output features x `cols` input
 // features, stored as `rows` rows of row_bytes(dtype, cols) bytes each.
 struct WeightMatrix {

@@ -237,6 +237,27 @@ TEST(Bench, KernelPathIsChosenAndReported) {
   EXPECT_NE(r.err.find("kernel path: scalar"), std::string::npos) << r.err;
 }
 
+// --avx512_decode picks the decode kernels of the avx512 path, and the kernel
+// path line says when decode runs the AVX2 ones; other paths ignore it.
+TEST(Bench, Avx512DecodeChoiceIsReported) {
+  const std::string run = "--synthetic stories110m:q4_0 -p 0 -n 2 -o csv" + kSmall;  // notes on stderr
+  auto avx2 = bench(run + "--kernel_path avx2 --avx512_decode off");
+  ASSERT_EQ(avx2.exit_code, 0) << avx2.err;
+  EXPECT_NE(avx2.err.find("kernel path: avx2\n"), std::string::npos) << avx2.err;
+  auto on = bench(run + "--kernel_path avx512 --avx512_decode on");
+  if (on.exit_code != 0) GTEST_SKIP() << "no AVX-512 path on this CPU or build: " << on.err;
+  EXPECT_NE(on.err.find("kernel path: avx512\n"), std::string::npos) << on.err;
+  auto off = bench(run + "--kernel_path avx512 --avx512_decode off");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_NE(off.err.find("kernel path: avx512 (decode on the avx2 kernels: --avx512_decode off)"), std::string::npos)
+      << off.err;
+  auto automatic = bench(run + "--kernel_path avx512");
+  ASSERT_EQ(automatic.exit_code, 0) << automatic.err;
+  const bool split = automatic.err.find("this CPU runs 512-bit vectors as two halves") != std::string::npos;
+  const bool whole = automatic.err.find("kernel path: avx512\n") != std::string::npos;
+  EXPECT_TRUE(split != whole) << automatic.err;
+}
+
 // --peak measures the compute ceilings and relates each pp test to the fp32 one.
 TEST(Bench, PeakGivesCeilingsAndPrefillShare) {
   auto r = bench("--synthetic stories110m:q4_0 -p 8 -n 0 --synthetic_layers 1 --synthetic_vocab 512 -t 1 -r 1 --peak");
@@ -311,6 +332,7 @@ TEST(Bench, BadFlagsGiveOneLine) {
       {"-m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf"},
       {"-m /nonexistent/model.gguf --save /tmp/x.gguf", 1, "--save needs a --synthetic model"},
       {"--synthetic stories110m:q4_0 --kernel_path avx9", 1, "expected scalar, avx2 or avx512, got 'avx9'"},
+      {"--synthetic stories110m:q4_0 --avx512_decode yes", 1, "--avx512_decode: expected auto, on or off, got 'yes'"},
       {"--synthetic stories110m:q4_0 --kv_dtype f8", 1, "--kv_dtype: KV cache dtype 'f8' is unknown, expected f32"},
   };
   for (const auto& c : cases) {

@@ -9,6 +9,10 @@ bool supports(DType dtype, int64_t n_tokens) {
   return float_supports(dtype, n_tokens) || quant_supports(dtype, n_tokens) || decode_supports(dtype, n_tokens);
 }
 
+bool is_decode(DType dtype, int64_t n_tokens) {
+  return !float_supports(dtype, n_tokens) && !quant_supports(dtype, n_tokens) && decode_supports(dtype, n_tokens);
+}
+
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                  const void* scratch, int64_t row_begin, int64_t row_end) {
   if (float_supports(w.dtype, n_tokens)) return avx512::matmul_rows_float(w, x, n_tokens, y, row_begin, row_end);

@@ -132,6 +132,43 @@ TEST_P(MatmulQuantAvx512Test, PrefillShape) {
   check_avx512(GetParam(), 64 + 5, 2048, 37, pool);
 }
 
+// set_avx512_decode(kOff) sends decode (1 to 3 tokens) on the AVX-512 path to
+// the AVX2 kernels, bit for bit, and leaves prefill on the AVX-512 ones.
+TEST_P(MatmulQuantAvx512Test, DecodeOffRunsTheAvx2KernelsAndLeavesPrefillAlone) {
+  ThreadPool pool(2);
+  for (int64_t n_tokens : {1, 2, 3, 4, 9}) {
+    const Case c = make_case(GetParam(), 67, 512, n_tokens, 11);
+    const auto off = testing::matmul_on_path(KernelPath::kAvx512, c.w, c.x, n_tokens, pool, Avx512Decode::kOff);
+    const auto on = testing::matmul_on_path(KernelPath::kAvx512, c.w, c.x, n_tokens, pool, Avx512Decode::kOn);
+    const auto avx2 = testing::matmul_on_path(KernelPath::kAvx2, c.w, c.x, n_tokens, pool);
+    const auto& expected = n_tokens <= 3 ? avx2 : on;
+    ASSERT_EQ(off.size(), expected.size());
+    for (size_t i = 0; i < off.size(); ++i)
+      ASSERT_EQ(off[i], expected[i]) << dtype_name(GetParam()) << " tokens=" << n_tokens << " i=" << i;
+    if (n_tokens <= 3) check_avx512(GetParam(), 67, 512, n_tokens, pool);  // kOn: the AVX-512 kernels
+  }
+}
+
+// kAuto decodes with the AVX-512 kernels unless the CPU splits 512-bit vectors
+// into halves (Zen 4), and one-token results follow that choice.
+TEST_P(MatmulQuantAvx512Test, AutoDecodeFollowsTheCpu) {
+  ThreadPool pool(1);
+  {
+    testing::PathGuard guard;
+    set_avx512_decode(Avx512Decode::kAuto);
+    EXPECT_EQ(avx512_decode_in_use(), !cpu_splits_512_bit_vectors());
+    set_avx512_decode(Avx512Decode::kOn);
+    EXPECT_TRUE(avx512_decode_in_use());
+    set_avx512_decode(Avx512Decode::kOff);
+    EXPECT_FALSE(avx512_decode_in_use());
+  }
+  const Case c = make_case(GetParam(), 45, 768, 1, 3);
+  const auto automatic = testing::matmul_on_path(KernelPath::kAvx512, c.w, c.x, 1, pool, Avx512Decode::kAuto);
+  const auto chosen = testing::matmul_on_path(KernelPath::kAvx512, c.w, c.x, 1, pool,
+                                               cpu_splits_512_bit_vectors() ? Avx512Decode::kOff : Avx512Decode::kOn);
+  for (size_t i = 0; i < automatic.size(); ++i) ASSERT_EQ(automatic[i], chosen[i]) << "i=" << i;
+}
+
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantAvx512Test,
                          ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });

@@ -28,7 +28,10 @@ inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1
 class PathGuard {
  public:
   PathGuard() : saved_(active_kernel_path()) {}
-  ~PathGuard() { (void)set_kernel_path(saved_); }
+  ~PathGuard() {
+    (void)set_kernel_path(saved_);
+    set_avx512_decode(Avx512Decode::kAuto);
+  }
   PathGuard(const PathGuard&) = delete;
   PathGuard& operator=(const PathGuard&) = delete;
 
@@ -58,11 +61,15 @@ struct Shape {
 };
 
 // y = matmul(w, x) computed on `path`: [n_tokens, w.rows], prefilled with -1
-// so rows a kernel forgot stand out.
+// so rows a kernel forgot stand out. The AVX-512 path decodes with its own
+// kernels unless told otherwise, so that they are tested on every CPU that
+// can run them (kAuto leaves decode to the AVX2 kernels on some).
 inline std::vector<float> matmul_on_path(KernelPath path, const WeightMatrix& w, const std::vector<float>& x,
-                                         int64_t n_tokens, ThreadPool& pool) {
+                                         int64_t n_tokens, ThreadPool& pool,
+                                         Avx512Decode decode = Avx512Decode::kOn) {
   PathGuard guard;
   EXPECT_TRUE(set_kernel_path(path));
+  set_avx512_decode(decode);
   std::vector<float> y(static_cast<size_t>(n_tokens * w.rows), -1.0f);
   std::vector<uint8_t> scratch(matmul_scratch_bytes(w.dtype, w.cols, n_tokens));
   matmul(w, x.data(), n_tokens, y.data(), scratch.data(), pool);
