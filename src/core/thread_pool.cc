@@ -8,22 +8,17 @@ namespace llmpack {
 
 namespace {
 
-// How long a worker (for the next job) or the caller (for the workers to
-// finish) spins before blocking on a condvar. A decode token of the 1B shape
-// makes ~130 parallel_for calls a few microseconds apart, so a wake-up through
-// the kernel (tens of microseconds) is paid on each; a short spin skips it and
-// then gives the core back. The spin yields rather than executing `pause`: on
-// the shared 2-vCPU dev machine a pause-spin of 50 us cut Llama-1B decode from
-// ~21.5 to ~17.5 tok/s (the spinner takes execution resources from the thread
-// doing the work, as an SMT sibling or an oversubscribed core would), while a
-// yielding spin gives the core to runnable threads and costs ~1 us per check.
-constexpr auto kSpinTime = std::chrono::microseconds(50);
+// Spins until done() or `spin` passes; returns done(). The spin yields rather
+// than executing `pause`: on a shared 2-vCPU dev machine a pause-spin of 50 us
+// cut Llama-1B decode from ~21.5 to ~17.5 tok/s (the spinner takes execution
+// resources from the thread doing the work, as an SMT sibling or an
+// oversubscribed core would), while a yielding spin gives the core to runnable
+// threads and costs ~1 us per check. How long to spin: ThreadPool::kDefaultSpin.
 constexpr int kSpinsPerClockRead = 8;
 
-// Spins until done() or kSpinTime passes; returns done().
 template <typename Done>
-bool spin_until(Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + kSpinTime;
+bool spin_until(Done done, std::chrono::microseconds spin) {
+  const auto deadline = std::chrono::steady_clock::now() + spin;
   for (;;) {
     for (int i = 0; i < kSpinsPerClockRead; ++i) {
       if (done()) return true;
@@ -35,7 +30,8 @@ bool spin_until(Done done) {
 
 }  // namespace
 
-ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
+ThreadPool::ThreadPool(int n_threads, std::chrono::microseconds spin)
+    : n_threads_(std::max(1, n_threads)), spin_(std::max(spin, std::chrono::microseconds(0))) {
   workers_.reserve(n_threads_ - 1);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
@@ -99,7 +95,7 @@ void ThreadPool::run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynam
     wake_.notify_all();
   }
   run_range(0);
-  if (!spin_until([this] { return pending_.load() == 0; })) {
+  if (!spin_until([this] { return pending_.load() == 0; }, spin_)) {
     std::unique_lock<std::mutex> lock(mutex_);
     caller_waiting_.store(true);
     done_.wait(lock, [this] { return pending_.load() == 0; });
@@ -112,7 +108,7 @@ void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
   for (;;) {
     auto has_news = [&] { return shutting_down_.load() || generation_.load() != seen; };
-    if (!spin_until(has_news)) {
+    if (!spin_until(has_news, spin_)) {
       std::unique_lock<std::mutex> lock(mutex_);
       sleepers_.fetch_add(1);
       wake_.wait(lock, has_news);

@@ -2,12 +2,14 @@
 // contiguous range per thread; parallel_for_dynamic hands out grain-sized
 // pieces to whichever thread is free. The calling thread takes part, so a pool of
 // n_threads runs n_threads - 1 workers. No thread is created per call.
-// Workers spin (yielding, ~50 us) on an atomic generation counter before
-// sleeping on a condvar, and the caller spins for completion before blocking,
-// so back-to-back calls (a decode token makes ~130) skip kernel wake-ups.
+// Workers spin (yielding, 2 ms by default) on an atomic generation counter
+// before sleeping on a condvar, and the caller spins as long for completion
+// before blocking, so the calls of a decode token (~130 on the 1B shape, one
+// after another) skip kernel wake-ups, which on a VM cost 0.1 ms and more.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
@@ -18,7 +20,14 @@ namespace llmpack {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int n_threads);
+  // How long an idle thread spins before it blocks. At 50 us, a decode token
+  // of stories110M on a 2-vCPU VM put a thread to sleep on 4-20 of its calls
+  // (a share that finished more than 50 us before the other, or the gap of
+  // sampling between tokens), and decode ran 1.1-1.5x slower than with 2 ms
+  // (docs/PERFORMANCE.md section 18). The spin yields, so on an
+  // oversubscribed machine other threads still get the core.
+  static constexpr std::chrono::microseconds kDefaultSpin{2000};
+  explicit ThreadPool(int n_threads, std::chrono::microseconds spin = kDefaultSpin);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
@@ -59,6 +68,7 @@ class ThreadPool {
   void run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynamic);
 
   int n_threads_;
+  std::chrono::microseconds spin_;
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_;

@@ -57,12 +57,28 @@ TEST(ThreadPool, ManyBackToBackCalls) {
   EXPECT_EQ(sum.load(), expected);
 }
 
-// Gaps longer than the spin make workers (and the caller) take the condvar path.
+// Gaps longer than the spin make workers (and the caller) take the condvar
+// path: with a 50 us spin, and with no spin at all (every wait blocks).
 TEST(ThreadPool, CallsAfterWorkersSleep) {
-  ThreadPool pool(3);
-  for (int call = 0; call < 20; ++call) {
-    if (call % 4 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    expect_exact_cover(pool, 50 + call, 1 + call % 5);
+  for (auto spin : {std::chrono::microseconds(50), std::chrono::microseconds(0)}) {
+    ThreadPool pool(3, spin);
+    for (int call = 0; call < 20; ++call) {
+      if (call % 4 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      expect_exact_cover(pool, 50 + call, 1 + call % 5);
+    }
+  }
+}
+
+// The default spin outlasts gaps of a sampling step between decode tokens,
+// and a gap longer than it still ends in the condvar path (the caller's
+// wake-up of sleeping workers).
+TEST(ThreadPool, DefaultSpinAcrossShortAndLongGaps) {
+  ASSERT_EQ(ThreadPool::kDefaultSpin, std::chrono::microseconds(2000));
+  ThreadPool pool(2);
+  for (int call = 0; call < 12; ++call) {
+    if (call % 4 == 1) std::this_thread::sleep_for(std::chrono::microseconds(200));
+    if (call % 4 == 3) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    expect_exact_cover(pool, 40 + call, 1 + call % 3);
   }
 }
 
@@ -106,7 +122,7 @@ TEST(ThreadPool, DynamicLeavesAHeldUpThreadsShareToTheOthers) {
 
 // A slow range makes the caller's spin run out so it blocks on completion.
 TEST(ThreadPool, CallerBlocksUntilSlowWorkerFinishes) {
-  ThreadPool pool(2);
+  ThreadPool pool(2, std::chrono::microseconds(50));
   std::atomic<int> done{0};
   pool.parallel_for(2, [&](int thread, int64_t, int64_t) {
     if (thread == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -141,9 +157,12 @@ TEST(ThreadPool, DestructionWhileSpinningOrSleeping) {
     ThreadPool pool(3);
     expect_exact_cover(pool, 10, 1);
   }
-  ThreadPool sleepy(3);
+  ThreadPool sleepy(3, std::chrono::microseconds(50));
   expect_exact_cover(sleepy, 10, 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ThreadPool sleepy_default(3);  // the default spin (2 ms) runs out in the 10 ms
+  expect_exact_cover(sleepy_default, 10, 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
 }
 
 // Several pools used and destroyed from different threads at once.
