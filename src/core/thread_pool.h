@@ -21,7 +21,7 @@ namespace llmpack {
 class ThreadPool {
  public:
   // How long an idle thread spins before it blocks. At 50 us, a decode token
-  // of stories110M on a 2-vCPU VM put a thread to sleep on 4-20 of its calls
+  // of stories110M on a 2-vCPU VM put a thread to sleep on 2-23 of its ~85 calls
   // (a share that finished more than 50 us before the other, or the gap of
   // sampling between tokens), and decode ran 1.1-1.5x slower than with 2 ms
   // (docs/PERFORMANCE.md section 18). The spin yields, so on an

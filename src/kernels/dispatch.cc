@@ -78,8 +78,9 @@ KernelPath best_path() {
   return KernelPath::kScalar;
 }
 
-// The one piece of process-wide state: which path the kernels take. Set once
-// from the CPU; tests switch it to compare paths.
+// Process-wide state, two pieces: which path the kernels take (set once from
+// the CPU; tests switch it to compare paths) and, below, which decode kernels
+// the AVX-512 path runs (avx512_decode_state).
 std::atomic<KernelPath>& path_state() {
   static std::atomic<KernelPath> state{best_path()};
   return state;
