@@ -95,12 +95,6 @@ std::atomic<Avx512Decode>& avx512_decode_state() {
   return state;
 }
 
-// Whether the AVX-512 path takes this product: every type and token count it
-// has a kernel for, except decode where avx512_decode_in_use() says no.
-bool avx512_takes(DType dtype, int64_t n_tokens) {
-  if (!avx512::supports(dtype, n_tokens)) return false;
-  return !avx512::is_decode(dtype, n_tokens) || avx512_decode_in_use();
-}
 
 // Rows per parallel_for grain: a multiple of the 4-row register tiles and of
 // the 32-row packed panels of the prefill path.
@@ -206,7 +200,7 @@ bool simd_takes(const WeightMatrix& w, int64_t n_tokens, const void* scratch) {
 // Rows [b, e) of y = w · x on the SIMD path, after prepare().
 void simd_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                const void* scratch, int64_t b, int64_t e) {
-  if (use_avx512() && avx512_takes(w.dtype, n_tokens))
+  if (use_avx512() && avx512::supports(w.dtype, n_tokens, avx512_decode_in_use()))
     return avx512::matmul_rows(w, x, n_tokens, y, scratch, b, e);
   avx2::matmul_rows(w, x, n_tokens, y, scratch, b, e);
 }

@@ -13,10 +13,9 @@ namespace llmpack::kernels::avx512 {
 
 // Whether an AVX-512 matmul exists for this weight type and token count (for
 // example prefill only, where decode is bound by memory bandwidth either way).
-bool supports(DType dtype, int64_t n_tokens);
-// Whether supports() holds by a decode kernel (a quantized type, 1 to 3
-// tokens), which dispatch may leave to the AVX2 path (set_avx512_decode).
-bool is_decode(DType dtype, int64_t n_tokens);
+// with_decode: whether decode kernels (quantized types, 1 to 3 tokens) count;
+// dispatch leaves decode to the AVX2 path where set_avx512_decode says so.
+bool supports(DType dtype, int64_t n_tokens, bool with_decode);
 
 // Same contract as avx2::matmul_rows: y[t, r] for all tokens and rows
 // [row_begin, row_end); x: [n_tokens, w.cols] f32; y: [n_tokens, w.rows];

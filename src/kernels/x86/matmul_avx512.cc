@@ -5,12 +5,9 @@
 
 namespace llmpack::kernels::avx512 {
 
-bool supports(DType dtype, int64_t n_tokens) {
-  return float_supports(dtype, n_tokens) || quant_supports(dtype, n_tokens) || decode_supports(dtype, n_tokens);
-}
-
-bool is_decode(DType dtype, int64_t n_tokens) {
-  return !float_supports(dtype, n_tokens) && !quant_supports(dtype, n_tokens) && decode_supports(dtype, n_tokens);
+bool supports(DType dtype, int64_t n_tokens, bool with_decode) {
+  return float_supports(dtype, n_tokens) || quant_supports(dtype, n_tokens) ||
+         (with_decode && decode_supports(dtype, n_tokens));
 }
 
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
