@@ -3,6 +3,7 @@
 // models of real shapes (--synthetic llama-3.2-1b:q4_0). docs/PERFORMANCE.md
 // has the commands and the figures.
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <thread>
 
@@ -34,6 +35,7 @@ struct BenchOptions {
   std::string save_path;
   std::string kernel_path;  // empty: the best the CPU supports
   std::string avx512_decode = "auto";
+  std::string float_decode_prefetch = "auto";
   std::string kv_dtype = "f32";
   bool peak = false;
   bool profile = false;
@@ -61,6 +63,27 @@ Status select_avx512_decode(const std::string& name) {
   if (name == "on") return kernels::set_avx512_decode(kernels::Avx512Decode::kOn), ok_status();
   if (name == "off") return kernels::set_avx512_decode(kernels::Avx512Decode::kOff), ok_status();
   return Status::error("--avx512_decode: expected auto, on or off, got '" + name + "'");
+}
+
+// --float_decode_prefetch: bytes ahead the float decode tiles prefetch.
+Status select_float_decode_prefetch(const std::string& text) {
+  if (text == "auto") return kernels::set_float_decode_prefetch(kernels::kFloatDecodePrefetchAuto), ok_status();
+  constexpr int64_t kMax = 1 << 16;
+  int64_t bytes = -1;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+  if (ec != std::errc() || end != text.data() + text.size() || bytes < 0 || bytes > kMax)
+    return Status::error("--float_decode_prefetch: expected auto or a byte count from 0 to " + std::to_string(kMax) +
+                         ", got '" + text + "'");
+  kernels::set_float_decode_prefetch(bytes);
+  return ok_status();
+}
+
+// "float decode prefetch: 1024 bytes ahead (this CPU's default)" (no line on the scalar path).
+std::string float_decode_prefetch_note(const std::string& choice) {
+  if (kernels::active_kernel_path() == kernels::KernelPath::kScalar) return "";
+  const int64_t bytes = kernels::float_decode_prefetch();
+  const std::string what = bytes == 0 ? "none" : std::to_string(bytes) + " bytes ahead";
+  return "float decode prefetch: " + what + (choice == "auto" ? " (this CPU's default)" : " (--float_decode_prefetch)");
 }
 
 // "avx512", and where decode leaves it for the AVX2 kernels, why.
@@ -315,10 +338,12 @@ int execute(const BenchOptions& o) {
   if (!o.save_path.empty()) return save_synthetic(o, (*sources)[0]);
   if (auto status = select_kernel_path(o.kernel_path); !status.ok()) return fail(status);
   if (auto status = select_avx512_decode(o.avx512_decode); !status.ok()) return fail(status);
+  if (auto status = select_float_decode_prefetch(o.float_decode_prefetch); !status.ok()) return fail(status);
   const auto kv_dtype = parse_kv_dtype(o.kv_dtype);
   if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context("--kv_dtype"));
   Output out(o.output);
   out.note(kernel_path_note(o.avx512_decode));
+  if (auto note = float_decode_prefetch_note(o.float_decode_prefetch); !note.empty()) out.note(note);
   out.note("kv cache: " + o.kv_dtype + " keys and values");
   if (o.bandwidth) {
     for (int t : threads) {
@@ -423,6 +448,9 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("--avx512_decode", o->avx512_decode,
                   "Decode kernels on the avx512 path: auto (the AVX2 ones where the CPU runs 512-bit vectors "
                   "as two halves, as Zen 4 does), on (the AVX-512 ones) or off (the AVX2 ones)");
+  cmd->add_option("--float_decode_prefetch", o->float_decode_prefetch,
+                  "Bytes ahead that one-token decode of long F16/BF16/F32 rows prefetches each row: auto "
+                  "(this CPU's default: 1024 on Zen 5, none elsewhere) or 0 to 65536");
   cmd->add_option("--kv_dtype", o->kv_dtype,
                   "KV cache element type: f32, f16 or q8_0 (default f32; llama-bench's default, "
                   "-ctk f16 -ctv f16, is f16)");

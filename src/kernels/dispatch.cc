@@ -45,20 +45,21 @@ bool cpu_has_avx512() {
 #endif
 }
 
-// AMD family 19h (Zen 3 and Zen 4; of those only Zen 4 has AVX-512) splits
-// each 512-bit instruction into two 256-bit halves. Zen 5 (family 1Ah) and
-// Intel's AVX-512 cores run them whole. CPUID leaf 0: vendor; leaf 1 EAX:
-// family = base (bits 8-11) + extended (bits 20-27) when base is 0xF.
-bool amd_family_19h() {
+// The CPU family of an AMD CPU, 0 for other vendors. Family 19h is Zen 3 and
+// Zen 4 (of those only Zen 4 has AVX-512, and it splits each 512-bit
+// instruction into two 256-bit halves); 1Ah is Zen 5, which runs them whole,
+// as Intel's AVX-512 cores do. CPUID leaf 0: vendor; leaf 1 EAX: family =
+// base (bits 8-11) + extended (bits 20-27) when base is 0xF.
+unsigned amd_family() {
 #if defined(__x86_64__) || defined(__i386__)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return false;
+  if (!__get_cpuid(0, &eax, &ebx, &ecx, &edx)) return 0;
   const bool amd = ebx == 0x68747541u && edx == 0x69746e65u && ecx == 0x444d4163u;  // "AuthenticAMD"
-  if (!amd || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return false;
+  if (!amd || !__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
   const unsigned base = (eax >> 8) & 0xF, extended = (eax >> 20) & 0xFF;
-  return (base == 0xF ? base + extended : base) == 0x19;
+  return base == 0xF ? base + extended : base;
 #else
-  return false;
+  return 0;
 #endif
 }
 
@@ -78,9 +79,10 @@ KernelPath best_path() {
   return KernelPath::kScalar;
 }
 
-// Process-wide state, two pieces: which path the kernels take (set once from
+// Process-wide state, three pieces: which path the kernels take (set once from
 // the CPU; tests switch it to compare paths) and, below, which decode kernels
-// the AVX-512 path runs (avx512_decode_state).
+// the AVX-512 path runs (avx512_decode_state) and how far ahead the float
+// decode prefetches (float_decode_prefetch_state).
 std::atomic<KernelPath>& path_state() {
   static std::atomic<KernelPath> state{best_path()};
   return state;
@@ -92,6 +94,12 @@ bool use_avx512() { return path_state().load(std::memory_order_relaxed) == Kerne
 
 std::atomic<Avx512Decode>& avx512_decode_state() {
   static std::atomic<Avx512Decode> state{Avx512Decode::kAuto};
+  return state;
+}
+
+// Bytes ahead the float decode tiles prefetch; kFloatDecodePrefetchAuto: this CPU's default.
+std::atomic<int64_t>& float_decode_prefetch_state() {
+  static std::atomic<int64_t> state{kFloatDecodePrefetchAuto};
   return state;
 }
 
@@ -134,7 +142,7 @@ bool cpu_supports(KernelPath path) {
   return false;
 }
 
-bool cpu_splits_512_bit_vectors() { return cpu_has_avx512() && amd_family_19h(); }
+bool cpu_splits_512_bit_vectors() { return cpu_has_avx512() && amd_family() == 0x19; }
 
 void set_avx512_decode(Avx512Decode mode) { avx512_decode_state().store(mode, std::memory_order_relaxed); }
 
@@ -149,6 +157,20 @@ bool avx512_decode_in_use() {
   }
   static const bool split = cpu_splits_512_bit_vectors();
   return !split;
+}
+
+int64_t cpu_float_decode_prefetch() {
+  static const int64_t bytes = amd_family() == 0x1A ? 1024 : 0;
+  return bytes;
+}
+
+void set_float_decode_prefetch(int64_t bytes) {
+  float_decode_prefetch_state().store(bytes < 0 ? kFloatDecodePrefetchAuto : bytes, std::memory_order_relaxed);
+}
+
+int64_t float_decode_prefetch() {
+  const int64_t bytes = float_decode_prefetch_state().load(std::memory_order_relaxed);
+  return bytes == kFloatDecodePrefetchAuto ? cpu_float_decode_prefetch() : bytes;
 }
 
 bool set_kernel_path(KernelPath path) {

@@ -35,6 +35,20 @@ bool avx512_decode_in_use();
 // Whether this CPU executes 512-bit vector instructions as two 256-bit halves.
 bool cpu_splits_512_bit_vectors();
 
+// How many bytes ahead of where it reads one-token decode of long float rows
+// (F16, BF16, F32 rows over 2 KiB, 8 rows side by side) prefetches each row;
+// 0: no software prefetch. The best distance differs by CPU, so the default
+// (set_float_decode_prefetch(kFloatDecodePrefetchAuto)) is
+// cpu_float_decode_prefetch(): 1 KiB on AMD family 1Ah (Zen 5), where it read
+// 1.24x faster end to end than none (1B F16 decode; 4 KiB was slower than
+// none), and none elsewhere (on Zen 3 none read 1.01-1.17x faster than 4 KiB;
+// docs/PERFORMANCE.md sections 14 and 19). Short float rows and the quantized
+// types keep their own fixed prefetch.
+constexpr int64_t kFloatDecodePrefetchAuto = -1;
+void set_float_decode_prefetch(int64_t bytes);
+int64_t float_decode_prefetch();
+int64_t cpu_float_decode_prefetch();
+
 // A row-major weight matrix of `rows` output features x `cols` input
 // features, stored as `rows` rows of row_bytes(dtype, cols) bytes each.
 struct WeightMatrix {

@@ -258,6 +258,24 @@ TEST(Bench, Avx512DecodeChoiceIsReported) {
   EXPECT_TRUE(split != whole) << automatic.err;
 }
 
+// --float_decode_prefetch sets how far ahead the float decode tiles prefetch,
+// and bench says which distance its tests ran with.
+TEST(Bench, FloatDecodePrefetchIsReported) {
+  const std::string run = "--synthetic stories110m:f16 -p 0 -n 2 -o csv" + kSmall;  // notes on stderr
+  auto set = bench(run + "--float_decode_prefetch 2048");
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  if (set.err.find("kernel path: scalar") != std::string::npos) GTEST_SKIP() << "scalar path: no prefetch";
+  EXPECT_NE(set.err.find("float decode prefetch: 2048 bytes ahead (--float_decode_prefetch)\n"), std::string::npos)
+      << set.err;
+  auto none = bench(run + "--float_decode_prefetch 0");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.err.find("float decode prefetch: none (--float_decode_prefetch)\n"), std::string::npos) << none.err;
+  auto automatic = bench(run);
+  ASSERT_EQ(automatic.exit_code, 0) << automatic.err;
+  EXPECT_NE(automatic.err.find("float decode prefetch: "), std::string::npos) << automatic.err;
+  EXPECT_NE(automatic.err.find(" (this CPU's default)\n"), std::string::npos) << automatic.err;
+}
+
 // --peak measures the compute ceilings and relates each pp test to the fp32 one.
 TEST(Bench, PeakGivesCeilingsAndPrefillShare) {
   auto r = bench("--synthetic stories110m:q4_0 -p 8 -n 0 --synthetic_layers 1 --synthetic_vocab 512 -t 1 -r 1 --peak");
@@ -333,6 +351,12 @@ TEST(Bench, BadFlagsGiveOneLine) {
       {"-m /nonexistent/model.gguf --save /tmp/x.gguf", 1, "--save needs a --synthetic model"},
       {"--synthetic stories110m:q4_0 --kernel_path avx9", 1, "expected scalar, avx2 or avx512, got 'avx9'"},
       {"--synthetic stories110m:q4_0 --avx512_decode yes", 1, "--avx512_decode: expected auto, on or off, got 'yes'"},
+      {"--synthetic stories110m:q4_0 --float_decode_prefetch -1", 1,
+       "--float_decode_prefetch: expected auto or a byte count from 0 to 65536, got '-1'"},
+      {"--synthetic stories110m:q4_0 --float_decode_prefetch 1k", 1,
+       "--float_decode_prefetch: expected auto or a byte count from 0 to 65536, got '1k'"},
+      {"--synthetic stories110m:q4_0 --float_decode_prefetch 70000", 1,
+       "--float_decode_prefetch: expected auto or a byte count from 0 to 65536, got '70000'"},
       {"--synthetic stories110m:q4_0 --kv_dtype f8", 1, "--kv_dtype: KV cache dtype 'f8' is unknown, expected f32"},
   };
   for (const auto& c : cases) {

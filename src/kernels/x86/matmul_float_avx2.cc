@@ -74,19 +74,26 @@ inline void tile(const typename W::Elem* w, int64_t ld_w, const float* x, int64_
 }
 
 // Decode (one token): 8 rows stream side by side, a cache line of each a
-// step. No software prefetch: the hardware follows 8 streams per thread, and
-// prefetching each row 4 KiB ahead read 1.01-1.17x slower on the ANCHORS
-// machine kind (docs/PERFORMANCE.md section 14), unlike the one-stream
-// quantized rows, which lose 7-23% without it.
-template <class W>
+// step, each row prefetched `ahead` bytes on when kPrefetch (past a row's
+// end, the same row of the next tile; prefetches never fault). Whether it
+// pays depends on the CPU (kernels::float_decode_prefetch): on the ANCHORS
+// machine kind (Zen 3) the hardware followed the 8 streams by itself and 4 KiB
+// ahead read 1.01-1.17x slower than none (docs/PERFORMANCE.md section 14); on a
+// Zen 5, 1 KiB ahead read 1.04-1.59x faster than none (section 19).
+template <class W, bool kPrefetch>
 inline void decode_tile8(const typename W::Elem* w, int64_t ld_w, const float* x, int64_t cols,
-                         float* y) {
+                         float* y, int64_t ahead_bytes) {
   constexpr int R = 8;
   constexpr int64_t kLine = 64 / sizeof(typename W::Elem);  // elements per cache line
+  const int64_t ahead = ahead_bytes / static_cast<int64_t>(sizeof(typename W::Elem));
   __m256 acc[R];
   for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
   int64_t c = 0;
   for (; c + kLine <= cols; c += kLine) {
+    if constexpr (kPrefetch) {
+      const int64_t at = c + ahead < cols ? c + ahead : c + ahead - cols + R * ld_w;
+      for (int r = 0; r < R; ++r) _mm_prefetch(reinterpret_cast<const char*>(w + r * ld_w + at), _MM_HINT_T0);
+    }
 #pragma GCC unroll 8
     for (int64_t k = 0; k < kLine; k += 8) {
       const __m256 xv = _mm256_loadu_ps(x + c + k);
@@ -143,7 +150,12 @@ void rows_for_tokens(const typename W::Elem* w, const WeightMatrix& m, const flo
       for (; r < row_end; ++r) y[r] = decode_row<W>(w + r * m.cols, x, m.cols);
       return;
     }
-    for (; r + 8 <= row_end; r += 8) decode_tile8<W>(w + r * m.cols, m.cols, x, m.cols, y + r);
+    const int64_t ahead = float_decode_prefetch();
+    if (ahead > 0) {
+      for (; r + 8 <= row_end; r += 8) decode_tile8<W, true>(w + r * m.cols, m.cols, x, m.cols, y + r, ahead);
+    } else {
+      for (; r + 8 <= row_end; r += 8) decode_tile8<W, false>(w + r * m.cols, m.cols, x, m.cols, y + r, 0);
+    }
   }
   for (; r + 4 <= row_end; r += 4) tile<W, 4, T>(w + r * m.cols, m.cols, x, m.cols, y + r, m.rows);
   for (; r < row_end; ++r) tile<W, 1, T>(w + r * m.cols, m.cols, x, m.cols, y + r, m.rows);

@@ -14,10 +14,11 @@ namespace llmpack::kernels::avx2 {
 // (measured: 1B F16 decode 1 thread +35%, 2 threads +10%; docs/PERFORMANCE.md).
 // 4 KiB rather than 1 KiB: on the ANCHORS machine kind (Zen 3, 2.45 GHz) the
 // longer lead read faster in every alternated kernel pass (section 10). The
-// quantized loops keep it (without it they read 0.78-0.90x, section 16); the
-// float decode dropped it, 8 rows side by side (1.01-1.17x faster on that
-// machine kind, section 14; the Zen 5 dev machine had measured the opposite)
-// and one short row at a time (1.04-1.12x, section 16).
+// quantized loops keep it (without it they read 0.78-0.90x, section 16; on a
+// Zen 5, 1 KiB read 0.81-0.92x of 4 KiB, section 19). The float decode does
+// not use it: short rows one at a time take no prefetch (1.04-1.12x faster
+// on that machine kind, section 16, and on a Zen 5 too), and the 8-row tiles
+// take kernels::float_decode_prefetch(), which depends on the CPU.
 constexpr int64_t kDecodePrefetchBytes = 4096;
 
 // Prefetches the cache lines of [p, p + bytes) (prefetches never fault, so p

@@ -85,6 +85,33 @@ TEST_P(MatmulFloatTest, DecodeShortAndLongRows) {
     }
 }
 
+// The 8-row decode tiles of long rows prefetch each row some bytes ahead, as
+// far as kernels::set_float_decode_prefetch says (0: not at all; past a row's
+// end they prefetch the next tile's rows, and past the matrix's end memory
+// that is not there, which a prefetch may touch). Every distance matches the
+// reference and gives the very same floats: a prefetch moves no data.
+TEST_P(MatmulFloatTest, DecodePrefetchDistancesGiveTheSameResults) {
+  PathGuard guard;
+  ThreadPool pool(2);
+  for (const Shape& s : {Shape{23, 1031, 1}, Shape{16, 2100, 1}, Shape{41, 4099, 1}}) {
+    const auto packed = pack_float(GetParam(), random_floats(static_cast<size_t>(s.rows * s.cols), 3 + s.cols));
+    const auto x = random_floats(static_cast<size_t>(s.cols), 4 + s.cols);
+    const WeightMatrix w{GetParam(), s.rows, s.cols, packed.data()};
+    for (KernelPath p : testing::simd_paths()) {
+      set_float_decode_prefetch(0);
+      const auto none = testing::matmul_on_path(p, w, x, 1, pool);
+      for (int64_t bytes : {64, 1024, 4096, 65536}) {
+        set_float_decode_prefetch(bytes);
+        ASSERT_EQ(float_decode_prefetch(), bytes);
+        EXPECT_EQ(testing::matmul_on_path(p, w, x, 1, pool), none)
+            << kernel_path_name(p) << " prefetch " << bytes << " cols " << s.cols;
+        check_shape(GetParam(), s, pool);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+    }
+  }
+}
+
 // The prefill path (n_tokens >= 4) packs 32 rows as 2 panels of 16 (f16
 // panels for F16 weights, f32 for the others) and 512 columns at a time, in
 // 6-token tiles, and sums blocks of up to 192 tokens in a buffer: partial
@@ -116,6 +143,22 @@ TEST(MatmulTest, UnsupportedTypeGivesNanNotCrash) {
   std::vector<float> x(4, 1.0f), y(2, 0.0f);
   matmul(w, x.data(), 1, y.data(), nullptr, pool);
   EXPECT_TRUE(std::isnan(y[0]) && std::isnan(y[1]));
+}
+
+// The float decode prefetch distance: a set value until it is set back to
+// kFloatDecodePrefetchAuto (or any negative value), which gives this CPU's
+// default: 1 KiB on AMD family 1Ah (Zen 5), none elsewhere.
+TEST(DispatchTest, FloatDecodePrefetchAutoFollowsTheCpu) {
+  PathGuard guard;
+  set_float_decode_prefetch(kFloatDecodePrefetchAuto);
+  EXPECT_EQ(float_decode_prefetch(), cpu_float_decode_prefetch());
+  EXPECT_TRUE(cpu_float_decode_prefetch() == 0 || cpu_float_decode_prefetch() == 1024) << cpu_float_decode_prefetch();
+  set_float_decode_prefetch(512);
+  EXPECT_EQ(float_decode_prefetch(), 512);
+  set_float_decode_prefetch(0);
+  EXPECT_EQ(float_decode_prefetch(), 0);
+  set_float_decode_prefetch(-5);
+  EXPECT_EQ(float_decode_prefetch(), cpu_float_decode_prefetch());
 }
 
 TEST(DispatchTest, PathsAreConsistent) {

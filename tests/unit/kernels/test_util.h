@@ -31,6 +31,7 @@ class PathGuard {
   ~PathGuard() {
     (void)set_kernel_path(saved_);
     set_avx512_decode(Avx512Decode::kAuto);
+    set_float_decode_prefetch(kFloatDecodePrefetchAuto);
   }
   PathGuard(const PathGuard&) = delete;
   PathGuard& operator=(const PathGuard&) = delete;
