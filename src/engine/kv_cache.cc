@@ -131,8 +131,8 @@ Status KvCache::reserve(int64_t n_rows) {
   // start of its new, larger block [rows][row_bytes].
   const size_t old_layer = static_cast<size_t>(allocated_) * row_bytes_;
   const size_t new_layer = static_cast<size_t>(rows) * row_bytes_;
-  for (std::vector<uint8_t>* store : {&k_, &v_}) {
-    std::vector<uint8_t> grown(new_layer * static_cast<size_t>(n_layers_));
+  for (ZeroedVector<uint8_t>* store : {&k_, &v_}) {
+    ZeroedVector<uint8_t> grown(new_layer * static_cast<size_t>(n_layers_));
     for (int64_t l = 0; l < n_layers_ && old_layer > 0; ++l)
       std::memcpy(grown.data() + l * new_layer, store->data() + l * old_layer, old_layer);
     store->swap(grown);
@@ -159,7 +159,7 @@ void KvCache::read_row(int64_t layer, int64_t row, float* k, float* v) const {
 }
 
 // Layer-major storage -> row-major [n_rows][n_layers][row_bytes].
-std::vector<uint8_t> KvCache::gather(const std::vector<uint8_t>& store, int64_t n_rows) const {
+std::vector<uint8_t> KvCache::gather(const ZeroedVector<uint8_t>& store, int64_t n_rows) const {
   std::vector<uint8_t> rows(static_cast<size_t>(n_rows) * n_layers_ * row_bytes_);
   for (int64_t j = 0; j < n_rows; ++j)
     for (int64_t l = 0; l < n_layers_; ++l)
@@ -169,7 +169,7 @@ std::vector<uint8_t> KvCache::gather(const std::vector<uint8_t>& store, int64_t 
 }
 
 // Row-major [n_rows][n_layers][row_bytes] -> layer-major storage.
-void KvCache::scatter(std::span<const uint8_t> rows, int64_t n_rows, std::vector<uint8_t>& store) {
+void KvCache::scatter(std::span<const uint8_t> rows, int64_t n_rows, ZeroedVector<uint8_t>& store) {
   for (int64_t j = 0; j < n_rows; ++j)
     for (int64_t l = 0; l < n_layers_; ++l)
       std::memcpy(store.data() + offset(l, j), rows.data() + (static_cast<size_t>(j) * n_layers_ + l) * row_bytes_,

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/zero_pages.h"
 
 namespace llmpack {
 
@@ -90,13 +91,15 @@ class KvCache {
   size_t offset(int64_t layer, int64_t row) const {
     return (static_cast<size_t>(layer) * allocated_ + row) * row_bytes_;
   }
-  std::vector<uint8_t> gather(const std::vector<uint8_t>& store, int64_t n_rows) const;
-  void scatter(std::span<const uint8_t> rows, int64_t n_rows, std::vector<uint8_t>& store);
+  std::vector<uint8_t> gather(const ZeroedVector<uint8_t>& store, int64_t n_rows) const;
+  void scatter(std::span<const uint8_t> rows, int64_t n_rows, ZeroedVector<uint8_t>& store);
 
   int64_t n_layers_ = 0, kv_dim_ = 0, capacity_ = 0, allocated_ = 0;
   KvDtype dtype_ = KvDtype::kF32;
   size_t row_bytes_ = 0;             // one layer's row of kv_dim elements
-  std::vector<uint8_t> k_, v_;       // [n_layers][allocated][row_bytes]
+  // [n_layers][allocated][row_bytes], sized without being written: the rows
+  // a conversation has not reached stay out of RSS (core/zero_pages.h)
+  ZeroedVector<uint8_t> k_, v_;
 };
 
 // A saved conversation: what the cache held and who it belongs to.

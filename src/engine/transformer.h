@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "core/thread_pool.h"
+#include "core/zero_pages.h"
 #include "engine/forward_profile.h"
 #include "engine/kv_cache.h"
 #include "model/model.h"
@@ -76,12 +77,15 @@ class Transformer {
   std::unique_ptr<KvCache> own_cache_;
   KvCache* cache_ = nullptr;     // own_cache_ or a bound off-graph cache
   std::vector<float> inv_freq_;  // [rope_dim / 2]
-  // Activations, each [max_tokens, width].
-  std::vector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_;
+  // Activations, each [max_tokens, width]. Sized once, for the largest chunk,
+  // without writing them (ZeroedVector): a page is faulted in when a forward
+  // first uses it, so loading does not touch them and a short prompt or a
+  // decode step adds only the rows it uses to RSS.
+  ZeroedVector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_;
   size_t attention_scratch_floats_ = 0;  // per thread: scores of cache_rows positions, or prefill tiles
-  std::vector<float> scores_;    // [n_threads, attention_scratch_floats_]
-  std::vector<float> logits_;    // [logits_rows, vocab_size]
-  std::vector<uint8_t> scratch_; // matmul scratch
+  ZeroedVector<float> scores_;    // [n_threads, attention_scratch_floats_]
+  ZeroedVector<float> logits_;    // [logits_rows, vocab_size]
+  ZeroedVector<uint8_t> scratch_; // matmul scratch
   ForwardProfile* profile_ = nullptr;
 };
 

@@ -1,7 +1,10 @@
 // The program contract (P3-P6) on tiny random packages built in memory.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <fstream>
 
 #include "common/tiny_model.h"
 #include "unit/engine/alloc_counter.h"
@@ -150,6 +153,47 @@ TEST(Program, P6_CounterSeesAllocations) {  // the hook itself works
   const int64_t seen = counter.count();
   delete p;
   EXPECT_GE(seen, 2);
+}
+
+TEST(Program, P6_CounterSeesZeroedBuffers) {  // the KV cache and activations come from ZeroPageAllocator
+  testing::AllocationCounter counter;
+  ZeroedVector<float> v(100);
+  EXPECT_EQ(counter.count(), 1);
+}
+
+// Resident pages of this process (/proc/self/statm), in bytes; -1 without it.
+int64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  int64_t total = 0, resident = -1;
+  statm >> total >> resident;
+  return resident < 0 ? -1 : resident * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// The activation buffers are sized for the largest chunk at load, and loading
+// does not write them: a program whose chunk buffers take 256 MiB and more (B =
+// 16384 tokens of a 2048-wide FFN, two of them) adds little to RSS when it is
+// created, and a short prompt only the pages it uses. (Sanitizer allocators
+// may fill what they allocate, so those builds skip the RSS checks.)
+TEST(Program, LoadingLeavesTheChunkBuffersUnwritten) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizer allocators may write what they allocate";
+#endif
+  if (resident_bytes() < 0) GTEST_SKIP() << "no /proc/self/statm here";
+  TinyModelSpec spec = with_contract(16384, 16384, 16384);
+  spec.hidden_dim = 2048;
+  spec.context_length = 16384;
+  const int64_t chunk_buffer_bytes = 2 * spec.contract->token_bound * spec.hidden_dim * int64_t{sizeof(float)};
+  ASSERT_GE(chunk_buffer_bytes, int64_t{256} << 20);
+  const int64_t before = resident_bytes();
+  auto pkg = load(spec);
+  ASSERT_NE(pkg.program, nullptr);
+  const int64_t loaded = resident_bytes();
+  EXPECT_LT(loaded - before, int64_t{48} << 20) << "loading made " << (loaded - before) << " bytes resident";
+  std::vector<int64_t> prompt = {1, 20, 30, 40, 50, 60, 70, 80};
+  ASSERT_TRUE(pkg.program->forward(prompt, 0).ok());
+  const int64_t prefilled = resident_bytes();
+  EXPECT_LT(prefilled - before, int64_t{64} << 20) << "an 8-token prompt made " << (prefilled - before)
+                                                   << " bytes resident";
 }
 
 TEST(Program, StaticChunkPaddingDoesNotChangeLogits) {

@@ -1,0 +1,63 @@
+// Buffers that read as zeros without being written at allocation.
+//
+// A std::vector<float>(n) writes n zeros, so every page of it is faulted in
+// (and counted in RSS) when it is sized. The forward pass's activation buffers
+// are sized for its largest chunk (B tokens) at load, but a decode step or a
+// short prompt uses a few rows of them. ZeroPageAllocator takes its memory
+// from calloc, which hands large blocks over as fresh zero pages from the
+// kernel without touching them, and its construct() leaves a new element
+// default-initialised (for float and uint8_t: unwritten), so resize() costs no
+// page faults: a page is faulted in when first used. The contents are the
+// same zeros either way.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <type_traits>
+#include <vector>
+
+namespace llmpack {
+
+// How many blocks ZeroPageAllocator has taken from calloc, process-wide: the
+// tests that forward allocates nothing (P6) count these with operator new's.
+inline std::atomic<int64_t> g_zero_page_allocations{0};
+
+template <class T>
+struct ZeroPageAllocator {
+  static_assert(std::is_trivially_default_constructible_v<T>, "zero pages are only a valid T when T is trivial");
+  using value_type = T;
+  ZeroPageAllocator() = default;
+  template <class U>
+  explicit ZeroPageAllocator(const ZeroPageAllocator<U>&) noexcept {}
+
+  T* allocate(std::size_t n) {
+    void* p = std::calloc(n == 0 ? 1 : n, sizeof(T));
+    if (p == nullptr) throw std::bad_alloc();
+    g_zero_page_allocations.fetch_add(1, std::memory_order_relaxed);
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, std::size_t) noexcept { std::free(p); }
+  // resize(): the element is already zero (calloc), so nothing is written.
+  template <class U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>) {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <class U, class... Args>
+  void construct(U* p, Args&&... args) {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+  template <class U>
+  bool operator==(const ZeroPageAllocator<U>&) const noexcept {
+    return true;
+  }
+};
+
+// A vector whose elements read as zero after its one resize (sizing it
+// down and up again would keep the old values: size these once).
+template <class T>
+using ZeroedVector = std::vector<T, ZeroPageAllocator<T>>;
+
+}  // namespace llmpack
