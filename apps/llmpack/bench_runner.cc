@@ -56,8 +56,8 @@ Status BenchRunner::forward_chunk(const std::vector<int64_t>& tokens, int64_t be
   return ok_status();
 }
 
-Status BenchRunner::warmup() {
-  LLMPACK_RETURN_IF_ERROR(prompt_ns(std::min<int64_t>(token_bound_, 32), token_bound_).status());
+Status BenchRunner::warmup(int64_t prompt_tokens) {
+  LLMPACK_RETURN_IF_ERROR(prompt_ns(std::clamp<int64_t>(prompt_tokens, 1, token_bound_), token_bound_).status());
   return generate_ns(1).status();
 }
 

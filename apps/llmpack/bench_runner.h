@@ -19,9 +19,11 @@ class BenchRunner {
   static Result<BenchRunner> create(Program& program, uint64_t seed);
 
   int64_t token_bound() const { return token_bound_; }
-  // A short prefill and one decode step (page faults, first-touch buffers),
-  // untimed, like llama-bench's warmup run.
-  Status warmup();
+  // A prefill of one chunk of min(B, prompt_tokens) tokens and one decode
+  // step, untimed, like llama-bench's warmup run: the page faults of the
+  // weights and of the forward's buffers (which loading does not write) land
+  // here, so pass the longest chunk the tests will send.
+  Status warmup(int64_t prompt_tokens);
   // Prefill of n tokens in chunks of at most `batch` (<= B); includes picking
   // the first token (argmax of the last logits), so it is a time to first token.
   Result<int64_t> prompt_ns(int64_t n, int64_t batch);

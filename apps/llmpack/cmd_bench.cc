@@ -253,11 +253,16 @@ Result<BenchRecord> repeat(const BenchOptions& o, BenchRecord r, Measure measure
   return r;
 }
 
+int64_t max_of(const std::vector<int64_t>& values) {
+  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
+}
+
 // pp, tg and (when asked) time to first token, batched and token by token.
 Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const PeakByThreads& peaks,
                  const DecodeReads* reads, Output& out) {
   LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
-  LLMPACK_RETURN_IF_ERROR(runner.warmup().with_context("warmup"));
+  // One chunk as long as the longest any test sends (at least 32 tokens, as before, for -p 0).
+  LLMPACK_RETURN_IF_ERROR(runner.warmup(std::max({max_of(o.prompts), o.ttft, int64_t{32}})).with_context("warmup"));
   const int64_t b = runner.token_bound();
   BenchRecord base;
   base.model = &m;
@@ -317,10 +322,6 @@ int save_synthetic(const BenchOptions& o, const BenchModelSource& source) {
   std::fprintf(stderr, "llmpack: wrote %s (%s, %.1f MiB of weights)\n", o.save_path.c_str(),
                model->model_type.c_str(), static_cast<double>(model->size_bytes) / (1024.0 * 1024.0));
   return 0;
-}
-
-int64_t max_of(const std::vector<int64_t>& values) {
-  return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
 }
 
 int execute(const BenchOptions& o) {

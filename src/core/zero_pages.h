@@ -17,6 +17,7 @@
 #include <cstdlib>
 #include <new>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace llmpack {
