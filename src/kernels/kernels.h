@@ -40,7 +40,7 @@ bool cpu_splits_512_bit_vectors();
 // 0: no software prefetch. The best distance differs by CPU, so the default
 // (set_float_decode_prefetch(kFloatDecodePrefetchAuto)) is
 // cpu_float_decode_prefetch(): 1 KiB on AMD family 1Ah (Zen 5), where it read
-// 1.24x faster end to end than none (1B F16 decode; 4 KiB was slower than
+// 1.31x faster end to end than none (1B F16 decode; 4 KiB was slower than
 // none), and none elsewhere (on Zen 3 none read 1.01-1.17x faster than 4 KiB;
 // docs/PERFORMANCE.md sections 14 and 19). Short float rows and the quantized
 // types keep their own fixed prefetch.
