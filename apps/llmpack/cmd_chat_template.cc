@@ -24,7 +24,7 @@ std::string special_token_text(const GgufFile& gguf, const char* key) {
   const auto id = gguf.get_int(key);
   const auto* tokens = gguf.get_string_array("tokenizer.ggml.tokens");
   if (!id || !tokens || *id < 0 || *id >= static_cast<int64_t>(tokens->size())) return "";
-  return (*tokens)[*id];
+  return std::string((*tokens)[*id]);
 }
 
 int execute(const ChatTemplateCliOptions& o) {

@@ -173,13 +173,13 @@ Result<TokenizerMetadata> bpe_tokenizer_metadata(const BpeTokenizer& tok,
 
 bool pad_bpe_tokenizer_metadata(TokenizerMetadata* m, int64_t model_vocab) {
   if (m->vocab_size >= model_vocab) return false;
-  std::vector<std::string>* tokens = nullptr;
+  StringTable* tokens = nullptr;
   std::vector<int64_t>* types = nullptr;
   bool gpt2 = false;
   for (auto& [key, value] : m->keys) {
     if (key == "tokenizer.ggml.model") gpt2 = std::get_if<std::string>(&value.value) != nullptr &&
                                               std::get<std::string>(value.value) == "gpt2";
-    if (key == "tokenizer.ggml.tokens") tokens = std::get_if<std::vector<std::string>>(&value.value);
+    if (key == "tokenizer.ggml.tokens") tokens = std::get_if<StringTable>(&value.value);
     if (key == "tokenizer.ggml.token_type") types = std::get_if<std::vector<int64_t>>(&value.value);
   }
   if (!gpt2 || tokens == nullptr || types == nullptr || tokens->size() != types->size()) return false;

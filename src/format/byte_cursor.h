@@ -44,6 +44,11 @@ class ByteCursor {
     return ok_status();
   }
 
+  // Returns to an earlier position (one this cursor has passed).
+  void seek_back_to(uint64_t pos) {
+    if (pos <= pos_) pos_ = pos;
+  }
+
   // Borrows `n` bytes (valid as long as the underlying span).
   Status take(uint64_t n, std::span<const uint8_t>* out, std::string_view what) {
     if (remaining() < n) return truncated(what, n);

@@ -17,6 +17,7 @@
 
 #include "core/dtype.h"
 #include "core/status.h"
+#include "core/string_table.h"
 #include "format/mapped_file.h"
 
 namespace llmpack {
@@ -27,12 +28,13 @@ enum class GgufValueType : uint32_t {
 };
 
 // One metadata value. Arrays keep their element type; integers of any width
-// are held as int64/uint64, floats as double.
+// are held as int64/uint64, floats as double, string arrays as a StringTable
+// (a vocabulary's 400k strings in two allocations).
 struct GgufValue {
   GgufValueType type = GgufValueType::kU32;
   GgufValueType array_type = GgufValueType::kU32;  // element type when type == kArray
   std::variant<uint64_t, int64_t, double, bool, std::string,
-               std::vector<std::string>, std::vector<int64_t>, std::vector<uint64_t>,
+               StringTable, std::vector<int64_t>, std::vector<uint64_t>,
                std::vector<double>, std::vector<bool>>
       value;
 };
@@ -73,7 +75,7 @@ class GgufFile {
   std::optional<double> get_float(std::string_view key) const;    // f32/f64 (or integer)
   std::optional<bool> get_bool(std::string_view key) const;
   std::optional<std::string> get_string(std::string_view key) const;
-  const std::vector<std::string>* get_string_array(std::string_view key) const;
+  const StringTable* get_string_array(std::string_view key) const;
   std::optional<std::vector<double>> get_float_array(std::string_view key) const;
   std::optional<std::vector<int64_t>> get_int_array(std::string_view key) const;
 
@@ -98,7 +100,8 @@ class GgufFile {
 GgufValue gguf_u32(int64_t v);
 GgufValue gguf_bool(bool v);
 GgufValue gguf_string(std::string v);
-GgufValue gguf_string_array(std::vector<std::string> v);
+GgufValue gguf_string_array(const std::vector<std::string>& v);
+GgufValue gguf_string_array(StringTable v);
 GgufValue gguf_f32_array(const std::vector<float>& v);
 GgufValue gguf_i32_array(const std::vector<int32_t>& v);
 
@@ -114,7 +117,7 @@ class GgufWriter {
   void set_f32(std::string key, float v);
   void set_bool(std::string key, bool v);
   void set_string(std::string key, std::string v);
-  void set_string_array(std::string key, std::vector<std::string> v);
+  void set_string_array(std::string key, const std::vector<std::string>& v);
   void set_f32_array(std::string key, std::vector<float> v);
   void set_i32_array(std::string key, std::vector<int32_t> v);
   void set_alignment(uint32_t alignment);

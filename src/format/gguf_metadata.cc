@@ -102,10 +102,10 @@ std::optional<std::string> GgufFile::get_string(std::string_view key) const {
   return std::nullopt;
 }
 
-const std::vector<std::string>* GgufFile::get_string_array(std::string_view key) const {
+const StringTable* GgufFile::get_string_array(std::string_view key) const {
   const GgufValue* v = find(key);
   if (!v) return nullptr;
-  return std::get_if<std::vector<std::string>>(&v->value);
+  return std::get_if<StringTable>(&v->value);
 }
 
 std::optional<std::vector<double>> GgufFile::get_float_array(std::string_view key) const {
@@ -156,7 +156,9 @@ GgufValue gguf_string(std::string v) {
   return g;
 }
 
-GgufValue gguf_string_array(std::vector<std::string> v) {
+GgufValue gguf_string_array(const std::vector<std::string>& v) { return gguf_string_array(StringTable(v)); }
+
+GgufValue gguf_string_array(StringTable v) {
   GgufValue g;
   g.type = GgufValueType::kArray;
   g.array_type = GgufValueType::kString;

@@ -31,9 +31,38 @@ class Parser {
  public:
   explicit Parser(std::span<const uint8_t> bytes) : cur_(bytes, "GGUF") {}
 
+  // Borrows the next string's bytes when it is whole; false (nothing read)
+  // otherwise, and read_string then says what is wrong. Reading a vocabulary's
+  // 400k strings this way builds no per-element description.
+  bool try_take_string(std::string_view* out) {
+    uint64_t len = 0;
+    if (cur_.remaining() < sizeof(len)) return false;
+    const uint64_t start = cur_.pos();
+    if (!cur_.read(&len, "").ok()) return false;
+    std::span<const uint8_t> s;
+    if (len > cur_.remaining() || !cur_.take(len, &s, "").ok()) {
+      cur_.seek_back_to(start);
+      return false;
+    }
+    *out = std::string_view(reinterpret_cast<const char*>(s.data()), s.size());
+    return true;
+  }
+
+  // The bytes of the next `count` strings, as far as they are whole, without
+  // moving: a table reserved with it is written once, not grown by doubling.
+  uint64_t string_bytes_ahead(uint64_t count) {
+    const uint64_t start = cur_.pos();
+    uint64_t total = 0;
+    std::string_view s;
+    for (uint64_t i = 0; i < count && try_take_string(&s); ++i) total += s.size();
+    cur_.seek_back_to(start);
+    return total;
+  }
+
   Status read_string(std::string* out, std::string_view what, uint64_t max_len) {
     uint64_t len = 0;
-    LLMPACK_RETURN_IF_ERROR(cur_.read(&len, std::string(what) + " length"));
+    if (cur_.remaining() < sizeof(len)) return cur_.truncated(std::string(what) + " length", sizeof(len));
+    LLMPACK_RETURN_IF_ERROR(cur_.read(&len, what));
     if (len > cur_.remaining())
       return Status::error("GGUF: " + std::string(what) + " at byte " +
                            std::to_string(cur_.pos() - 8) + " has length " + std::to_string(len) +
@@ -155,10 +184,15 @@ Status Parser::read_array(GgufValue* v, const std::string& what) {
       break;
     }
     case GgufValueType::kString: {
-      std::vector<std::string> a;
-      a.reserve(static_cast<size_t>(count));
+      StringTable a;
+      a.reserve(static_cast<size_t>(count), string_bytes_ahead(count));
       for (uint64_t i = 0; i < count; ++i) {
-        std::string s;
+        std::string_view sv;
+        if (try_take_string(&sv)) {
+          a.push_back(sv);
+          continue;
+        }
+        std::string s;  // not whole: read it again for the error
         LLMPACK_RETURN_IF_ERROR(read_string(&s, elem + " " + std::to_string(i),
                                             std::numeric_limits<uint64_t>::max()));
         a.push_back(std::move(s));

@@ -110,10 +110,10 @@ Status put_array(std::vector<uint8_t>& out, const std::string& key, const GgufVa
     return Status::error("GGUF writer: metadata key '" + key +
                          "': arrays of arrays are not supported");
   put<uint32_t>(out, static_cast<uint32_t>(et));
-  const auto* strings = std::get_if<std::vector<std::string>>(&v.value);
+  const auto* strings = std::get_if<StringTable>(&v.value);
   if (strings && et == GgufValueType::kString) {
     put<uint64_t>(out, strings->size());
-    for (const auto& x : *strings) put_string(out, x);
+    for (std::string_view x : *strings) put_string(out, x);
     return ok_status();
   }
   if (const auto* b = std::get_if<std::vector<bool>>(&v.value); b && et == GgufValueType::kBool) {
@@ -211,8 +211,8 @@ void GgufWriter::set_bool(std::string key, bool v) {
 void GgufWriter::set_string(std::string key, std::string v) {
   set(std::move(key), scalar(GgufValueType::kString, std::move(v)));
 }
-void GgufWriter::set_string_array(std::string key, std::vector<std::string> v) {
-  set(std::move(key), array(GgufValueType::kString, std::move(v)));
+void GgufWriter::set_string_array(std::string key, const std::vector<std::string>& v) {
+  set(std::move(key), gguf_string_array(v));
 }
 void GgufWriter::set_f32_array(std::string key, std::vector<float> v) {
   set(std::move(key), array(GgufValueType::kF32, std::vector<double>(v.begin(), v.end())));

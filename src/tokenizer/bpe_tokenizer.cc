@@ -64,12 +64,20 @@ struct BpeTokenizer::Symbol {
 };
 
 Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(BpeVocab vocab) {
+  static const StringTable kNoMerges;
+  return create(std::move(vocab), kNoMerges);
+}
+
+Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(BpeVocab vocab,
+                                                          const StringTable& joined_merges) {
+  if (!joined_merges.empty() && !vocab.merges.empty())
+    return Status::error("BPE vocabulary: merges given both as pairs and joined; expected one form");
   std::unique_ptr<BpeTokenizer> tok(new BpeTokenizer(std::move(vocab)));
-  LLMPACK_RETURN_IF_ERROR(tok->build());
+  LLMPACK_RETURN_IF_ERROR(tok->build(joined_merges));
   return tok;
 }
 
-Status BpeTokenizer::build() {
+Status BpeTokenizer::build(const StringTable& joined_merges) {
   const size_t n = vocab_.tokens.size();
   if (n == 0) return Status::error("BPE vocabulary: expected at least one token, found none");
   if (n > static_cast<size_t>(INT32_MAX)) return Status::error("BPE vocabulary: too many tokens");
@@ -89,19 +97,19 @@ Status BpeTokenizer::build() {
   LLMPACK_RETURN_IF_ERROR(check_id(vocab_.eos_id, "EOS"));
   for (int32_t id : vocab_.eot_ids) LLMPACK_RETURN_IF_ERROR(check_id(id, "end-of-turn"));
 
-  raw_.resize(n);
+  raw_.reserve(n, 0);
   raw_to_id_.reserve(n);
   text_to_id_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     const std::string& t = vocab_.tokens[i];
     const bool added = is_added(vocab_.types[i]);
-    raw_[i] = (vocab_.byte_level_pieces && !added) ? byte_level_to_raw(t) : t;
-    text_to_id_.insert(t, static_cast<int32_t>(i));  // the lowest id wins for duplicates
+    raw_.push_back((vocab_.byte_level_pieces && !added) ? std::string_view(byte_level_to_raw(t)) : std::string_view(t));
+    text_to_id_.insert(static_cast<int32_t>(i));  // the lowest id wins for duplicates
     if (added) {
       all_added_.add(t, static_cast<int32_t>(i));
       if (vocab_.types[i] == TokenType::kUserDefined) always_added_.add(t, static_cast<int32_t>(i));
     } else {
-      raw_to_id_.insert(raw_[i], static_cast<int32_t>(i));
+      raw_to_id_.insert(static_cast<int32_t>(i));
     }
   }
   // A byte's symbol is the token spelled like it (any type, as llama.cpp
@@ -110,42 +118,51 @@ Status BpeTokenizer::build() {
   for (int b = 0; b < 256; ++b) {
     byte_to_id_[b] = text_to_id_.find(stored_form(std::string(1, static_cast<char>(b))));
   }
-  LLMPACK_RETURN_IF_ERROR(build_merges());
+  LLMPACK_RETURN_IF_ERROR(build_merges(joined_merges));
   auto pre = Pretokenizer::create(vocab_.pretokenizer_regexes);
   if (!pre.ok()) return pre.status();
   pretokenizer_ = std::move(*pre);
   return ok_status();
 }
 
-void BpeTokenizer::TokenIndex::reserve(size_t n) {
+template <typename Keys>
+void BpeTokenizer::TokenIndex<Keys>::reserve(size_t n) {
   size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
   if (cap <= slots_.size()) return;
-  std::vector<Slot> old = std::move(slots_);
-  slots_.assign(cap, Slot{});
+  ZeroedVector<Slot> old = std::move(slots_);
+  slots_ = ZeroedVector<Slot>();
+  slots_.resize(cap);  // all tags 0: empty
   size_ = 0;
   for (const Slot& s : old) {
-    if (s.tag != 0) insert(s.key, s.id);
+    if (s.tag != 0) insert_hashed(std::hash<std::string_view>{}((*keys_)[s.id]), s.id);
   }
 }
 
-void BpeTokenizer::TokenIndex::insert(std::string_view key, int32_t id) {
-  if (2 * (size_ + 1) > slots_.size()) reserve(2 * (size_ + 1));
-  const size_t h = std::hash<std::string_view>{}(key);
-  const uint32_t tag = static_cast<uint32_t>(h >> 32) | 1u;
+template <typename Keys>
+void BpeTokenizer::TokenIndex<Keys>::insert(int32_t id) {
+  if (2 * (size_ + 1) > slots_.size()) reserve(size_ + 1);
+  insert_hashed(std::hash<std::string_view>{}((*keys_)[id]), id);
+}
+
+template <typename Keys>
+void BpeTokenizer::TokenIndex<Keys>::insert_hashed(size_t hash, int32_t id) {
+  const uint32_t tag = static_cast<uint32_t>(hash >> 32) | 1u;
+  const std::string_view key = (*keys_)[id];
   const size_t mask = slots_.size() - 1;
-  for (size_t i = h & mask;; i = (i + 1) & mask) {
+  for (size_t i = hash & mask;; i = (i + 1) & mask) {
     Slot& s = slots_[i];
     if (s.tag == 0) {
-      s = Slot{key, tag, id};
+      s = Slot{tag, id};
       ++size_;
       return;
     }
-    if (s.tag == tag && s.key == key) return;
+    if (s.tag == tag && (*keys_)[s.id] == key) return;
   }
 }
 
-int32_t BpeTokenizer::TokenIndex::find(std::string_view key) const {
+template <typename Keys>
+int32_t BpeTokenizer::TokenIndex<Keys>::find(std::string_view key) const {
   if (slots_.empty()) return -1;
   const size_t h = std::hash<std::string_view>{}(key);
   const uint32_t tag = static_cast<uint32_t>(h >> 32) | 1u;
@@ -153,33 +170,35 @@ int32_t BpeTokenizer::TokenIndex::find(std::string_view key) const {
   for (size_t i = h & mask;; i = (i + 1) & mask) {
     const Slot& s = slots_[i];
     if (s.tag == 0) return -1;
-    if (s.tag == tag && s.key == key) return s.id;
+    if (s.tag == tag && (*keys_)[s.id] == key) return s.id;
   }
 }
 
+template class BpeTokenizer::TokenIndex<StringTable>;
+template class BpeTokenizer::TokenIndex<std::vector<std::string>>;
+
 void BpeTokenizer::MergeTable::reserve(size_t n) {
   size_t cap = 16;
-  while (cap < 2 * n) cap *= 2;
-  if (cap <= keys_.size()) return;
-  std::vector<uint64_t> old_keys = std::move(keys_);
-  std::vector<Merge> old_merges = std::move(merges_);
-  keys_.assign(cap, kEmpty);
-  merges_.assign(cap, Merge{0, 0});
+  while (cap * 3 < n * 5) cap *= 2;  // at most 60% full
+  if (cap <= slots_.size()) return;
+  ZeroedVector<Slot> old = std::move(slots_);
+  slots_ = ZeroedVector<Slot>();
+  slots_.resize(cap);  // all inverted keys 0: empty
   shift_ = 64 - std::countr_zero(cap);
   size_ = 0;
-  for (size_t i = 0; i < old_keys.size(); ++i) {
-    if (old_keys[i] != kEmpty) insert(old_keys[i], old_merges[i]);
+  for (const Slot& s : old) {
+    if (s.inverted_key != 0) insert(~s.inverted_key, s.merge);
   }
 }
 
 void BpeTokenizer::MergeTable::insert(uint64_t key, Merge merge) {
-  if (2 * (size_ + 1) > keys_.size()) reserve(size_ + 1 > 8 ? 2 * (size_ + 1) : 16);
-  const size_t mask = keys_.size() - 1;
+  if ((size_ + 1) * 5 > slots_.size() * 3) reserve(2 * (size_ + 1));
+  const size_t mask = slots_.size() - 1;
   for (size_t i = slot(key);; i = (i + 1) & mask) {
-    if (keys_[i] == key) return;  // the first (best) rank wins
-    if (keys_[i] == kEmpty) {
-      keys_[i] = key;
-      merges_[i] = merge;
+    Slot& s = slots_[i];
+    if (s.inverted_key == ~key) return;  // the first (best) rank wins
+    if (s.inverted_key == 0) {
+      s = Slot{~key, merge};
       ++size_;
       return;
     }
@@ -187,11 +206,12 @@ void BpeTokenizer::MergeTable::insert(uint64_t key, Merge merge) {
 }
 
 const BpeTokenizer::Merge* BpeTokenizer::MergeTable::find(uint64_t key) const {
-  if (keys_.empty()) return nullptr;
-  const size_t mask = keys_.size() - 1;
+  if (slots_.empty()) return nullptr;
+  const size_t mask = slots_.size() - 1;
   for (size_t i = slot(key);; i = (i + 1) & mask) {
-    if (keys_[i] == key) return &merges_[i];
-    if (keys_[i] == kEmpty) return nullptr;
+    const Slot& s = slots_[i];
+    if (s.inverted_key == ~key) return &s.merge;
+    if (s.inverted_key == 0) return nullptr;
   }
 }
 
@@ -199,7 +219,7 @@ void BpeTokenizer::add_merge(int32_t left, int32_t right, int32_t result, int32_
   merge_rank_.insert(pair_key(left, right), Merge{rank, result});
 }
 
-Status BpeTokenizer::build_merges() {
+Status BpeTokenizer::build_merges(const StringTable& joined_merges) {
   if (vocab_.merges_from_ranks) {
     const size_t n = vocab_.tokens.size();
     // Every split of a token into two tokens is a merge ranked by the token.
@@ -216,25 +236,37 @@ Status BpeTokenizer::build_merges() {
     }
     return ok_status();
   }
-  if (vocab_.merges.size() > static_cast<size_t>(INT32_MAX)) return Status::error("BPE vocabulary: too many merges");
+  const size_t n_merges = joined_merges.empty() ? vocab_.merges.size() : joined_merges.size();
+  if (n_merges > static_cast<size_t>(INT32_MAX)) return Status::error("BPE vocabulary: too many merges");
   // Merges name tokens by their stored text. One whose parts or result are
   // not tokens can never apply to token symbols; it is skipped (counted).
-  const auto& stored = text_to_id_;
-  merge_rank_.reserve(vocab_.merges.size());
+  merge_rank_.reserve(n_merges);
   std::string joined;
   for (size_t r = 0; r < vocab_.merges.size(); ++r) {
-    const auto& [a, b] = vocab_.merges[r];
-    joined.assign(a).append(b);
-    const int32_t ia = stored.find(a);
-    const int32_t ib = stored.find(b);
-    const int32_t ij = stored.find(joined);
-    if (ia < 0 || ib < 0 || ij < 0) {
-      ++skipped_merges_;
-      continue;
+    add_merge_by_text(vocab_.merges[r].first, vocab_.merges[r].second, static_cast<int32_t>(r), &joined);
+  }
+  for (size_t r = 0; r < joined_merges.size(); ++r) {
+    const std::string_view m = joined_merges[r];
+    const size_t space = m.find(' ', 1);  // a part may itself start with a space
+    if (space == std::string_view::npos) {
+      return Status::error("merge " + std::to_string(r) + " \"" + std::string(m) +
+                           "\" is not two tokens separated by a space");
     }
-    add_merge(ia, ib, ij, static_cast<int32_t>(r));
+    add_merge_by_text(m.substr(0, space), m.substr(space + 1), static_cast<int32_t>(r), &joined);
   }
   return ok_status();
+}
+
+void BpeTokenizer::add_merge_by_text(std::string_view a, std::string_view b, int32_t rank, std::string* joined) {
+  joined->assign(a).append(b);
+  const int32_t ia = text_to_id_.find(a);
+  const int32_t ib = text_to_id_.find(b);
+  const int32_t ij = text_to_id_.find(*joined);
+  if (ia < 0 || ib < 0 || ij < 0) {
+    ++skipped_merges_;
+    return;
+  }
+  add_merge(ia, ib, ij, rank);
 }
 
 int32_t BpeTokenizer::find_token(std::string_view bytes) const {
@@ -273,7 +305,7 @@ Result<std::string> BpeTokenizer::decode(int32_t prev_id, int32_t id) const {
                          std::to_string(vocab_size()) + " tokens");
   }
   if (vocab_.types[id] == TokenType::kControl) return std::string();
-  return raw_[id];
+  return std::string(raw_[id]);
 }
 
 Result<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, int n_bos, int n_eos) const {

@@ -25,6 +25,8 @@
 #include <vector>
 
 #include "core/status.h"
+#include "core/string_table.h"
+#include "core/zero_pages.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/special_tokens.h"
 #include "tokenizer/spm_tokenizer.h"  // TokenType
@@ -62,6 +64,14 @@ class BpeTokenizer final : public Tokenizer {
   // Validates the vocabulary (sizes, ids in range) and compiles the
   // pre-tokenizer.
   static Result<std::unique_ptr<BpeTokenizer>> create(BpeVocab vocab);
+  // The merges as GGUF stores them, "left right" with rank = index, instead
+  // of vocab.merges (which must be empty). They go straight into the merge
+  // table and are not kept: vocab().merges stays empty. Splitting Llama 3's
+  // 280k merges into pairs of strings first took 18 MB of fresh pages.
+  static Result<std::unique_ptr<BpeTokenizer>> create(BpeVocab vocab,
+                                                      const StringTable& joined_merges);
+  BpeTokenizer(const BpeTokenizer&) = delete;  // the token indexes point at members
+  BpeTokenizer& operator=(const BpeTokenizer&) = delete;
 
   using Tokenizer::encode;
   Result<std::vector<int32_t>> encode(std::string_view text, int n_bos, int n_eos) const override;
@@ -89,8 +99,9 @@ class BpeTokenizer final : public Tokenizer {
     int32_t result;
   };
   // Open-addressing hash table from (left id, right id) to its merge: no node
-  // allocations, one cache line per probe (std::unordered_map made loading
-  // Llama 3's 280k merges several times slower).
+  // allocations, key and merge in one 16-byte slot, so a probe touches one
+  // cache line (std::unordered_map made loading Llama 3's 280k merges several
+  // times slower). At most 60% full.
   class MergeTable {
    public:
     void reserve(size_t n);
@@ -100,16 +111,23 @@ class BpeTokenizer final : public Tokenizer {
     size_t size() const { return size_; }
 
    private:
-    static constexpr uint64_t kEmpty = ~uint64_t{0};  // ids are < 2^31, so no key is this
+    // Holds ~key, so that a zero page reads as empty slots (ids are < 2^31,
+    // so no key is ~0 and no inverted key is 0).
+    struct Slot {
+      uint64_t inverted_key;
+      Merge merge;
+    };
     size_t slot(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_); }
-    std::vector<uint64_t> keys_;
-    std::vector<Merge> merges_;
+    ZeroedVector<Slot> slots_;  // fresh zero pages: sized without writing
     size_t size_ = 0;
     int shift_ = 64;
   };
   explicit BpeTokenizer(BpeVocab vocab) : vocab_(std::move(vocab)) {}
-  Status build();
-  Status build_merges();
+  Status build(const StringTable& joined_merges);
+  Status build_merges(const StringTable& joined_merges);
+  // Adds merge `rank` of the tokens spelled `a` and `b` (stored text) when
+  // both and their concatenation are tokens; counts it as skipped otherwise.
+  void add_merge_by_text(std::string_view a, std::string_view b, int32_t rank, std::string* joined);
   void add_merge(int32_t left, int32_t right, int32_t result, int32_t rank);
   // Appends the ids of plain text (no added tokens inside).
   Status encode_plain(std::string_view text, std::vector<int32_t>* out) const;
@@ -123,28 +141,32 @@ class BpeTokenizer final : public Tokenizer {
 
   BpeVocab vocab_;
   std::unique_ptr<Pretokenizer> pretokenizer_;
-  std::vector<std::string> raw_;  // [n_vocab] the bytes each token stands for
-  // Open-addressing map from token text to id; keys view strings that
-  // outlive it (raw_, vocab_.tokens never change after build()). One probe
-  // usually touches one slot and the key's bytes, where std::unordered_map
-  // chased three pointers (it dominated loading time).
+  StringTable raw_;  // [n_vocab] the bytes each token stands for
+  // Open-addressing map from token text to id over a [n_vocab] list of
+  // strings (raw_ or vocab_.tokens, which never change after build()): a slot
+  // holds a hash tag and an id, 8 bytes, and a probe whose tag matches
+  // compares the id's string. std::unordered_map chased three pointers (it
+  // dominated loading time); string_view keys made the slots 3x larger.
+  template <typename Keys>  // StringTable or std::vector<std::string>
   class TokenIndex {
    public:
+    explicit TokenIndex(const Keys* keys) : keys_(keys) {}
     void reserve(size_t n);
-    void insert(std::string_view key, int32_t id);  // the first id wins
-    int32_t find(std::string_view key) const;      // -1 when absent
+    void insert(int32_t id);                    // key: (*keys)[id]; the first id wins
+    int32_t find(std::string_view key) const;  // -1 when absent
    private:
     struct Slot {
-      std::string_view key;
-      uint32_t tag = 0;  // low hash bits; 0 marks an empty slot
-      int32_t id = -1;
+      uint32_t tag;  // high hash bits; 0 marks an empty slot
+      int32_t id;
     };
-    std::vector<Slot> slots_;
+    void insert_hashed(size_t hash, int32_t id);
+    const Keys* keys_;
+    ZeroedVector<Slot> slots_;  // fresh zero pages: sized without writing
     size_t size_ = 0;
   };
-  TokenIndex raw_to_id_;
+  TokenIndex<StringTable> raw_to_id_{&raw_};
   // Stored token text -> id, every type (how llama.cpp looks tokens up).
-  TokenIndex text_to_id_;
+  TokenIndex<std::vector<std::string>> text_to_id_{&vocab_.tokens};
   std::array<int32_t, 256> byte_to_id_{};  // token of each single byte; -1: none
   size_t skipped_merges_ = 0;
   MergeTable merge_rank_;

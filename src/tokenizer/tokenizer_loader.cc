@@ -133,12 +133,12 @@ Result<std::unique_ptr<SpmTokenizer>> load_spm_from_gguf(const GgufFile& gguf) {
     return Status::error("GGUF tokenizer: tokenizer.ggml.model \"" + *model +
                          "\" is not supported (only \"llama\", SentencePiece BPE, so far)");
   }
-  const std::vector<std::string>* tokens = gguf.get_string_array("tokenizer.ggml.tokens");
+  const StringTable* tokens = gguf.get_string_array("tokenizer.ggml.tokens");
   if (tokens == nullptr) return Status::error("GGUF tokenizer: tokenizer.ggml.tokens is missing or not a string array");
   const size_t n = tokens->size();
   if (n == 0) return Status::error("GGUF tokenizer: tokenizer.ggml.tokens is empty");
   SpmVocab vocab;
-  vocab.pieces = *tokens;
+  vocab.pieces = tokens->to_vector();
   if (gguf.find("tokenizer.ggml.scores") != nullptr) {
     const std::optional<std::vector<double>> scores = gguf.get_float_array("tokenizer.ggml.scores");
     if (!scores) return Status::error("GGUF tokenizer: tokenizer.ggml.scores: expected an array of floats");
@@ -177,28 +177,18 @@ Result<std::unique_ptr<BpeTokenizer>> load_bpe_from_gguf(const GgufFile& gguf) {
     return Status::error("GGUF tokenizer: expected tokenizer.ggml.model \"gpt2\", found " +
                          (model ? "\"" + *model + "\"" : std::string("none")));
   }
-  const std::vector<std::string>* tokens = gguf.get_string_array("tokenizer.ggml.tokens");
+  const StringTable* tokens = gguf.get_string_array("tokenizer.ggml.tokens");
   if (tokens == nullptr) return Status::error("GGUF tokenizer: tokenizer.ggml.tokens is missing or not a string array");
   const size_t n = tokens->size();
   if (n == 0) return Status::error("GGUF tokenizer: tokenizer.ggml.tokens is empty");
   BpeVocab vocab;
-  vocab.tokens = *tokens;
+  vocab.tokens = tokens->to_vector();
   SpmVocab types_holder;
   Status st = read_gguf_types(gguf, n, &types_holder);
   if (!st.ok()) return st.with_context("GGUF tokenizer");
   vocab.types = std::move(types_holder.types);
-  const std::vector<std::string>* merges = gguf.get_string_array("tokenizer.ggml.merges");
+  const StringTable* merges = gguf.get_string_array("tokenizer.ggml.merges");
   if (merges == nullptr) return Status::error("GGUF tokenizer: tokenizer.ggml.merges is missing or not a string array");
-  vocab.merges.reserve(merges->size());
-  for (size_t i = 0; i < merges->size(); ++i) {
-    const std::string& m = (*merges)[i];
-    const size_t space = m.find(' ', 1);
-    if (space == std::string::npos) {
-      return Status::error("GGUF tokenizer: merge " + std::to_string(i) + " \"" + m +
-                           "\" is not two tokens separated by a space");
-    }
-    vocab.merges.emplace_back(m.substr(0, space), m.substr(space + 1));
-  }
   const std::string pre = gguf.get_string("tokenizer.ggml.pre").value_or("default");
   auto regexes = pretokenizer_regexes(pre);
   if (!regexes.ok()) return regexes.status().with_context("GGUF tokenizer (tokenizer.ggml.pre)");
@@ -229,7 +219,7 @@ Result<std::unique_ptr<BpeTokenizer>> load_bpe_from_gguf(const GgufFile& gguf) {
     if (!b) return Status::error("GGUF tokenizer: tokenizer.ggml.add_bos_token: expected a bool");
     vocab.add_bos = *b && vocab.bos_id >= 0;
   }
-  return BpeTokenizer::create(std::move(vocab)).with_context("GGUF tokenizer");
+  return BpeTokenizer::create(std::move(vocab), *merges).with_context("GGUF tokenizer");
 }
 
 Result<std::unique_ptr<Tokenizer>> load_tokenizer_from_gguf(const GgufFile& gguf) {

@@ -18,8 +18,8 @@ void touch_value(const llmpack::GgufValue& v) {
         using T = std::decay_t<decltype(x)>;
         if constexpr (std::is_same_v<T, std::string>) {
           for (char c : x) h += static_cast<uint8_t>(c);
-        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
-          for (const auto& s : x) h += s.size() + (s.empty() ? 0 : static_cast<uint8_t>(s.back()));
+        } else if constexpr (std::is_same_v<T, llmpack::StringTable>) {
+          for (std::string_view s : x) h += s.size() + (s.empty() ? 0 : static_cast<uint8_t>(s.back()));
         } else if constexpr (std::is_same_v<T, std::vector<bool>>) {
           for (bool b : x) h += b;
         } else if constexpr (std::is_arithmetic_v<T>) {

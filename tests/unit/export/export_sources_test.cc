@@ -94,8 +94,8 @@ TEST(ExportTokenizer, E4_TokenizerBinAndModelGiveTheSameGgufVocabulary) {
   ASSERT_TRUE(gguf.ok());
   auto tokens = [](const TokenizerMetadata& m) {
     for (const auto& [k, v] : m.keys)
-      if (k == "tokenizer.ggml.tokens") return std::get<std::vector<std::string>>(v.value);
-    return std::vector<std::string>{};
+      if (k == "tokenizer.ggml.tokens") return std::get<StringTable>(v.value);
+    return StringTable{};
   };
   EXPECT_EQ(tokens(*a), *(*gguf)->get_string_array("tokenizer.ggml.tokens"));
   EXPECT_EQ(tokens(*b), *(*gguf)->get_string_array("tokenizer.ggml.tokens"));

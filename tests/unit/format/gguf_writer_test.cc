@@ -75,7 +75,7 @@ struct Fixture {
     set("a.i32", make_array(VT::kI32, std::vector<int64_t>{-1, 2, -3}));
     set("a.f32", make_array(VT::kF32, std::vector<double>{1.5, -2.25}));
     set("a.bool", make_array(VT::kBool, std::vector<bool>{true, false, true}));
-    set("a.string", make_array(VT::kString, std::vector<std::string>{"x", "", "zz"}));
+    set("a.string", make_array(VT::kString, StringTable{"x", "", "zz"}));
     set("a.u64", make_array(VT::kU64, std::vector<uint64_t>{~uint64_t{0}}));
     set("a.i64", make_array(VT::kI64, std::vector<int64_t>{INT64_MIN, INT64_MAX}));
     set("a.f64", make_array(VT::kF64, std::vector<double>{1e300, -1e-300}));
@@ -203,7 +203,7 @@ TEST(GgufWriter, ConvenienceSetters) {
   EXPECT_EQ(f.get_float("f32"), 0.5);
   EXPECT_EQ(f.get_bool("bool"), false);
   EXPECT_EQ(f.get_string("s"), "text");
-  EXPECT_EQ(*f.get_string_array("sa"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(f.get_string_array("sa")->to_vector(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(f.find("fa")->array_type, GgufValueType::kF32);
   EXPECT_EQ(f.get_float_array("fa"), (std::vector<double>{1.0, 2.5}));
   EXPECT_EQ(f.find("ia")->array_type, GgufValueType::kI32);

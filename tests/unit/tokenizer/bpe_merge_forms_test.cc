@@ -1,0 +1,118 @@
+// BPE merges handed over as GGUF stores them ("left right", straight from
+// the file's string table) must tokenize exactly as the same merges given as
+// pairs, and the merge table must hold any pair of ids, (0, 0) included.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <set>
+
+#include "core/string_table.h"
+#include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/pretokenizer.h"
+
+namespace llmpack::testing {
+namespace {
+
+BpeVocab letters_vocab() {
+  BpeVocab v;
+  v.tokens = {"a", "b", "c", "d"};
+  auto pre = pretokenizer_regexes("gpt-2");
+  EXPECT_TRUE(pre.ok());
+  if (pre.ok()) v.pretokenizer_regexes = *pre;
+  return v;
+}
+
+// Grows `v` with `n` random merges of existing tokens (some repeated, some
+// whose result is already a token) and returns them in rank order.
+std::vector<std::pair<std::string, std::string>> random_merges(BpeVocab* v, int n, std::mt19937* rng) {
+  std::vector<std::pair<std::string, std::string>> merges;
+  std::set<std::string> known(v->tokens.begin(), v->tokens.end());
+  for (int i = 0; i < n; ++i) {
+    std::uniform_int_distribution<size_t> pick(0, v->tokens.size() - 1);
+    const std::string a = v->tokens[pick(*rng)];
+    const std::string b = v->tokens[pick(*rng)];
+    if (a.size() + b.size() > 12) continue;
+    merges.emplace_back(a, b);
+    if (known.insert(a + b).second) v->tokens.push_back(a + b);
+  }
+  return merges;
+}
+
+std::string random_word(std::mt19937* rng) {
+  std::uniform_int_distribution<int> len(1, 30);
+  std::uniform_int_distribution<int> letter(0, 3);
+  std::string s;
+  for (int i = len(*rng); i > 0; --i) s += static_cast<char>('a' + letter(*rng));
+  return s;
+}
+
+TEST(BpeMergeForms, JoinedMergesTokenizeAsPairs) {
+  std::mt19937 rng(7);
+  BpeVocab vocab = letters_vocab();
+  const auto pairs = random_merges(&vocab, 400, &rng);
+  StringTable joined;
+  for (const auto& [a, b] : pairs) joined.push_back(a + " " + b);
+
+  BpeVocab with_pairs = vocab;
+  with_pairs.merges = pairs;
+  auto from_pairs = BpeTokenizer::create(with_pairs);
+  auto from_joined = BpeTokenizer::create(vocab, joined);
+  ASSERT_TRUE(from_pairs.ok()) << from_pairs.status().message();
+  ASSERT_TRUE(from_joined.ok()) << from_joined.status().message();
+  EXPECT_EQ((*from_joined)->num_merges(), (*from_pairs)->num_merges());
+  EXPECT_GT((*from_joined)->num_merges(), 100u);
+  EXPECT_TRUE((*from_joined)->vocab().merges.empty()) << "joined merges are not kept as pairs";
+
+  int merged = 0;
+  for (int i = 0; i < 300; ++i) {
+    const std::string text = random_word(&rng);
+    auto a = (*from_pairs)->encode(text, 0, 0);
+    auto b = (*from_joined)->encode(text, 0, 0);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(*b, *a) << text;
+    if (a->size() < text.size()) ++merged;
+  }
+  EXPECT_GT(merged, 200) << "the merges should apply to most words";
+}
+
+TEST(BpeMergeForms, TokenZeroMergesWithItself) {
+  // Ids 0 and 0 make the pair key 0; the merge table must not take it for an
+  // empty slot.
+  BpeVocab vocab = letters_vocab();
+  vocab.tokens.push_back("aa");
+  vocab.tokens.push_back("aaaa");
+  auto tok = BpeTokenizer::create(vocab, StringTable{"a a", "aa aa"});
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  auto ids = (*tok)->encode("aaaaa", 0, 0);
+  ASSERT_TRUE(ids.ok());
+  EXPECT_EQ(*ids, (std::vector<int32_t>{5, 0}));  // "aaaa" "a"
+}
+
+TEST(BpeMergeForms, AJoinedMergeWithoutASpaceIsRefused) {
+  auto tok = BpeTokenizer::create(letters_vocab(), StringTable{"a b", "abc"});
+  ASSERT_FALSE(tok.ok());
+  EXPECT_NE(tok.status().message().find("merge 1 \"abc\" is not two tokens separated by a space"),
+            std::string::npos)
+      << tok.status().message();
+}
+
+TEST(BpeMergeForms, BothFormsAtOnceAreRefused) {
+  BpeVocab vocab = letters_vocab();
+  vocab.tokens.push_back("ab");
+  vocab.merges = {{"a", "b"}};
+  auto tok = BpeTokenizer::create(vocab, StringTable{"a b"});
+  ASSERT_FALSE(tok.ok());
+  EXPECT_NE(tok.status().message().find("expected one form"), std::string::npos) << tok.status().message();
+}
+
+TEST(BpeMergeForms, MergesOfUnknownTokensAreSkippedAndCounted) {
+  BpeVocab vocab = letters_vocab();
+  vocab.tokens.push_back("ab");
+  auto tok = BpeTokenizer::create(vocab, StringTable{"a b", "a x", "c d"});  // "x", "cd" are not tokens
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  EXPECT_EQ((*tok)->num_merges(), 1u);
+  EXPECT_EQ((*tok)->skipped_merges(), 2u);
+}
+
+}  // namespace
+}  // namespace llmpack::testing
