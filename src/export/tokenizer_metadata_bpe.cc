@@ -127,7 +127,7 @@ Result<TokenizerMetadata> bpe_tokenizer_metadata(const BpeTokenizer& tok,
   for (size_t i = 0; i < v.tokens.size(); ++i) {
     const TokenType t = type_of(v, i);
     const bool spell = !v.byte_level_pieces && (t == TokenType::kNormal || t == TokenType::kByte);
-    tokens.push_back(spell ? byte_level(v.tokens[i]) : v.tokens[i]);
+    tokens.push_back(spell ? byte_level(v.tokens[i]) : std::string(v.tokens[i]));
     types.push_back(static_cast<int32_t>(t));
   }
   std::vector<std::string> merges;

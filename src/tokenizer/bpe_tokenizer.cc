@@ -101,13 +101,13 @@ Status BpeTokenizer::build(const StringTable& joined_merges) {
   raw_to_id_.reserve(n);
   text_to_id_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    const std::string& t = vocab_.tokens[i];
+    const std::string_view t = vocab_.tokens[i];
     const bool added = is_added(vocab_.types[i]);
     raw_.push_back((vocab_.byte_level_pieces && !added) ? std::string_view(byte_level_to_raw(t)) : std::string_view(t));
     text_to_id_.insert(static_cast<int32_t>(i));  // the lowest id wins for duplicates
     if (added) {
-      all_added_.add(t, static_cast<int32_t>(i));
-      if (vocab_.types[i] == TokenType::kUserDefined) always_added_.add(t, static_cast<int32_t>(i));
+      all_added_.add(std::string(t), static_cast<int32_t>(i));
+      if (vocab_.types[i] == TokenType::kUserDefined) always_added_.add(std::string(t), static_cast<int32_t>(i));
     } else {
       raw_to_id_.insert(static_cast<int32_t>(i));
     }
@@ -125,8 +125,7 @@ Status BpeTokenizer::build(const StringTable& joined_merges) {
   return ok_status();
 }
 
-template <typename Keys>
-void BpeTokenizer::TokenIndex<Keys>::reserve(size_t n) {
+void BpeTokenizer::TokenIndex::reserve(size_t n) {
   size_t cap = 16;
   while (cap < 2 * n) cap *= 2;
   if (cap <= slots_.size()) return;
@@ -139,14 +138,12 @@ void BpeTokenizer::TokenIndex<Keys>::reserve(size_t n) {
   }
 }
 
-template <typename Keys>
-void BpeTokenizer::TokenIndex<Keys>::insert(int32_t id) {
+void BpeTokenizer::TokenIndex::insert(int32_t id) {
   if (2 * (size_ + 1) > slots_.size()) reserve(size_ + 1);
   insert_hashed(std::hash<std::string_view>{}((*keys_)[id]), id);
 }
 
-template <typename Keys>
-void BpeTokenizer::TokenIndex<Keys>::insert_hashed(size_t hash, int32_t id) {
+void BpeTokenizer::TokenIndex::insert_hashed(size_t hash, int32_t id) {
   const uint32_t tag = static_cast<uint32_t>(hash >> 32) | 1u;
   const std::string_view key = (*keys_)[id];
   const size_t mask = slots_.size() - 1;
@@ -161,8 +158,7 @@ void BpeTokenizer::TokenIndex<Keys>::insert_hashed(size_t hash, int32_t id) {
   }
 }
 
-template <typename Keys>
-int32_t BpeTokenizer::TokenIndex<Keys>::find(std::string_view key) const {
+int32_t BpeTokenizer::TokenIndex::find(std::string_view key) const {
   if (slots_.empty()) return -1;
   const size_t h = std::hash<std::string_view>{}(key);
   const uint32_t tag = static_cast<uint32_t>(h >> 32) | 1u;
@@ -173,9 +169,6 @@ int32_t BpeTokenizer::TokenIndex<Keys>::find(std::string_view key) const {
     if (s.tag == tag && (*keys_)[s.id] == key) return s.id;
   }
 }
-
-template class BpeTokenizer::TokenIndex<StringTable>;
-template class BpeTokenizer::TokenIndex<std::vector<std::string>>;
 
 void BpeTokenizer::MergeTable::reserve(size_t n) {
   size_t cap = 16;
@@ -279,7 +272,7 @@ int32_t BpeTokenizer::find_token(std::string_view bytes) const {
 
 std::string BpeTokenizer::piece(int32_t id) const {
   if (id < 0 || id >= vocab_size()) return {};
-  return vocab_.tokens[id];
+  return std::string(vocab_.tokens[id]);
 }
 
 std::vector<int32_t> BpeTokenizer::special_token_ids() const {

@@ -38,7 +38,7 @@ struct BpeVocab {
   // [n_vocab] token text as stored: GPT-2 byte-level characters ("Ġthe") when
   // byte_level_pieces, else raw bytes (tiktoken). Control / user-defined
   // tokens are plain text ("<|eot_id|>") either way.
-  std::vector<std::string> tokens;
+  StringTable tokens;
   std::vector<TokenType> types;  // [n_vocab]; empty: all normal
   // Merges in priority order (rank = index), each a pair of token texts.
   std::vector<std::pair<std::string, std::string>> merges;
@@ -147,10 +147,9 @@ class BpeTokenizer final : public Tokenizer {
   // holds a hash tag and an id, 8 bytes, and a probe whose tag matches
   // compares the id's string. std::unordered_map chased three pointers (it
   // dominated loading time); string_view keys made the slots 3x larger.
-  template <typename Keys>  // StringTable or std::vector<std::string>
   class TokenIndex {
    public:
-    explicit TokenIndex(const Keys* keys) : keys_(keys) {}
+    explicit TokenIndex(const StringTable* keys) : keys_(keys) {}
     void reserve(size_t n);
     void insert(int32_t id);                    // key: (*keys)[id]; the first id wins
     int32_t find(std::string_view key) const;  // -1 when absent
@@ -160,13 +159,13 @@ class BpeTokenizer final : public Tokenizer {
       int32_t id;
     };
     void insert_hashed(size_t hash, int32_t id);
-    const Keys* keys_;
+    const StringTable* keys_;
     ZeroedVector<Slot> slots_;  // fresh zero pages: sized without writing
     size_t size_ = 0;
   };
-  TokenIndex<StringTable> raw_to_id_{&raw_};
+  TokenIndex raw_to_id_{&raw_};
   // Stored token text -> id, every type (how llama.cpp looks tokens up).
-  TokenIndex<std::vector<std::string>> text_to_id_{&vocab_.tokens};
+  TokenIndex text_to_id_{&vocab_.tokens};
   std::array<int32_t, 256> byte_to_id_{};  // token of each single byte; -1: none
   size_t skipped_merges_ = 0;
   MergeTable merge_rank_;

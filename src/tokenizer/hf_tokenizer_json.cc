@@ -245,25 +245,26 @@ Status fill_vocab(RawTokenizer& raw, BpeVocab* vocab) {
     return Status::error("tokenizer.json: token id " + std::to_string(max_id) + " is implausibly large");
   }
   const auto n = static_cast<size_t>(max_id + 1);
-  vocab->tokens.assign(n, std::string());
+  std::vector<std::string> tokens(n);  // by id, then into the vocabulary's table
   vocab->types.assign(n, TokenType::kUnused);
   std::vector<bool> seen(n, false);
   for (auto& [token, id] : raw.vocab) {
     if (id < 0) return Status::error("tokenizer.json: token \"" + token + "\" has negative id " + std::to_string(id));
     if (seen[id]) return Status::error("tokenizer.json: id " + std::to_string(id) + " is given to two tokens");
     seen[id] = true;
-    vocab->tokens[id] = std::move(token);
+    tokens[id] = std::move(token);
     vocab->types[id] = TokenType::kNormal;
   }
   for (AddedToken& t : raw.added) {
     if (t.id < 0) return Status::error("tokenizer.json: added token \"" + t.content + "\" has a negative id");
     seen[t.id] = true;
-    vocab->tokens[t.id] = std::move(t.content);
+    tokens[t.id] = std::move(t.content);
     vocab->types[t.id] = t.special ? TokenType::kControl : TokenType::kUserDefined;
   }
   for (size_t i = 0; i < n; ++i) {
     if (!seen[i]) return Status::error("tokenizer.json: no token has id " + std::to_string(i) + " (ids must be dense)");
   }
+  vocab->tokens = StringTable(tokens);
   return ok_status();
 }
 

@@ -101,7 +101,7 @@ Result<BpeVocab> parse_tiktoken(std::string_view text) {
   LLMPACK_ASSIGN_OR_RETURN(std::vector<std::string> tokens, parse_tiktoken_ranks(text));
   BpeVocab vocab;
   const size_t n = tokens.size();
-  vocab.tokens = std::move(tokens);
+  vocab.tokens = StringTable(tokens);
   vocab.types.assign(n, TokenType::kNormal);
   vocab.byte_level_pieces = false;
   vocab.merges_from_ranks = true;

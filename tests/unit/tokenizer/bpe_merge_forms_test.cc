@@ -29,8 +29,8 @@ std::vector<std::pair<std::string, std::string>> random_merges(BpeVocab* v, int 
   std::set<std::string> known(v->tokens.begin(), v->tokens.end());
   for (int i = 0; i < n; ++i) {
     std::uniform_int_distribution<size_t> pick(0, v->tokens.size() - 1);
-    const std::string a = v->tokens[pick(*rng)];
-    const std::string b = v->tokens[pick(*rng)];
+    const std::string a(v->tokens[pick(*rng)]);
+    const std::string b(v->tokens[pick(*rng)]);
     if (a.size() + b.size() > 12) continue;
     merges.emplace_back(a, b);
     if (known.insert(a + b).second) v->tokens.push_back(a + b);
