@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
@@ -321,14 +322,35 @@ Status GgufWriter::write(const std::string& path, const Progress& progress) cons
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return Status::error("GGUF writer: cannot create '" + tmp + "': " + std::strerror(errno));
-  int write_errno = 0;
+  // The file goes out in whole 4 MiB pieces at 4 MiB-aligned offsets, not
+  // one write per tensor: the page cache then holds it in 2 MiB folios, which
+  // MappedFile's aligned MADV_HUGEPAGE mapping maps with 2 MiB entries. Written
+  // a tensor at a time (from another file's mapping, at 32-byte-aligned
+  // offsets), a 1B package came out in small folios, and every later run's
+  // first forward paid a 4 KiB mapping per page: time to first token 0.39-0.54 s
+  // instead of 0.09 s on our VMs (docs/PERFORMANCE.md section 20).
+  constexpr size_t kPiece = size_t{4} << 20;
+  std::vector<uint8_t> piece;
+  piece.reserve(kPiece);
+  const auto flush = [&]() -> Status {
+    if (!write_all(fd, piece)) {
+      return Status::error("GGUF writer: writing '" + tmp + "': " + std::strerror(errno));
+    }
+    piece.clear();
+    return ok_status();
+  };
   Status s = emit(
-      [&](std::span<const uint8_t> b) {
-        if (write_all(fd, b)) return ok_status();
-        write_errno = errno;
-        return Status::error("GGUF writer: writing '" + tmp + "': " + std::strerror(write_errno));
+      [&](std::span<const uint8_t> b) -> Status {
+        while (!b.empty()) {
+          const size_t take = std::min(b.size(), kPiece - piece.size());
+          piece.insert(piece.end(), b.begin(), b.begin() + static_cast<std::ptrdiff_t>(take));
+          b = b.subspan(take);
+          if (piece.size() == kPiece) LLMPACK_RETURN_IF_ERROR(flush());
+        }
+        return ok_status();
       },
       progress);
+  if (s.ok() && !piece.empty()) s = flush();
   if (s.ok() && ::fsync(fd) != 0)
     s = Status::error("GGUF writer: flushing '" + tmp + "': " + std::strerror(errno));
   if (::close(fd) != 0 && s.ok())

@@ -238,6 +238,30 @@ TEST(GgufWriter, WriteToDiskEqualsToBytesAndReportsProgress) {
                           std::filesystem::directory_iterator()), 1);
 }
 
+TEST(GgufWriter, AFileOfSeveralWritePiecesEqualsToBytes) {
+  // write() sends the file out in 4 MiB pieces (so the page cache holds it in
+  // 2 MiB folios): tensors of 3 MiB + 17 bytes, 5 MiB and a few bytes cross
+  // piece boundaries at odd offsets and leave a partial last piece.
+  TempDir dir;
+  GgufWriter w;
+  w.set_string("general.architecture", "llama");
+  std::vector<std::vector<uint8_t>> data;
+  for (size_t n : {(size_t{3} << 20) + 17, size_t{5} << 20, size_t{7}, (size_t{1} << 20) + 3}) {
+    std::vector<uint8_t> bytes(n);
+    for (size_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>((i * 131 + n) >> 3);
+    data.push_back(std::move(bytes));
+  }
+  for (size_t t = 0; t < data.size(); ++t) {
+    const int64_t n = static_cast<int64_t>(data[t].size());
+    ASSERT_TRUE(w.add_tensor("t" + std::to_string(t), DType::kI8, {n}, data[t]).ok());
+  }
+  const std::string path = dir.file("big.gguf");
+  ASSERT_TRUE(w.write(path).ok());
+  const std::vector<uint8_t> on_disk = testing::read_file_bytes(path);
+  EXPECT_GT(on_disk.size(), size_t{9} << 20);
+  EXPECT_EQ(on_disk, w.to_bytes());
+}
+
 TEST(GgufWriter, FailedWriteLeavesNoFile) {
   Fixture fx;
   const std::string path = "/nonexistent_llmpack_dir/out.gguf";
