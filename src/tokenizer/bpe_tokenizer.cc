@@ -72,6 +72,8 @@ Result<std::unique_ptr<BpeTokenizer>> BpeTokenizer::create(BpeVocab vocab,
                                                           const StringTable& joined_merges) {
   if (!joined_merges.empty() && !vocab.merges.empty())
     return Status::error("BPE vocabulary: merges given both as pairs and joined; expected one form");
+  if (!joined_merges.empty() && vocab.merges_from_ranks)
+    return Status::error("BPE vocabulary: a merge list given to a vocabulary whose merges come from its ranks");
   std::unique_ptr<BpeTokenizer> tok(new BpeTokenizer(std::move(vocab)));
   LLMPACK_RETURN_IF_ERROR(tok->build(joined_merges));
   return tok;

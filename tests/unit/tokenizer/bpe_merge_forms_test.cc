@@ -105,6 +105,14 @@ TEST(BpeMergeForms, BothFormsAtOnceAreRefused) {
   EXPECT_NE(tok.status().message().find("expected one form"), std::string::npos) << tok.status().message();
 }
 
+TEST(BpeMergeForms, AMergeListForAVocabularyRankedByIdsIsRefused) {
+  BpeVocab vocab = letters_vocab();
+  vocab.merges_from_ranks = true;  // tiktoken's rule: no merge list
+  auto tok = BpeTokenizer::create(vocab, StringTable{"a b"});
+  ASSERT_FALSE(tok.ok());
+  EXPECT_NE(tok.status().message().find("merges come from its ranks"), std::string::npos) << tok.status().message();
+}
+
 TEST(BpeMergeForms, MergesOfUnknownTokensAreSkippedAndCounted) {
   BpeVocab vocab = letters_vocab();
   vocab.tokens.push_back("ab");
