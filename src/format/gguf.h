@@ -126,7 +126,9 @@ class GgufWriter {
   Status add_tensor(std::string name, DType dtype, std::vector<int64_t> ne,
                     std::span<const uint8_t> bytes);
 
-  // Called after each tensor is written with (tensors done, total, bytes written).
+  // Called after each tensor is written with (tensors done, total, bytes written);
+  // write() sends the bytes to the file in 4 MiB pieces, so the file may lag the
+  // count by up to one piece until write() returns.
   using Progress = std::function<void(size_t, size_t, uint64_t)>;
   Status write(const std::string& path, const Progress& progress = nullptr) const;
   // Serialises into memory (tests); empty when the metadata cannot be encoded

@@ -35,17 +35,15 @@ class Parser {
   // otherwise, and read_string then says what is wrong. Reading a vocabulary's
   // 400k strings this way builds no per-element description.
   bool try_take_string(std::string_view* out) {
-    uint64_t len = 0;
-    if (cur_.remaining() < sizeof(len)) return false;
     const uint64_t start = cur_.pos();
-    if (!cur_.read(&len, "").ok()) return false;
+    uint64_t len = 0;
     std::span<const uint8_t> s;
-    if (len > cur_.remaining() || !cur_.take(len, &s, "").ok()) {
-      cur_.seek_back_to(start);
-      return false;
+    if (cur_.read(&len, "").ok() && cur_.take(len, &s, "").ok()) {
+      *out = std::string_view(reinterpret_cast<const char*>(s.data()), s.size());
+      return true;
     }
-    *out = std::string_view(reinterpret_cast<const char*>(s.data()), s.size());
-    return true;
+    cur_.seek_back_to(start);
+    return false;
   }
 
   // The bytes of the next `count` strings, as far as they are whole, without
