@@ -4,11 +4,17 @@
 // 15 bytes), 13 MB for Llama 3's tokens and merges, all of it fresh pages to
 // fault in at load. Here the same lists take their bytes plus 8 per string,
 // in two allocations.
+//
+// Copies share the storage until one of them is changed (copy on write): a
+// tokenizer takes its vocabulary from a GGUF file's table without a second
+// 2 MB of fresh pages. A table is not safe to change while another thread
+// copies it (as with any non-const use of an object).
 #pragma once
 
 #include <cstddef>
 #include <initializer_list>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,34 +69,54 @@ class StringTable {
     for (const std::string& s : strings) push_back(s);
   }
 
-  size_t size() const { return ends_.size(); }
-  bool empty() const { return ends_.empty(); }
-  size_t total_bytes() const { return bytes_.size(); }
+  size_t size() const { return data_ ? data_->ends.size() : 0; }
+  bool empty() const { return size() == 0; }
+  size_t total_bytes() const { return data_ ? data_->bytes.size() : 0; }
   std::string_view operator[](size_t i) const {
-    const size_t begin = i == 0 ? 0 : ends_[i - 1];
-    return std::string_view(bytes_.data() + begin, ends_[i] - begin);
+    const Data& d = *data_;
+    const size_t begin = i == 0 ? 0 : d.ends[i - 1];
+    return std::string_view(d.bytes.data() + begin, d.ends[i] - begin);
   }
   std::string_view back() const { return (*this)[size() - 1]; }
   const_iterator begin() const { return const_iterator(this, 0); }
   const_iterator end() const { return const_iterator(this, size()); }
 
   void reserve(size_t n_strings, size_t n_bytes) {
-    ends_.reserve(n_strings);
-    bytes_.reserve(n_bytes);
+    Data& d = own();
+    d.ends.reserve(n_strings);
+    d.bytes.reserve(n_bytes);
   }
   void push_back(std::string_view s) {
-    bytes_.append(s.data(), s.size());
-    ends_.push_back(bytes_.size());
+    Data& d = own();
+    d.bytes.append(s.data(), s.size());
+    d.ends.push_back(d.bytes.size());
   }
   std::vector<std::string> to_vector() const { return std::vector<std::string>(begin(), end()); }
+  // Whether this table and `other` hold the same storage (a copy not changed since).
+  bool shares_storage_with(const StringTable& other) const { return data_ && data_ == other.data_; }
 
   friend bool operator==(const StringTable& a, const StringTable& b) {
-    return a.ends_ == b.ends_ && a.bytes_ == b.bytes_;
+    if (a.size() != b.size()) return false;
+    if (a.empty() || a.data_ == b.data_) return true;
+    return a.data_->ends == b.data_->ends && a.data_->bytes == b.data_->bytes;
   }
 
  private:
-  std::string bytes_;        // every string, back to back
-  std::vector<size_t> ends_;  // [size()] where each string ends in bytes_
+  struct Data {
+    std::string bytes;        // every string, back to back
+    std::vector<size_t> ends;  // [size()] where each string ends in bytes
+  };
+  // The storage, made this table's own before a change.
+  Data& own() {
+    if (!data_) {
+      data_ = std::make_shared<Data>();
+    } else if (data_.use_count() > 1) {
+      data_ = std::make_shared<Data>(*data_);
+    }
+    return *data_;
+  }
+
+  std::shared_ptr<Data> data_;  // null while empty
 };
 
 }  // namespace llmpack

@@ -11,6 +11,8 @@
 // same zeros either way.
 #pragma once
 
+#include <sys/mman.h>
+
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -55,6 +57,24 @@ struct ZeroPageAllocator {
     return true;
   }
 };
+
+// Maps in, in one system call, the pages of [p, p + bytes) that lie wholly
+// inside it, for a buffer about to be written all over (a hash table being
+// filled, a string table being copied). A page that is first written takes a
+// fault each; on the VMs of docs/PERFORMANCE.md section 21 that is about
+// 10 us a page, against about 4 us populated (MADV_POPULATE_WRITE, Linux
+// 5.14). Does nothing where the kernel lacks it or the range is under a page;
+// the pages stay in RSS either way, as the writes would have put them there.
+inline void populate_for_writing(void* p, std::size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  constexpr std::uintptr_t kPage = 4096;
+  const auto begin = (reinterpret_cast<std::uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
+  const auto end = (reinterpret_cast<std::uintptr_t>(p) + bytes) & ~(kPage - 1);
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE);
+#else
+  (void)p, (void)bytes;
+#endif
+}
 
 // A vector whose elements read as zero after its one resize (sizing it
 // down and up again would keep the old values: size these once).

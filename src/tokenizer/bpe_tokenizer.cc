@@ -99,19 +99,13 @@ Status BpeTokenizer::build(const StringTable& joined_merges) {
   LLMPACK_RETURN_IF_ERROR(check_id(vocab_.eos_id, "EOS"));
   for (int32_t id : vocab_.eot_ids) LLMPACK_RETURN_IF_ERROR(check_id(id, "end-of-turn"));
 
-  raw_.reserve(n, 0);
-  raw_to_id_.reserve(n);
   text_to_id_.reserve(n);
   for (size_t i = 0; i < n; ++i) {
-    const std::string_view t = vocab_.tokens[i];
-    const bool added = is_added(vocab_.types[i]);
-    raw_.push_back((vocab_.byte_level_pieces && !added) ? std::string_view(byte_level_to_raw(t)) : std::string_view(t));
     text_to_id_.insert(static_cast<int32_t>(i));  // the lowest id wins for duplicates
-    if (added) {
-      all_added_.add(std::string(t), static_cast<int32_t>(i));
-      if (vocab_.types[i] == TokenType::kUserDefined) always_added_.add(std::string(t), static_cast<int32_t>(i));
-    } else {
-      raw_to_id_.insert(static_cast<int32_t>(i));
+    if (is_added(vocab_.types[i])) {
+      const std::string t(vocab_.tokens[i]);
+      all_added_.add(t, static_cast<int32_t>(i));
+      if (vocab_.types[i] == TokenType::kUserDefined) always_added_.add(t, static_cast<int32_t>(i));
     }
   }
   // A byte's symbol is the token spelled like it (any type, as llama.cpp
@@ -134,6 +128,7 @@ void BpeTokenizer::TokenIndex::reserve(size_t n) {
   ZeroedVector<Slot> old = std::move(slots_);
   slots_ = ZeroedVector<Slot>();
   slots_.resize(cap);  // all tags 0: empty
+  populate_for_writing(slots_.data(), cap * sizeof(Slot));  // inserts touch every page
   size_ = 0;
   for (const Slot& s : old) {
     if (s.tag != 0) insert_hashed(std::hash<std::string_view>{}((*keys_)[s.id]), s.id);
@@ -179,6 +174,7 @@ void BpeTokenizer::MergeTable::reserve(size_t n) {
   ZeroedVector<Slot> old = std::move(slots_);
   slots_ = ZeroedVector<Slot>();
   slots_.resize(cap);  // all inverted keys 0: empty
+  populate_for_writing(slots_.data(), cap * sizeof(Slot));  // inserts touch every page
   shift_ = 64 - std::countr_zero(cap);
   size_ = 0;
   for (const Slot& s : old) {
@@ -216,15 +212,21 @@ void BpeTokenizer::add_merge(int32_t left, int32_t right, int32_t result, int32_
 
 Status BpeTokenizer::build_merges(const StringTable& joined_merges) {
   if (vocab_.merges_from_ranks) {
+    // tiktoken: tokens are raw bytes (no byte-level spelling), so a split's
+    // halves are looked up by their text; added tokens take no part.
     const size_t n = vocab_.tokens.size();
+    const auto plain_token = [&](std::string_view text) {
+      const int32_t id = text_to_id_.find(text);
+      return id >= 0 && !is_added(vocab_.types[id]) ? id : -1;
+    };
     // Every split of a token into two tokens is a merge ranked by the token.
     for (size_t t = 0; t < n; ++t) {
       if (is_added(vocab_.types[t])) continue;
-      const std::string_view raw = raw_[t];
+      const std::string_view raw = vocab_.tokens[t];
       for (size_t k = 1; k < raw.size(); ++k) {
-        const int32_t a = raw_to_id_.find(raw.substr(0, k));
+        const int32_t a = plain_token(raw.substr(0, k));
         if (a < 0) continue;
-        const int32_t b = raw_to_id_.find(raw.substr(k));
+        const int32_t b = plain_token(raw.substr(k));
         if (b < 0) continue;
         add_merge(a, b, static_cast<int32_t>(t), static_cast<int32_t>(t));
       }
@@ -265,11 +267,22 @@ void BpeTokenizer::add_merge_by_text(std::string_view a, std::string_view b, int
 }
 
 int32_t BpeTokenizer::find_token(std::string_view bytes) const {
-  if (const int32_t id = raw_to_id_.find(bytes); id >= 0) return id;
-  for (size_t i = 0; i < raw_.size(); ++i) {
-    if (is_added(vocab_.types[i]) && raw_[i] == bytes) return static_cast<int32_t>(i);
+  // A plain token is found by its stored spelling; added tokens are spelled
+  // as their bytes.
+  if (const int32_t id = text_to_id_.find(stored_form(bytes));
+      id >= 0 && !is_added(vocab_.types[id]) && raw_bytes(id) == bytes) {
+    return id;
+  }
+  for (size_t i = 0; i < vocab_.tokens.size(); ++i) {
+    if (is_added(vocab_.types[i]) && vocab_.tokens[i] == bytes) return static_cast<int32_t>(i);
   }
   return -1;
+}
+
+std::string BpeTokenizer::raw_bytes(int32_t id) const {
+  const std::string_view t = vocab_.tokens[id];
+  if (vocab_.byte_level_pieces && !is_added(vocab_.types[id])) return byte_level_to_raw(t);
+  return std::string(t);
 }
 
 std::string BpeTokenizer::piece(int32_t id) const {
@@ -300,7 +313,7 @@ Result<std::string> BpeTokenizer::decode(int32_t prev_id, int32_t id) const {
                          std::to_string(vocab_size()) + " tokens");
   }
   if (vocab_.types[id] == TokenType::kControl) return std::string();
-  return std::string(raw_[id]);
+  return raw_bytes(id);
 }
 
 Result<std::vector<int32_t>> BpeTokenizer::encode(std::string_view text, int n_bos, int n_eos) const {

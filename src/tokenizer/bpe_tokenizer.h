@@ -134,6 +134,10 @@ class BpeTokenizer final : public Tokenizer {
   void encode_word(std::string_view word, std::vector<int32_t>* out) const;
   // Raw bytes spelled as the vocabulary stores them (byte-level characters).
   std::string stored_form(std::string_view raw) const;
+  // The bytes token `id` stands for (its text read back through the
+  // byte-level mapping). Computed per call rather than kept for every token:
+  // a table of them cost Llama 3 2 MB of fresh pages and its index 2 MB more.
+  std::string raw_bytes(int32_t id) const;
   Result<std::vector<int32_t>> encode_impl(std::string_view text, const EncodeOptions& options) const;
   static uint64_t pair_key(int32_t a, int32_t b) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
@@ -141,9 +145,8 @@ class BpeTokenizer final : public Tokenizer {
 
   BpeVocab vocab_;
   std::unique_ptr<Pretokenizer> pretokenizer_;
-  StringTable raw_;  // [n_vocab] the bytes each token stands for
   // Open-addressing map from token text to id over a [n_vocab] list of
-  // strings (raw_ or vocab_.tokens, which never change after build()): a slot
+  // strings (vocab_.tokens, which never changes after build()): a slot
   // holds a hash tag and an id, 8 bytes, and a probe whose tag matches
   // compares the id's string. std::unordered_map chased three pointers (it
   // dominated loading time); string_view keys made the slots 3x larger.
@@ -163,7 +166,6 @@ class BpeTokenizer final : public Tokenizer {
     ZeroedVector<Slot> slots_;  // fresh zero pages: sized without writing
     size_t size_ = 0;
   };
-  TokenIndex raw_to_id_{&raw_};
   // Stored token text -> id, every type (how llama.cpp looks tokens up).
   TokenIndex text_to_id_{&vocab_.tokens};
   std::array<int32_t, 256> byte_to_id_{};  // token of each single byte; -1: none

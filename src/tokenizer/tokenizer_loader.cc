@@ -182,7 +182,7 @@ Result<std::unique_ptr<BpeTokenizer>> load_bpe_from_gguf(const GgufFile& gguf) {
   const size_t n = tokens->size();
   if (n == 0) return Status::error("GGUF tokenizer: tokenizer.ggml.tokens is empty");
   BpeVocab vocab;
-  vocab.tokens = *tokens;  // one copy of two buffers
+  vocab.tokens = *tokens;  // shares the file's storage (copy on write)
   SpmVocab types_holder;
   Status st = read_gguf_types(gguf, n, &types_holder);
   if (!st.ok()) return st.with_context("GGUF tokenizer");

@@ -45,5 +45,23 @@ TEST(StringTable, PushBackOfItsOwnStringIsSafe) {
   for (std::string_view s : t) EXPECT_EQ(s, "abc");
 }
 
+TEST(StringTable, CopiesShareTheirBytesUntilOneIsChanged) {
+  StringTable original{"one", "two"};
+  StringTable copy = original;
+  EXPECT_TRUE(copy.shares_storage_with(original));  // no second buffer for a copy
+  EXPECT_EQ(copy[1].data(), original[1].data());
+  copy.push_back(copy[0]);  // the view stays valid: the original still holds those bytes
+  EXPECT_FALSE(copy.shares_storage_with(original));
+  ASSERT_EQ(original.size(), 2u);  // the original is not changed
+  EXPECT_EQ(original[1], "two");
+  ASSERT_EQ(copy.size(), 3u);
+  EXPECT_EQ(copy[2], "one");
+  StringTable again = original;
+  original.reserve(10, 100);  // a reserve is a change too
+  EXPECT_FALSE(again.shares_storage_with(original));
+  EXPECT_TRUE(again == original);
+  EXPECT_FALSE(StringTable().shares_storage_with(StringTable()));
+}
+
 }  // namespace
 }  // namespace llmpack
