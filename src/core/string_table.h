@@ -2,8 +2,8 @@
 // each string in it. A vocabulary is 100k-400k short strings; as a
 // std::vector<std::string> each takes a 32-byte object (and a heap block past
 // 15 bytes), 13 MB for Llama 3's tokens and merges, all of it fresh pages to
-// fault in at load. Here the same lists take their bytes plus 8 per string,
-// in two allocations.
+// fault in at load. Here the same lists take their bytes plus 4 per string,
+// in two allocations (so a table holds at most kMaxBytes bytes in all).
 //
 // Copies share the storage until one of them is changed (copy on write): a
 // tokenizer takes its vocabulary from a GGUF file's table without a second
@@ -12,17 +12,22 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <initializer_list>
 #include <iterator>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "core/zero_pages.h"
 
 namespace llmpack {
 
 class StringTable {
  public:
+  static constexpr size_t kMaxBytes = UINT32_MAX;
   class const_iterator {
    public:
     using iterator_category = std::random_access_iterator_tag;
@@ -81,15 +86,24 @@ class StringTable {
   const_iterator begin() const { return const_iterator(this, 0); }
   const_iterator end() const { return const_iterator(this, size()); }
 
+  // Room for n_strings strings of n_bytes in all; the pages are mapped in
+  // at once (populate_for_writing), as the caller is about to fill them.
   void reserve(size_t n_strings, size_t n_bytes) {
     Data& d = own();
+    const size_t old_ends = d.ends.capacity(), old_bytes = d.bytes.capacity();
     d.ends.reserve(n_strings);
     d.bytes.reserve(n_bytes);
+    if (d.ends.capacity() != old_ends) populate_for_writing(d.ends.data(), d.ends.capacity() * sizeof(uint32_t));
+    if (d.bytes.capacity() != old_bytes) populate_for_writing(d.bytes.data(), d.bytes.capacity());
   }
+  // Throws std::length_error past kMaxBytes in all (readers of untrusted
+  // files check the total first and report it as an error).
   void push_back(std::string_view s) {
     Data& d = own();
+    if (s.size() > kMaxBytes - d.bytes.size())
+      throw std::length_error("StringTable: more than 4 GiB of strings");
     d.bytes.append(s.data(), s.size());
-    d.ends.push_back(d.bytes.size());
+    d.ends.push_back(static_cast<uint32_t>(d.bytes.size()));
   }
   std::vector<std::string> to_vector() const { return std::vector<std::string>(begin(), end()); }
   // Whether this table and `other` hold the same storage (a copy not changed since).
@@ -104,7 +118,7 @@ class StringTable {
  private:
   struct Data {
     std::string bytes;        // every string, back to back
-    std::vector<size_t> ends;  // [size()] where each string ends in bytes
+    std::vector<uint32_t> ends;  // [size()] where each string ends in bytes
   };
   // The storage, made this table's own before a change.
   Data& own() {

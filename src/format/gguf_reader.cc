@@ -183,7 +183,11 @@ Status Parser::read_array(GgufValue* v, const std::string& what) {
     }
     case GgufValueType::kString: {
       StringTable a;
-      a.reserve(static_cast<size_t>(count), string_bytes_ahead(count));
+      const uint64_t bytes = string_bytes_ahead(count);
+      if (bytes > StringTable::kMaxBytes)
+        return Status::error("GGUF: " + what + ": an array of strings of " + std::to_string(bytes) +
+                             " bytes in all; at most " + std::to_string(StringTable::kMaxBytes) + " supported");
+      a.reserve(static_cast<size_t>(count), bytes);
       for (uint64_t i = 0; i < count; ++i) {
         std::string_view sv;
         if (try_take_string(&sv)) {

@@ -86,9 +86,17 @@ Result<int32_t> gguf_special_id(const GgufFile& gguf, std::string_view key, int3
 }
 
 Status read_gguf_types(const GgufFile& gguf, size_t n, SpmVocab* vocab) {
-  if (gguf.find("tokenizer.ggml.token_type") == nullptr) return ok_status();  // all normal
-  const std::optional<std::vector<int64_t>> types = gguf.get_int_array("tokenizer.ggml.token_type");
-  if (!types) return Status::error("tokenizer.ggml.token_type: expected an array of integers");
+  const GgufValue* value = gguf.find("tokenizer.ggml.token_type");
+  if (value == nullptr) return ok_status();  // all normal
+  // The file's signed array read in place; any other integer array through
+  // a copy (get_int_array), which a vocabulary's 1 MB need not pay.
+  std::optional<std::vector<int64_t>> copied;
+  const auto* types = std::get_if<std::vector<int64_t>>(&value->value);
+  if (types == nullptr) {
+    copied = gguf.get_int_array("tokenizer.ggml.token_type");
+    if (!copied) return Status::error("tokenizer.ggml.token_type: expected an array of integers");
+    types = &*copied;
+  }
   if (types->size() != n) {
     return Status::error("tokenizer.ggml.token_type has " + std::to_string(types->size()) +
                          " entries, expected one per token (" + std::to_string(n) + ")");
