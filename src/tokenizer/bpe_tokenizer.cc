@@ -266,19 +266,6 @@ void BpeTokenizer::add_merge_by_text(std::string_view a, std::string_view b, int
   add_merge(ia, ib, ij, rank);
 }
 
-int32_t BpeTokenizer::find_token(std::string_view bytes) const {
-  // A plain token is found by its stored spelling; added tokens are spelled
-  // as their bytes.
-  if (const int32_t id = text_to_id_.find(stored_form(bytes));
-      id >= 0 && !is_added(vocab_.types[id]) && raw_bytes(id) == bytes) {
-    return id;
-  }
-  for (size_t i = 0; i < vocab_.tokens.size(); ++i) {
-    if (is_added(vocab_.types[i]) && vocab_.tokens[i] == bytes) return static_cast<int32_t>(i);
-  }
-  return -1;
-}
-
 std::string BpeTokenizer::raw_bytes(int32_t id) const {
   const std::string_view t = vocab_.tokens[id];
   if (vocab_.byte_level_pieces && !is_added(vocab_.types[id])) return byte_level_to_raw(t);

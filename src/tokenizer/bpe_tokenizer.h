@@ -86,8 +86,6 @@ class BpeTokenizer final : public Tokenizer {
   std::vector<int32_t> special_token_ids() const override;
 
   const BpeVocab& vocab() const { return vocab_; }
-  // Id of the token whose raw bytes are `bytes` (specials by their text), or -1.
-  int32_t find_token(std::string_view bytes) const;
   size_t num_merges() const { return merge_rank_.size(); }
   // Merges dropped because a part or the result is not a token.
   size_t skipped_merges() const { return skipped_merges_; }
