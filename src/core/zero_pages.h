@@ -9,6 +9,10 @@
 // default-initialised (for float and uint8_t: unwritten), so resize() costs no
 // page faults: a page is faulted in when first used. The contents are the
 // same zeros either way.
+//
+// populate_for_writing() is for the opposite case, a buffer that is about to
+// be written all over: its pages are mapped in by one system call instead of
+// one fault each.
 #pragma once
 
 #include <sys/mman.h>

@@ -116,7 +116,7 @@ class BpeTokenizer final : public Tokenizer {
       Merge merge;
     };
     size_t slot(uint64_t key) const { return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_); }
-    ZeroedVector<Slot> slots_;  // fresh zero pages: sized without writing
+    ZeroedVector<Slot> slots_;  // zeros without a memset; pages populated when sized (filled next)
     size_t size_ = 0;
     int shift_ = 64;
   };
@@ -161,7 +161,7 @@ class BpeTokenizer final : public Tokenizer {
     };
     void insert_hashed(size_t hash, int32_t id);
     const StringTable* keys_;
-    ZeroedVector<Slot> slots_;  // fresh zero pages: sized without writing
+    ZeroedVector<Slot> slots_;  // zeros without a memset; pages populated when sized (filled next)
     size_t size_ = 0;
   };
   // Stored token text -> id, every type (how llama.cpp looks tokens up).
