@@ -8,19 +8,59 @@ namespace llmpack {
 
 namespace {
 
-// Spins until done() or `spin` passes; returns done(). The spin yields rather
-// than executing `pause`: on a shared 2-vCPU dev machine a pause-spin of 50 us
-// cut Llama-1B decode from ~21.5 to ~17.5 tok/s (the spinner takes execution
-// resources from the thread doing the work, as an SMT sibling or an
-// oversubscribed core would), while a yielding spin gives the core to runnable
-// threads and costs ~1 us per check. How long to spin: ThreadPool::kDefaultSpin.
-constexpr int kSpinsPerClockRead = 8;
+// Spins until done() or `spin` passes; returns done(). Two phases:
+//  - first, for up to kPauseSpin, a `pause` loop: the decode calls of a token
+//    follow one another a few microseconds apart, and a yield is a system
+//    call that costs about 1.2 us on a paravirtualized VM, so a thread that
+//    yields between checks sees a new job or a finished one about a
+//    microsecond late; with pause the hand-over takes a few cache-line
+//    transfers. (Empty parallel_for on 2 threads of a Zen 5 VM: 1.7 us with
+//    yields only, 0.9-1.1 us with the pause phase.)
+//  - then a yielding loop to the end of `spin`, which gives the core to any
+//    runnable thread and costs ~1 us a check.
+// On an oversubscribed machine the thread being waited for is often not
+// running at all, and every pause phase is lost time: with a 20 us phase on
+// every wait, stories110M decode on 2 threads beside a busy process ran at
+// half the speed of yields only (docs/PERFORMANCE.md section 22). So each
+// waiting thread keeps a PauseCredit: waits that end during the pause phase
+// earn it, a pause phase that runs out costs many of them, and the phase is
+// skipped while the credit is spent (each skipped wait earns one back, so it
+// is tried again now and then).
+constexpr int kChecksPerClockRead = 8;
+constexpr std::chrono::microseconds kPauseSpin{10};
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
 
 template <typename Done>
-bool spin_until(Done done, std::chrono::microseconds spin) {
-  const auto deadline = std::chrono::steady_clock::now() + spin;
+bool pause_until(Done done, std::chrono::steady_clock::time_point end) {
   for (;;) {
-    for (int i = 0; i < kSpinsPerClockRead; ++i) {
+    for (int i = 0; i < kChecksPerClockRead; ++i) {
+      if (done()) return true;
+      cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= end) return done();
+  }
+}
+
+template <typename Done>
+bool spin_until(Done done, std::chrono::microseconds spin, PauseCredit& credit) {
+  const auto start = std::chrono::steady_clock::now();
+  if (credit.pause_first()) {
+    const bool ended = pause_until(done, start + std::min(spin, kPauseSpin));
+    credit.record(ended);
+    if (ended) return true;
+  } else {
+    credit.skip();
+  }
+  const auto deadline = start + spin;
+  for (;;) {
+    for (int i = 0; i < kChecksPerClockRead; ++i) {
       if (done()) return true;
       std::this_thread::yield();
     }
@@ -95,7 +135,7 @@ void ThreadPool::run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynam
     wake_.notify_all();
   }
   run_range(0);
-  if (!spin_until([this] { return pending_.load() == 0; }, spin_)) {
+  if (!spin_until([this] { return pending_.load() == 0; }, spin_, caller_credit_)) {
     std::unique_lock<std::mutex> lock(mutex_);
     caller_waiting_.store(true);
     done_.wait(lock, [this] { return pending_.load() == 0; });
@@ -106,9 +146,10 @@ void ThreadPool::run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynam
 
 void ThreadPool::worker_loop(int index) {
   uint64_t seen = 0;
+  PauseCredit credit;
   for (;;) {
     auto has_news = [&] { return shutting_down_.load() || generation_.load() != seen; };
-    if (!spin_until(has_news, spin_)) {
+    if (!spin_until(has_news, spin_, credit)) {
       std::unique_lock<std::mutex> lock(mutex_);
       sleepers_.fetch_add(1);
       wake_.wait(lock, has_news);

@@ -2,12 +2,14 @@
 // contiguous range per thread; parallel_for_dynamic hands out grain-sized
 // pieces to whichever thread is free. The calling thread takes part, so a pool of
 // n_threads runs n_threads - 1 workers. No thread is created per call.
-// Workers spin (yielding, 2 ms by default) on an atomic generation counter
+// Workers spin (a short pause loop, then yielding, 2 ms in all by default;
+// thread_pool.cc says why) on an atomic generation counter
 // before sleeping on a condvar, and the caller spins as long for completion
 // before blocking, so the calls of a decode token (~130 on the 1B shape, one
 // after another) skip kernel wake-ups, which on a VM cost 0.1 ms and more.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -17,6 +19,28 @@
 #include <vector>
 
 namespace llmpack {
+
+// Whether a waiting thread spins with `pause` before it spins with yields
+// (thread_pool.cc says why): a score that waits ending in the pause phase
+// raise by one, up to kMax, and a pause phase that runs out lowers by
+// kMissCost; at zero or below the pause phase is skipped, and each skipped
+// wait raises the score by one. So pausing stays on while fewer than about
+// one wait in kMissCost + 1 misses, and is retried every kMissCost or so
+// waits when most miss.
+class PauseCredit {
+ public:
+  static constexpr int kMax = 128;
+  static constexpr int kMissCost = 32;
+  bool pause_first() const { return score_ > 0; }
+  void record(bool ended_in_pause) {
+    score_ = ended_in_pause ? std::min(kMax, score_ + 1) : score_ - kMissCost;
+  }
+  void skip() { ++score_; }
+  int score() const { return score_; }
+
+ private:
+  int score_ = kMax;
+};
 
 class ThreadPool {
  public:
@@ -85,6 +109,7 @@ class ThreadPool {
   std::atomic<int> sleepers_{0};          // workers blocked (or blocking) on wake_
   std::atomic<bool> caller_waiting_{false};  // caller blocked on done_
   std::atomic<bool> shutting_down_{false};
+  PauseCredit caller_credit_;  // the calling thread's, for its completion waits
 };
 
 }  // namespace llmpack

@@ -34,6 +34,49 @@ void expect_exact_cover(ThreadPool& pool, int64_t n, int64_t grain, bool dynamic
     ASSERT_EQ(visits[i].load(), 1) << "index " << i << " n=" << n << " grain=" << grain << " dynamic=" << dynamic;
 }
 
+// PauseCredit: the pause phase stays on when a wait in about a hundred runs
+// out (a decode token: ~85 hand-overs and one sampling gap), turns off when
+// most waits run out (an oversubscribed machine), and is tried again after
+// about kMissCost skipped waits.
+TEST(PauseCredit, StaysOnWhenFewWaitsMissTheirPausePhase) {
+  PauseCredit credit;
+  for (int token = 0; token < 100; ++token) {
+    for (int call = 0; call < 85; ++call) {
+      ASSERT_TRUE(credit.pause_first()) << "token " << token << " call " << call;
+      credit.record(true);
+    }
+    ASSERT_TRUE(credit.pause_first());
+    credit.record(false);
+  }
+}
+
+TEST(PauseCredit, TurnsOffWhenMostWaitsMissAndRetriesNowAndThen) {
+  PauseCredit credit;
+  int paused = 0;
+  const int waits = 10000;
+  for (int i = 0; i < waits; ++i) {
+    if (credit.pause_first()) {
+      ++paused;
+      credit.record(i % 2 == 0);  // half the pause phases run out
+    } else {
+      credit.skip();
+    }
+  }
+  // Retried: some waits after the credit was spent still pause, but only about
+  // one in kMissCost.
+  EXPECT_GT(paused, waits / (4 * PauseCredit::kMissCost));
+  EXPECT_LT(paused, waits / 8);
+}
+
+TEST(PauseCredit, ComesBackAfterTheMachineQuietsDown) {
+  PauseCredit credit;
+  for (int i = 0; i < 50; ++i) credit.pause_first() ? credit.record(false) : credit.skip();
+  EXPECT_LT(credit.score(), PauseCredit::kMax);
+  for (int i = 0; i < 1000; ++i) credit.pause_first() ? credit.record(true) : credit.skip();
+  EXPECT_TRUE(credit.pause_first());
+  EXPECT_EQ(credit.score(), PauseCredit::kMax);
+}
+
 TEST(ThreadPool, EveryIndexOnceForManyShapes) {
   for (int threads : {1, 2, 3, 4, 7}) {
     ThreadPool pool(threads);
