@@ -132,6 +132,23 @@ TEST_P(MatmulQuantAvx512Test, PrefillShape) {
   check_avx512(GetParam(), 64 + 5, 2048, 37, pool);
 }
 
+// The AVX-512 decode kernels (1 to 3 tokens) take rows 4 at a time and, for
+// Q4_0 and Q8_0, blocks 8 at a time (Q4_0 in two groups of 4 gathered by one
+// permute each) with single blocks after: every row tail (rows % 4) against
+// every block tail (blocks % 8), and rows long enough for the prefetch to run
+// past a tile.
+TEST_P(MatmulQuantAvx512Test, DecodeRowAndBlockTails) {
+  ThreadPool pool1(1), pool2(2);
+  const int64_t unit = block() == 32 ? 32 : 256;
+  for (int64_t blocks : {1, 3, 8, 11, 16, 69})
+    for (int64_t rows : {1, 3, 4, 5, 9, 38})
+      for (int64_t n_tokens : {1, 2, 3}) {
+        if (unit == 256 && blocks > 16) continue;  // K types: 69 super-blocks add nothing
+        check_avx512(GetParam(), rows, unit * blocks, n_tokens, rows % 2 ? pool1 : pool2);
+        if (HasFatalFailure()) return;
+      }
+}
+
 // set_avx512_decode(kOff) sends decode (1 to 3 tokens) on the AVX-512 path to
 // the AVX2 kernels, bit for bit, and leaves prefill on the AVX-512 ones.
 TEST_P(MatmulQuantAvx512Test, DecodeOffRunsTheAvx2KernelsAndLeavesPrefillAlone) {
