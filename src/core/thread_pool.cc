@@ -14,8 +14,8 @@ namespace {
 //    call that costs about 1.2 us on a paravirtualized VM, so a thread that
 //    yields between checks sees a new job or a finished one about a
 //    microsecond late; with pause the hand-over takes a few cache-line
-//    transfers. (Empty parallel_for on 2 threads of a Zen 5 VM: 1.7 us with
-//    yields only, 0.9-1.1 us with the pause phase.)
+//    transfers. (An empty parallel_for on 2 threads of a Zen 5 VM: 1.65-2.07
+//    us with yields only, 1.14-1.15 us with the pause phase.)
 //  - then a yielding loop to the end of `spin`, which gives the core to any
 //    runnable thread and costs ~1 us a check.
 // On an oversubscribed machine the thread being waited for is often not
