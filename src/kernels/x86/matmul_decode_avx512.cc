@@ -187,25 +187,23 @@ void dot_rows_32(const typename R::Block* row, int64_t n_blocks, const TokenActs
 // multiply, where a pairwise loop like Q8_0's took about 4.5 and loaded each
 // block's qs twice (decode driver, Zen 5, one thread: 768 x 768 in L2
 // 34.7 -> 49.6 GB/s; docs/PERFORMANCE.md section 22).
-//
-// Word indexes into [bytes 0..63 | bytes 64..127] of a step for the qs of its
-// blocks 0..3 (first), and into [bytes 64..127 | bytes 80..143] for those of
-// blocks 4..7 (second: bytes 74..143 of the step).
-struct Q4_0QuadIndex {
-  alignas(64) int16_t first[32];
-  alignas(64) int16_t second[32];
+struct Q4_0Quads {
+  // Word indexes into [bytes 0..63 | bytes 64..127] of the step's blocks 0..3
+  // (from byte 0) and 4..7 (from byte 64: the words of bytes 74..143, the
+  // second register loaded from byte 80).
+  __m512i first, second;
+  Q4_0Quads() {
+    alignas(64) int16_t a[32], b[32];
+    for (int j = 0; j < 4; ++j)
+      for (int w = 0; w < 8; ++w) {
+        a[8 * j + w] = static_cast<int16_t>((18 * j + 2) / 2 + w);
+        const int byte = 72 + 18 * j + 2 + 2 * w;  // from the step's start
+        b[8 * j + w] = static_cast<int16_t>(byte < 128 ? (byte - 64) / 2 : 32 + (byte - 80) / 2);
+      }
+    first = load512(a);
+    second = load512(b);
+  }
 };
-constexpr Q4_0QuadIndex make_q4_0_quad_index() {
-  Q4_0QuadIndex ix{};
-  for (int j = 0; j < 4; ++j)
-    for (int w = 0; w < 8; ++w) {
-      ix.first[8 * j + w] = static_cast<int16_t>((18 * j + 2) / 2 + w);
-      const int byte = 72 + 18 * j + 2 + 2 * w;  // from the step's start
-      ix.second[8 * j + w] = static_cast<int16_t>(byte < 128 ? (byte - 64) / 2 : 32 + (byte - 80) / 2);
-    }
-  return ix;
-}
-constexpr Q4_0QuadIndex kQ4_0QuadIndex = make_q4_0_quad_index();
 
 // [lane j = q[0..15] of block j] and [lane j = q[16..31] of block j] for
 // blocks b..b+3 of one token's activations.
@@ -217,7 +215,7 @@ inline void act_quad(const ActBlock* a, int64_t b, __m512i& lo, __m512i& hi) {
 
 template <int N>
 void dot_rows_q4_0(const BlockQ4_0* row, int64_t n_blocks, const TokenActs& t, int64_t ahead, float* out) {
-  const __m512i quad_first = load512(kQ4_0QuadIndex.first), quad_second = load512(kQ4_0QuadIndex.second);
+  static const Q4_0Quads quads;
   const __m512i mask = _mm512_set1_epi8(0x0F);
   const __m512i quad_index[2] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
                                  _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)};
@@ -240,8 +238,8 @@ void dot_rows_q4_0(const BlockQ4_0* row, int64_t n_blocks, const TokenActs& t, i
           _mm512_castsi512_si128(_mm512_permutex2var_epi16(z0, load512(Q4_0Row::kScaleIndex), z1)));
       offset[r] = _mm256_fmadd_ps(ws, adq, offset[r]);
       const __m512 scale = _mm512_zextps256_ps512(_mm256_mul_ps(ws, ad));
-      const __m512i qs[2] = {_mm512_permutex2var_epi16(z0, quad_first, z1),
-                             _mm512_permutex2var_epi16(z1, quad_second, z2)};
+      const __m512i qs[2] = {_mm512_permutex2var_epi16(z0, quads.first, z1),
+                             _mm512_permutex2var_epi16(z1, quads.second, z2)};
 #pragma GCC unroll 2
       for (int g = 0; g < 2; ++g) {
         const __m512i lo = _mm512_and_si512(qs[g], mask), hi = _mm512_and_si512(_mm512_srli_epi16(qs[g], 4), mask);
