@@ -187,6 +187,11 @@ void dot_rows_32(const typename R::Block* row, int64_t n_blocks, const TokenActs
 // multiply, where a pairwise loop like Q8_0's took about 4.5 and loaded each
 // block's qs twice (decode driver, Zen 5, one thread: 768 x 768 in L2
 // 34.7 -> 49.6 GB/s; docs/PERFORMANCE.md section 22).
+//
+// The gather indexes live in a function-local static object: a constexpr
+// table loaded at the top of the function measured 2-4% slower in the decode
+// driver (768 x 768, one thread: 47.8-48.4 GB/s against 49.0-50.3), GCC
+// building the loop differently around the two extra live registers.
 struct Q4_0Quads {
   // Word indexes into [bytes 0..63 | bytes 64..127] of the step's blocks 0..3
   // (from byte 0) and 4..7 (from byte 64: the words of bytes 74..143, the
