@@ -91,7 +91,7 @@ std::string markdown_row(const BenchRecord& r) {
 namespace {
 const char* const kCsvFields[] = {
     "build_commit", "cpu_info",  "backends",  "model_filename", "model_type", "model_size", "model_n_params",
-    "n_batch",      "n_threads", "type_k",    "type_v",         "n_prompt",   "n_gen",      "test",
+    "n_batch",      "n_threads", "type_k",    "type_v",         "n_prompt",   "n_gen",      "n_depth",    "test",
     "test_time",    "load_time_ms",
     "avg_ns",       "stddev_ns", "avg_ts",    "stddev_ts",      "samples_ns", "samples_ts",
 };
@@ -135,6 +135,7 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   j["type_v"] = std::string(kv_dtype_name(m.kv_dtype()));
   j["n_prompt"] = r.n_prompt;
   j["n_gen"] = r.n_gen;
+  j["n_depth"] = r.n_depth;
   j["test"] = r.test;
   j["test_time"] = r.test_time;
   j["load_time_ms"] = m.load_ms;

@@ -16,9 +16,10 @@ struct BenchModel;
 struct BenchRecord {
   const BenchModel* model = nullptr;
   int n_threads = 0;
-  std::string test;           // "pp512", "tg128", "ttft98"
+  std::string test;           // "pp512", "tg128", "ttft98", "tg128 @ d4096"
   int64_t n_prompt = 0;
   int64_t n_gen = 0;
+  int64_t n_depth = 0;        // tokens of context in the KV cache before the test (-d)
   int64_t n_batch = 0;        // tokens per forward call (prefill chunk)
   std::string test_time;      // UTC, ISO 8601, when the test started
   std::vector<int64_t> samples_ns;  // one per repetition

@@ -61,20 +61,25 @@ Status BenchRunner::warmup(int64_t prompt_tokens) {
   return generate_ns(1).status();
 }
 
-Result<int64_t> BenchRunner::prompt_ns(int64_t n, int64_t batch) {
-  batch = std::clamp<int64_t>(batch, 1, token_bound_);
-  const std::vector<int64_t> tokens = random_tokens(n);
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t pos = 0; pos < n; pos += batch)
-    LLMPACK_RETURN_IF_ERROR(forward_chunk(tokens, pos, std::min(batch, n - pos), pos));
-  return elapsed_ns(start);
+Status BenchRunner::fill_context(int64_t depth) {
+  if (depth <= 0) return ok_status();
+  return prompt_ns(depth, token_bound_).status().with_context("filling " + std::to_string(depth) + " tokens of context");
 }
 
-Result<int64_t> BenchRunner::generate_ns(int64_t n) {
+Result<int64_t> BenchRunner::prompt_ns(int64_t n, int64_t batch, int64_t start) {
+  batch = std::clamp<int64_t>(batch, 1, token_bound_);
   const std::vector<int64_t> tokens = random_tokens(n);
-  const auto start = std::chrono::steady_clock::now();
-  for (int64_t pos = 0; pos < n; ++pos) LLMPACK_RETURN_IF_ERROR(forward_chunk(tokens, pos, 1, pos));
-  return elapsed_ns(start);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < n; i += batch)
+    LLMPACK_RETURN_IF_ERROR(forward_chunk(tokens, i, std::min(batch, n - i), start + i));
+  return elapsed_ns(t0);
+}
+
+Result<int64_t> BenchRunner::generate_ns(int64_t n, int64_t start) {
+  const std::vector<int64_t> tokens = random_tokens(n);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int64_t i = 0; i < n; ++i) LLMPACK_RETURN_IF_ERROR(forward_chunk(tokens, i, 1, start + i));
+  return elapsed_ns(t0);
 }
 
 }  // namespace llmpack::cli

@@ -1,8 +1,10 @@
 // The timed loops of `llmpack bench`, straight through Program::forward with
 // random token ids (speed does not depend on which tokens):
-//   pp N: one prefill of N tokens from position 0, in chunks of `batch` tokens;
-//   tg N: N calls of one token each, from position 0 (as llama-bench does);
-// each returns its wall time in nanoseconds.
+//   pp N: one prefill of N tokens from position `start`, in chunks of `batch` tokens;
+//   tg N: N calls of one token each, from position `start`;
+// each returns its wall time in nanoseconds. `start` is 0 (as llama-bench
+// does by default) or the depth that fill_context put into the KV cache
+// (llama-bench's -d: how fast a test runs after that many tokens of context).
 #pragma once
 
 #include <cstdint>
@@ -24,10 +26,14 @@ class BenchRunner {
   // weights and of the forward's buffers (which loading does not write) land
   // here, so pass the longest chunk the tests will send.
   Status warmup(int64_t prompt_tokens);
+  // Untimed: a prefill of `depth` tokens from position 0 in chunks of B, the
+  // context that tests from position `depth` attend to (a test writes only
+  // positions from its start on, so one fill serves every repetition).
+  Status fill_context(int64_t depth);
   // Prefill of n tokens in chunks of at most `batch` (<= B); includes picking
   // the first token (argmax of the last logits), so it is a time to first token.
-  Result<int64_t> prompt_ns(int64_t n, int64_t batch);
-  Result<int64_t> generate_ns(int64_t n);
+  Result<int64_t> prompt_ns(int64_t n, int64_t batch, int64_t start = 0);
+  Result<int64_t> generate_ns(int64_t n, int64_t start = 0);
 
  private:
   BenchRunner(Program& program, uint64_t seed) : program_(&program), rng_state_(seed) {}

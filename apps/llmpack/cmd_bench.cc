@@ -24,6 +24,7 @@ struct BenchOptions {
   std::vector<std::string> synthetic;
   std::vector<int64_t> prompts = {512};
   std::vector<int64_t> gens = {128};
+  std::vector<int64_t> depths = {0};
   std::vector<int> threads;
   int repetitions = 5;
   std::string output = "md";
@@ -268,32 +269,40 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const 
   base.model = &m;
   base.n_threads = threads;
   StageNotes stages(o, m);
-  for (int64_t p : o.prompts) {
-    if (p == 0) continue;  // -p 0: generation tests only, as in llama-bench
-    BenchRecord r = base;
-    r.test = "pp" + std::to_string(p), r.n_prompt = p, r.n_batch = std::min(b, p);
-    stages.begin();
-    LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&] { return runner.prompt_ns(p, b); }));
-    out.add(r);
-    note_peak_fraction(r, peaks, out);
-    stages.end(r, out);
+  for (int64_t d : o.depths) {
+    LLMPACK_RETURN_IF_ERROR(runner.fill_context(d));
+    base.n_depth = d;
+    const std::string at = d > 0 ? " @ d" + std::to_string(d) : "";  // llama-bench's names
+    for (int64_t p : o.prompts) {
+      if (p == 0) continue;  // -p 0: generation tests only, as in llama-bench
+      BenchRecord r = base;
+      r.test = "pp" + std::to_string(p) + at, r.n_prompt = p, r.n_batch = std::min(b, p);
+      stages.begin();
+      LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&] { return runner.prompt_ns(p, b, d); }));
+      out.add(r);
+      note_peak_fraction(r, peaks, out);
+      stages.end(r, out);
+    }
+    for (int64_t n : o.gens) {
+      if (n == 0) continue;  // -n 0: prompt tests only, as in llama-bench
+      BenchRecord r = base;
+      r.test = "tg" + std::to_string(n) + at, r.n_gen = n, r.n_batch = 1;
+      stages.begin();
+      // The bound counts the weights only: at a depth, decode also reads the
+      // cache, so no share is given there.
+      PairedBound bound(d == 0 ? reads : nullptr, threads);
+      LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&]() -> Result<int64_t> {
+                                 bound.before();
+                                 auto ns = runner.generate_ns(n, d);
+                                 if (ns.ok()) bound.after(n, *ns);
+                                 return ns;
+                               }));
+      out.add(r);
+      stages.end(r, out);
+      bound.note(r, out);
+    }
   }
-  for (int64_t n : o.gens) {
-    if (n == 0) continue;  // -n 0: prompt tests only, as in llama-bench
-    BenchRecord r = base;
-    r.test = "tg" + std::to_string(n), r.n_gen = n, r.n_batch = 1;
-    stages.begin();
-    PairedBound bound(reads, threads);
-    LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&]() -> Result<int64_t> {
-                               bound.before();
-                               auto ns = runner.generate_ns(n);
-                               if (ns.ok()) bound.after(n, *ns);
-                               return ns;
-                             }));
-    out.add(r);
-    stages.end(r, out);
-    bound.note(r, out);
-  }
+  base.n_depth = 0;
   if (o.ttft == 0) return ok_status();
   BenchRecord batched = base, single = base;
   batched.test = single.test = "ttft" + std::to_string(o.ttft);
@@ -333,9 +342,12 @@ int execute(const BenchOptions& o) {
     return fail("nothing to measure: -p and -n are all 0 and no --ttft was given");
   const int64_t max_prompt = std::max(max_of(o.prompts), o.ttft);
   const int64_t max_gen = max_of(o.gens);
-  // S = B = the longest prompt (one chunk); C holds the longest test and the warmup.
-  const int64_t max_seq_len = std::max<int64_t>(max_prompt, 1);
-  const int64_t max_context = std::max<int64_t>({max_prompt, max_gen, 32});
+  const int64_t max_depth = max_of(o.depths);
+  // S = B = the longest prompt (one chunk; at least 512 tokens, or the depth,
+  // when a context is filled first, so -p 0 -d 4096 does not fill it token by
+  // token); C holds the deepest context plus the longest test, and the warmup.
+  const int64_t max_seq_len = std::max<int64_t>({max_prompt, std::min<int64_t>(max_depth, 512), 1});
+  const int64_t max_context = max_depth + std::max<int64_t>({max_prompt, max_gen, 32});
   if (!o.save_path.empty()) return save_synthetic(o, (*sources)[0]);
   if (auto status = select_kernel_path(o.kernel_path); !status.ok()) return fail(status);
   if (auto status = select_avx512_decode(o.avx512_decode); !status.ok()) return fail(status);
@@ -422,6 +434,11 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
       ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("-n,--n-gen", o->gens, "Generation lengths, comma-separated; 0 skips (default 128)")
+      ->delimiter(',')
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
+  cmd->add_option("-d,--n-depth", o->depths,
+                  "Tokens of context in the KV cache before each test, comma-separated (default 0); a test at "
+                  "depth D is named as llama-bench names it (tg128 @ d4096)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("-t,--threads", o->threads, "Thread counts, comma-separated (default: all cores)")

@@ -307,6 +307,46 @@ TEST(Bench, ProfileGivesEachTestItsStageShares) {
   }
 }
 
+// llama-bench's -d: each depth's tests run after that many tokens of context
+// were put in the cache, and are named "tg2 @ d16"; n_depth in JSON and CSV.
+TEST(Bench, DepthFillsTheContextFirstAndNamesTestsAsLlamaBench) {
+  auto r = bench("--synthetic stories110m:q4_0 -p 8 -n 2 -d 0,16" + kSmall + "-o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json.size(), 4u) << r.out;
+  const char* names[] = {"pp8", "tg2", "pp8 @ d16", "tg2 @ d16"};
+  const int depths[] = {0, 0, 16, 16};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(json[i]["test"], names[i]);
+    EXPECT_EQ(json[i]["n_depth"], depths[i]);
+    EXPECT_GT(json[i]["avg_ts"].get<double>(), 0.0);
+  }
+  auto md = bench("--synthetic stories110m:q4_0 -p 0 -n 2 -d 8" + kSmall);
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| tg2 @ d8 |"), std::string::npos) << md.out;
+  auto csv = bench("--synthetic stories110m:q4_0 -p 0 -n 2 -d 8" + kSmall + "-o csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_NE(csv.out.substr(0, csv.out.find('\n')).find(",n_depth,"), std::string::npos) << csv.out;
+}
+
+// The depth is where the tests start: stories260K holds 512 positions, so 4
+// tokens after 508 of context fit and after 509 do not, and the error names
+// the test.
+TEST(Bench, DepthRunsTheTestsFromThatPosition) {
+  LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
+  auto fits = bench("-m " + model + " -p 0 -n 4 -d 508 -r 1 -t 1 -o json");
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  EXPECT_EQ(nlohmann::json::parse(fits.out)[0]["test"], "tg4 @ d508");
+  auto over = bench("-m " + model + " -p 0 -n 4 -d 509 -r 1 -t 1");
+  EXPECT_NE(over.exit_code, 0);
+  EXPECT_NE(over.err.find("tg4 @ d509: forward: positions 512..512 exceed the context of 512 positions"),
+            std::string::npos)
+      << over.err;
+  auto fill = bench("-m " + model + " -p 0 -n 1 -d 600 -r 1 -t 1");
+  EXPECT_NE(fill.exit_code, 0);
+  EXPECT_NE(fill.err.find("filling 600 tokens of context"), std::string::npos) << fill.err;
+}
+
 TEST(Bench, ModelFileIsLoadedAndTimed) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
   auto r = bench("-m " + model + " -p 16 -n 4 -r 1 -t 1 -o json");
@@ -345,6 +385,7 @@ TEST(Bench, BadFlagsGiveOneLine) {
       {"--synthetic stories110m:q4_0 -p -1", 2, "-p"},
       {"--synthetic stories110m:q4_0 -p 0 -n 0", 1, "nothing to measure"},
       {"--synthetic stories110m:q4_0 -t 0", 2, "-t"},
+      {"--synthetic stories110m:q4_0 -d -4", 2, "-d"},
       {"--synthetic stories110m:q4_0 -o xml", 2, "xml"},
       {"-p 16", 1, "needs a model"},
       {"-m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf"},
