@@ -351,6 +351,13 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
                       out + t * out_stride + h * head_dim);
 }
 
+void attention_query_group(const float* q, int64_t n_queries, const KvHead& kv, int64_t n_ctx, int64_t head_dim,
+                           float scale, float* scores, float* out) {
+  if (use_avx2()) return avx2::attention_query_group(q, n_queries, kv, n_ctx, head_dim, scale, scores, out);
+  for (int64_t g = 0; g < n_queries; ++g)
+    attention_query(q + g * head_dim, kv, n_ctx, head_dim, scale, scores + g * n_ctx, out + g * head_dim);
+}
+
 void attention_query(const float* q, const KvHead& kv, int64_t n_ctx, int64_t head_dim, float scale,
                      float* scores, float* out) {
   const auto* k = static_cast<const uint8_t*>(kv.k);

@@ -163,6 +163,14 @@ struct KvHead {
 void attention_query(const float* q, const KvHead& kv, int64_t n_ctx, int64_t head_dim, float scale,
                      float* scores, float* out);
 
+// n_queries queries that share one kv head (decode of a grouped-query
+// model): query g at q + g * head_dim, its output at out + g * head_dim,
+// scores[n_queries * n_ctx] scratch. Each result equals attention_query's for
+// that query; the SIMD path reads the kv head's rows from memory once for the
+// group instead of once per query.
+void attention_query_group(const float* q, int64_t n_queries, const KvHead& kv, int64_t n_ctx, int64_t head_dim,
+                           float scale, float* scores, float* out);
+
 // Causal attention of n_tokens consecutive tokens over one kv head, for
 // prefill. Token t sits at position start_pos + t and attends to positions
 // [0, start_pos + t + 1); its `group` query heads that share the kv head

@@ -104,30 +104,79 @@ void values32(const float* p, const uint8_t* v, int64_t stride, int64_t n_ctx, f
   _mm256_storeu_ps(out + 24, o3);
 }
 
-template <class E>
-void values8(const float* p, const uint8_t* v, int64_t stride, int64_t n_ctx, float* out) {
-  __m256 o = _mm256_setzero_ps();
-  for (int64_t j = 0; j < n_ctx; ++j, v += stride) o = _mm256_fmadd_ps(_mm256_broadcast_ss(p + j), E::load8(v), o);
-  _mm256_storeu_ps(out, o);
+// The value sums of NQ queries (probabilities p + g * n_ctx, outputs out + g *
+// head_dim) over one strip of 8 * C columns (v: the strip's first element in
+// row 0): each row's strip is loaded once for all the queries. Taking the
+// queries one after another over a whole strip instead read the strip from
+// memory once per query: the rows lie a power of two apart (the cache row of
+// all kv heads), so a strip of 4096 rows maps to a few dozen of the L2's sets
+// and is gone before the next query comes (docs/PERFORMANCE.md section 22).
+template <class E, int NQ, int C>
+void values_queries(const float* p, int64_t n_ctx, const uint8_t* v, int64_t stride, int64_t head_dim, float* out) {
+  __m256 o[NQ][C];
+  for (auto& q : o)
+    for (auto& x : q) x = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n_ctx; ++j, v += stride) {
+    __m256 x[C];
+    for (int c = 0; c < C; ++c) x[c] = E::load8(v + 8 * c * E::kBytes);
+    for (int g = 0; g < NQ; ++g) {
+      const __m256 pg = _mm256_broadcast_ss(p + g * n_ctx + j);
+      for (int c = 0; c < C; ++c) o[g][c] = _mm256_fmadd_ps(pg, x[c], o[g][c]);
+    }
+  }
+  for (int g = 0; g < NQ; ++g)
+    for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + g * head_dim + 8 * c, o[g][c]);
 }
 
-// Attention of one head over rows `stride` bytes apart (k, v: the head's
-// first element in row 0).
+// values_queries over columns [d, d + 8 * C) for queries [0, n_q), 4 at a time
+// (8 to 16 sums in registers).
+template <class E, int C>
+void values_strip(const float* p, int64_t n_q, int64_t n_ctx, const uint8_t* v, int64_t stride, int64_t head_dim,
+                  float* out) {
+  int64_t g = 0;
+  for (; g + 4 <= n_q; g += 4)
+    values_queries<E, 4, C>(p + g * n_ctx, n_ctx, v, stride, head_dim, out + g * head_dim);
+  switch (n_q - g) {
+    case 3: return values_queries<E, 3, C>(p + g * n_ctx, n_ctx, v, stride, head_dim, out + g * head_dim);
+    case 2: return values_queries<E, 2, C>(p + g * n_ctx, n_ctx, v, stride, head_dim, out + g * head_dim);
+    case 1: return values_queries<E, 1, C>(p + g * n_ctx, n_ctx, v, stride, head_dim, out + g * head_dim);
+    default: return;
+  }
+}
+
+// Attention of n_q query heads (q: head g at q + g * head_dim) that share one
+// kv head, over rows `stride` bytes apart (k, v: the head's first element in
+// row 0); scores[n_q * n_ctx] (query g's at g * n_ctx), out like q. Each
+// query's arithmetic is that of one head alone; the queries take turns on
+// each 4 key rows (then in L1) and share each row's load of the values, so a
+// kv head's rows come from memory once for its whole group instead of once
+// per query head (docs/PERFORMANCE.md section 22).
 template <class E>
-void attention_rows(const float* q, const uint8_t* k, const uint8_t* v, int64_t stride, int64_t n_ctx,
+void attention_rows(const float* q, int64_t n_q, const uint8_t* k, const uint8_t* v, int64_t stride, int64_t n_ctx,
                     int64_t head_dim, float scale, float* scores, float* out) {
   int64_t j = 0;
-  for (; j + 4 <= n_ctx; j += 4) scores4<E>(q, k + j * stride, stride, head_dim, scale, scores + j);
-  for (; j < n_ctx; ++j) scores[j] = score1<E>(q, k + j * stride, head_dim, scale);
-  softmax(scores, n_ctx);
+  for (; j + 4 <= n_ctx; j += 4)
+    for (int64_t g = 0; g < n_q; ++g)
+      scores4<E>(q + g * head_dim, k + j * stride, stride, head_dim, scale, scores + g * n_ctx + j);
+  for (; j < n_ctx; ++j)
+    for (int64_t g = 0; g < n_q; ++g)
+      scores[g * n_ctx + j] = score1<E>(q + g * head_dim, k + j * stride, head_dim, scale);
+  for (int64_t g = 0; g < n_q; ++g) softmax(scores + g * n_ctx, n_ctx);
   int64_t d = 0;
-  for (; d + 32 <= head_dim; d += 32) values32<E>(scores, v + E::kBytes * d, stride, n_ctx, out + d);
-  for (; d + 8 <= head_dim; d += 8) values8<E>(scores, v + E::kBytes * d, stride, n_ctx, out + d);
-  for (; d < head_dim; ++d) {
-    float acc = 0.0f;
-    for (j = 0; j < n_ctx; ++j) acc += scores[j] * E::load1(v + j * stride + E::kBytes * d);
-    out[d] = acc;
+  if (n_q == 1) {  // one query: 32 columns a pass, 4 sums
+    for (; d + 32 <= head_dim; d += 32) values32<E>(scores, v + E::kBytes * d, stride, n_ctx, out + d);
+  } else {
+    for (; d + 16 <= head_dim; d += 16)
+      values_strip<E, 2>(scores, n_q, n_ctx, v + E::kBytes * d, stride, head_dim, out + d);
   }
+  for (; d + 8 <= head_dim; d += 8)
+    values_strip<E, 1>(scores, n_q, n_ctx, v + E::kBytes * d, stride, head_dim, out + d);
+  for (; d < head_dim; ++d)
+    for (int64_t g = 0; g < n_q; ++g) {
+      float acc = 0.0f;
+      for (j = 0; j < n_ctx; ++j) acc += scores[g * n_ctx + j] * E::load1(v + j * stride + E::kBytes * d);
+      out[g * head_dim + d] = acc;
+    }
 }
 
 // ---- q8_0 -----------------------------------------------------------------
@@ -235,39 +284,75 @@ void values_runs_q8(float p, const uint8_t* row, int64_t first, int64_t head_dim
   });
 }
 
+// The whole-block q8_0 heads, n_q queries as attention_rows takes them.
+void attention_blocks_q8(const float* q, int64_t n_q, const void* k, const void* v, int64_t s, int64_t first,
+                         int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out) {
+  const int64_t n_blocks = head_dim / kQK, at = (first / kQK) * kBlockBytes;
+  int64_t j = 0;
+  for (; j + 4 <= n_ctx; j += 4)
+    for (int64_t g = 0; g < n_q; ++g)
+      scores4_q8(q + g * head_dim, row_at(k, s, j) + at, s, n_blocks, scale, scores + g * n_ctx + j);
+  for (; j < n_ctx; ++j)
+    for (int64_t g = 0; g < n_q; ++g)
+      scores[g * n_ctx + j] = score1_q8(q + g * head_dim, row_at(k, s, j) + at, n_blocks, scale);
+  for (int64_t g = 0; g < n_q; ++g) softmax(scores + g * n_ctx, n_ctx);
+  for (int64_t b = 0; b < n_blocks; ++b)
+    for (int64_t g = 0; g < n_q; ++g)
+      values_block_q8(scores + g * n_ctx, row_at(v, 0, 0) + at + b * kBlockBytes, s, n_ctx,
+                      out + g * head_dim + b * kQK);
+}
+
+void attention_runs_q8(const float* q, const void* k, const void* v, int64_t s, int64_t first, int64_t n_ctx,
+                       int64_t head_dim, float scale, float* scores, float* out) {
+  for (int64_t j = 0; j < n_ctx; ++j) scores[j] = score_runs_q8(q, row_at(k, s, j), first, head_dim, scale);
+  softmax(scores, n_ctx);
+  std::fill(out, out + head_dim, 0.0f);
+  for (int64_t j = 0; j < n_ctx; ++j) values_runs_q8(scores[j], row_at(v, s, j), first, head_dim, out);
+}
+
 }  // namespace
 
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_ctx,
                     int64_t head_dim, float scale, float* scores, float* out) {
-  attention_rows<F32Rows>(q, reinterpret_cast<const uint8_t*>(k), reinterpret_cast<const uint8_t*>(v),
+  attention_rows<F32Rows>(q, 1, reinterpret_cast<const uint8_t*>(k), reinterpret_cast<const uint8_t*>(v),
                           kv_stride * F32Rows::kBytes, n_ctx, head_dim, scale, scores, out);
 }
 
 void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v,
                         int64_t row_stride_bytes, int64_t n_ctx, int64_t head_dim, float scale,
                         float* scores, float* out) {
-  attention_rows<F16Rows>(q, reinterpret_cast<const uint8_t*>(k), reinterpret_cast<const uint8_t*>(v),
+  attention_rows<F16Rows>(q, 1, reinterpret_cast<const uint8_t*>(k), reinterpret_cast<const uint8_t*>(v),
                           row_stride_bytes, n_ctx, head_dim, scale, scores, out);
 }
 
 void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t row_stride_bytes,
                          int64_t first, int64_t n_ctx, int64_t head_dim, float scale,
                          float* scores, float* out) {
-  const int64_t s = row_stride_bytes;
-  if (first % kQK == 0 && head_dim % kQK == 0) {  // the head is whole blocks
-    const int64_t n_blocks = head_dim / kQK, at = (first / kQK) * kBlockBytes;
-    int64_t j = 0;
-    for (; j + 4 <= n_ctx; j += 4) scores4_q8(q, row_at(k, s, j) + at, s, n_blocks, scale, scores + j);
-    for (; j < n_ctx; ++j) scores[j] = score1_q8(q, row_at(k, s, j) + at, n_blocks, scale);
-    softmax(scores, n_ctx);
-    for (int64_t b = 0; b < n_blocks; ++b)
-      values_block_q8(scores, row_at(v, 0, 0) + at + b * kBlockBytes, s, n_ctx, out + b * kQK);
-    return;
+  if (first % kQK == 0 && head_dim % kQK == 0)  // the head is whole blocks
+    return attention_blocks_q8(q, 1, k, v, row_stride_bytes, first, n_ctx, head_dim, scale, scores, out);
+  attention_runs_q8(q, k, v, row_stride_bytes, first, n_ctx, head_dim, scale, scores, out);
+}
+
+void attention_query_group(const float* q, int64_t n_queries, const KvHead& kv, int64_t n_ctx, int64_t head_dim,
+                           float scale, float* scores, float* out) {
+  const auto* k = static_cast<const uint8_t*>(kv.k);
+  const auto* v = static_cast<const uint8_t*>(kv.v);
+  const int64_t s = kv.row_stride_bytes;
+  switch (kv.elem) {
+    case CacheElem::kF32:
+      return attention_rows<F32Rows>(q, n_queries, k + kv.first * F32Rows::kBytes, v + kv.first * F32Rows::kBytes,
+                                     s, n_ctx, head_dim, scale, scores, out);
+    case CacheElem::kF16:
+      return attention_rows<F16Rows>(q, n_queries, k + kv.first * F16Rows::kBytes, v + kv.first * F16Rows::kBytes,
+                                     s, n_ctx, head_dim, scale, scores, out);
+    case CacheElem::kQ8_0:
+      if (kv.first % kQK == 0 && head_dim % kQK == 0)
+        return attention_blocks_q8(q, n_queries, k, v, s, kv.first, n_ctx, head_dim, scale, scores, out);
+      for (int64_t g = 0; g < n_queries; ++g)
+        attention_runs_q8(q + g * head_dim, k, v, s, kv.first, n_ctx, head_dim, scale, scores + g * n_ctx,
+                          out + g * head_dim);
+      return;
   }
-  for (int64_t j = 0; j < n_ctx; ++j) scores[j] = score_runs_q8(q, row_at(k, s, j), first, head_dim, scale);
-  softmax(scores, n_ctx);
-  std::fill(out, out + head_dim, 0.0f);
-  for (int64_t j = 0; j < n_ctx; ++j) values_runs_q8(scores[j], row_at(v, s, j), first, head_dim, out);
 }
 
 }  // namespace llmpack::kernels::avx2

@@ -40,6 +40,9 @@ void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v,
 void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t row_stride_bytes,
                          int64_t first, int64_t n_ctx, int64_t head_dim, float scale,
                          float* scores, float* out);
+// attention_query_group (kernels.h) on the AVX2 path.
+void attention_query_group(const float* q, int64_t n_queries, const KvHead& kv, int64_t n_ctx, int64_t head_dim,
+                           float scale, float* scores, float* out);
 
 // Prefill attention (kernels.h attention_tokens) for head_dim % 8 == 0:
 // x86/attention_tokens_avx2.cc.
