@@ -78,6 +78,29 @@ void scores4(const float* q, const uint8_t* k, int64_t stride, int64_t head_dim,
   _mm_storeu_ps(scores, _mm_mul_ps(s4, _mm_set1_ps(scale)));
 }
 
+// scores4 for 8 rows: 8 independent sums, so the FMAs of one row do not wait
+// on each other's latency as 4 sums of a 64-wide head did.
+template <class E>
+void scores8(const float* q, const uint8_t* k, int64_t stride, int64_t head_dim, float scale, float* scores) {
+  if (head_dim % 8 != 0) {
+    scores4<E>(q, k, stride, head_dim, scale, scores);
+    return scores4<E>(q, k + 4 * stride, stride, head_dim, scale, scores + 4);
+  }
+  __m256 a[8];
+  for (auto& x : a) x = _mm256_setzero_ps();
+  for (int64_t i = 0; i < head_dim; i += 8) {
+    const __m256 qv = _mm256_loadu_ps(q + i);
+    const int64_t at = E::kBytes * i;
+    for (int r = 0; r < 8; ++r) a[r] = _mm256_fmadd_ps(qv, E::load8(k + r * stride + at), a[r]);
+  }
+  // lane r of the 8-wide result: row r's sum (hadd pairs neighbours; the two
+  // 128-bit halves then hold rows 0-3 + 4-7 crossed, put straight by a permute)
+  const __m256 h0 = _mm256_hadd_ps(_mm256_hadd_ps(a[0], a[1]), _mm256_hadd_ps(a[2], a[3]));
+  const __m256 h1 = _mm256_hadd_ps(_mm256_hadd_ps(a[4], a[5]), _mm256_hadd_ps(a[6], a[7]));
+  const __m256 lo = _mm256_permute2f128_ps(h0, h1, 0x20), hi = _mm256_permute2f128_ps(h0, h1, 0x31);
+  _mm256_storeu_ps(scores, _mm256_mul_ps(_mm256_add_ps(lo, hi), _mm256_set1_ps(scale)));
+}
+
 template <class E>
 float score1(const float* q, const uint8_t* k, int64_t head_dim, float scale) {
   __m256 a = _mm256_setzero_ps();
@@ -86,11 +109,12 @@ float score1(const float* q, const uint8_t* k, int64_t head_dim, float scale) {
   return (hsum(a) + dot_tail<E>(q, k, n8, head_dim)) * scale;
 }
 
-// out[0..32) = sum_j p_j v_j[d..d+32) (v points at element d of row 0), the 32
-// sums held in registers while every row streams past once.
+// out[0..32) += sum_j p_j v_j[d..d+32) (v points at element d of row 0), the 32
+// sums held in registers while the rows stream past.
 template <class E>
 void values32(const float* p, const uint8_t* v, int64_t stride, int64_t n_ctx, float* out) {
-  __m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+  __m256 o0 = _mm256_loadu_ps(out), o1 = _mm256_loadu_ps(out + 8), o2 = _mm256_loadu_ps(out + 16),
+         o3 = _mm256_loadu_ps(out + 24);
   for (int64_t j = 0; j < n_ctx; ++j, v += stride) {
     const __m256 pj = _mm256_broadcast_ss(p + j);
     o0 = _mm256_fmadd_ps(pj, E::load8(v), o0);
@@ -104,7 +128,7 @@ void values32(const float* p, const uint8_t* v, int64_t stride, int64_t n_ctx, f
   _mm256_storeu_ps(out + 24, o3);
 }
 
-// The value sums of NQ queries (probabilities p + g * n_ctx, outputs out + g *
+// Adds the value sums of NQ queries (probabilities p + g * n_ctx, outputs out + g *
 // head_dim) over one strip of 8 * C columns (v: the strip's first element in
 // row 0): each row's strip is loaded once for all the queries. Taking the
 // queries one after another over a whole strip instead read the strip from
@@ -112,11 +136,12 @@ void values32(const float* p, const uint8_t* v, int64_t stride, int64_t n_ctx, f
 // all kv heads), so a strip of 4096 rows maps to a few dozen of the L2's sets
 // and is gone before the next query comes (docs/PERFORMANCE.md section 22).
 template <class E, int NQ, int C>
-void values_queries(const float* p, int64_t n_ctx, const uint8_t* v, int64_t stride, int64_t head_dim, float* out) {
+void values_queries(const float* p, int64_t n_ctx, const uint8_t* v, int64_t stride, int64_t rows, int64_t head_dim,
+                    float* out) {
   __m256 o[NQ][C];
-  for (auto& q : o)
-    for (auto& x : q) x = _mm256_setzero_ps();
-  for (int64_t j = 0; j < n_ctx; ++j, v += stride) {
+  for (int g = 0; g < NQ; ++g)
+    for (int c = 0; c < C; ++c) o[g][c] = _mm256_loadu_ps(out + g * head_dim + 8 * c);
+  for (int64_t j = 0; j < rows; ++j, v += stride) {
     __m256 x[C];
     for (int c = 0; c < C; ++c) x[c] = E::load8(v + 8 * c * E::kBytes);
     for (int g = 0; g < NQ; ++g) {
@@ -128,21 +153,25 @@ void values_queries(const float* p, int64_t n_ctx, const uint8_t* v, int64_t str
     for (int c = 0; c < C; ++c) _mm256_storeu_ps(out + g * head_dim + 8 * c, o[g][c]);
 }
 
-// values_queries over columns [d, d + 8 * C) for queries [0, n_q), 4 at a time
-// (8 to 16 sums in registers).
+// values_queries over columns [d, d + 8 * C) of `rows` rows for queries [0,
+// n_q), 4 at a time (8 to 16 sums in registers); query g's probabilities at
+// p + g * n_ctx.
 template <class E, int C>
-void values_strip(const float* p, int64_t n_q, int64_t n_ctx, const uint8_t* v, int64_t stride, int64_t head_dim,
-                  float* out) {
+void values_strip(const float* p, int64_t n_q, int64_t n_ctx, const uint8_t* v, int64_t stride, int64_t rows,
+                  int64_t head_dim, float* out) {
   int64_t g = 0;
   for (; g + 4 <= n_q; g += 4)
-    values_queries<E, 4, C>(p + g * n_ctx, n_ctx, v, stride, head_dim, out + g * head_dim);
+    values_queries<E, 4, C>(p + g * n_ctx, n_ctx, v, stride, rows, head_dim, out + g * head_dim);
   switch (n_q - g) {
-    case 3: return values_queries<E, 3, C>(p + g * n_ctx, n_ctx, v, stride, head_dim, out + g * head_dim);
-    case 2: return values_queries<E, 2, C>(p + g * n_ctx, n_ctx, v, stride, head_dim, out + g * head_dim);
-    case 1: return values_queries<E, 1, C>(p + g * n_ctx, n_ctx, v, stride, head_dim, out + g * head_dim);
+    case 3: return values_queries<E, 3, C>(p + g * n_ctx, n_ctx, v, stride, rows, head_dim, out + g * head_dim);
+    case 2: return values_queries<E, 2, C>(p + g * n_ctx, n_ctx, v, stride, rows, head_dim, out + g * head_dim);
+    case 1: return values_queries<E, 1, C>(p + g * n_ctx, n_ctx, v, stride, rows, head_dim, out + g * head_dim);
     default: return;
   }
 }
+
+// Value rows per block (see attention_rows).
+constexpr int64_t kValueRowBlock = 64;
 
 // Attention of n_q query heads (q: head g at q + g * head_dim) that share one
 // kv head, over rows `stride` bytes apart (k, v: the head's first element in
@@ -155,6 +184,9 @@ template <class E>
 void attention_rows(const float* q, int64_t n_q, const uint8_t* k, const uint8_t* v, int64_t stride, int64_t n_ctx,
                     int64_t head_dim, float scale, float* scores, float* out) {
   int64_t j = 0;
+  for (; j + 8 <= n_ctx; j += 8)
+    for (int64_t g = 0; g < n_q; ++g)
+      scores8<E>(q + g * head_dim, k + j * stride, stride, head_dim, scale, scores + g * n_ctx + j);
   for (; j + 4 <= n_ctx; j += 4)
     for (int64_t g = 0; g < n_q; ++g)
       scores4<E>(q + g * head_dim, k + j * stride, stride, head_dim, scale, scores + g * n_ctx + j);
@@ -162,16 +194,25 @@ void attention_rows(const float* q, int64_t n_q, const uint8_t* k, const uint8_t
     for (int64_t g = 0; g < n_q; ++g)
       scores[g * n_ctx + j] = score1<E>(q + g * head_dim, k + j * stride, head_dim, scale);
   for (int64_t g = 0; g < n_q; ++g) softmax(scores + g * n_ctx, n_ctx);
-  int64_t d = 0;
-  if (n_q == 1) {  // one query: 32 columns a pass, 4 sums
-    for (; d + 32 <= head_dim; d += 32) values32<E>(scores, v + E::kBytes * d, stride, n_ctx, out + d);
-  } else {
-    for (; d + 16 <= head_dim; d += 16)
-      values_strip<E, 2>(scores, n_q, n_ctx, v + E::kBytes * d, stride, head_dim, out + d);
+  std::fill(out, out + n_q * head_dim, 0.0f);
+  const int64_t vec_dims = head_dim & ~int64_t{7};
+  // Rows in blocks, every strip of a block before the next block: the strips
+  // of a row are neighbouring cache lines, and one strip at a time over all
+  // rows read the value rows line by line at a stride of a whole cache row.
+  for (int64_t j0 = 0; j0 < n_ctx; j0 += kValueRowBlock) {
+    const int64_t rows = std::min(kValueRowBlock, n_ctx - j0);
+    const uint8_t* vb = v + j0 * stride;
+    int64_t d = 0;
+    if (n_q == 1) {  // one query: 32 columns a pass, 4 sums
+      for (; d + 32 <= vec_dims; d += 32) values32<E>(scores + j0, vb + E::kBytes * d, stride, rows, out + d);
+    } else {
+      for (; d + 16 <= vec_dims; d += 16)
+        values_strip<E, 2>(scores + j0, n_q, n_ctx, vb + E::kBytes * d, stride, rows, head_dim, out + d);
+    }
+    for (; d < vec_dims; d += 8)
+      values_strip<E, 1>(scores + j0, n_q, n_ctx, vb + E::kBytes * d, stride, rows, head_dim, out + d);
   }
-  for (; d + 8 <= head_dim; d += 8)
-    values_strip<E, 1>(scores, n_q, n_ctx, v + E::kBytes * d, stride, head_dim, out + d);
-  for (; d < head_dim; ++d)
+  for (int64_t d = vec_dims; d < head_dim; ++d)
     for (int64_t g = 0; g < n_q; ++g) {
       float acc = 0.0f;
       for (j = 0; j < n_ctx; ++j) acc += scores[g * n_ctx + j] * E::load1(v + j * stride + E::kBytes * d);
