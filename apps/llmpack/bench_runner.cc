@@ -61,9 +61,12 @@ Status BenchRunner::warmup(int64_t prompt_tokens) {
   return generate_ns(1).status();
 }
 
-Status BenchRunner::fill_context(int64_t depth) {
+Status BenchRunner::fill_context(int64_t depth, int64_t test_tokens) {
   if (depth <= 0) return ok_status();
-  return prompt_ns(depth, token_bound_).status().with_context("filling " + std::to_string(depth) + " tokens of context");
+  const std::string what = "filling " + std::to_string(depth) + " tokens of context";
+  LLMPACK_RETURN_IF_ERROR(prompt_ns(depth, token_bound_).status().with_context(what));
+  if (test_tokens <= 1) return ok_status();
+  return generate_ns(1, depth + test_tokens - 1).status().with_context(what);
 }
 
 Result<int64_t> BenchRunner::prompt_ns(int64_t n, int64_t batch, int64_t start) {

@@ -270,7 +270,7 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const 
   base.n_threads = threads;
   StageNotes stages(o, m);
   for (int64_t d : o.depths) {
-    LLMPACK_RETURN_IF_ERROR(runner.fill_context(d));
+    LLMPACK_RETURN_IF_ERROR(runner.fill_context(d, std::max(max_of(o.prompts), max_of(o.gens))));
     base.n_depth = d;
     const std::string at = d > 0 ? " @ d" + std::to_string(d) : "";  // llama-bench's names
     for (int64_t p : o.prompts) {

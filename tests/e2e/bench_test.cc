@@ -330,8 +330,9 @@ TEST(Bench, DepthFillsTheContextFirstAndNamesTestsAsLlamaBench) {
 }
 
 // The depth is where the tests start: stories260K holds 512 positions, so 4
-// tokens after 508 of context fit and after 509 do not, and the error names
-// the test.
+// tokens after 508 of context fit and after 509 do not. The fill also writes
+// the last position the tests will (so the cache has grown before the first
+// repetition), which is where 509 + 4 fails, before any test runs.
 TEST(Bench, DepthRunsTheTestsFromThatPosition) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
   auto fits = bench("-m " + model + " -p 0 -n 4 -d 508 -r 1 -t 1 -o json");
@@ -339,7 +340,8 @@ TEST(Bench, DepthRunsTheTestsFromThatPosition) {
   EXPECT_EQ(nlohmann::json::parse(fits.out)[0]["test"], "tg4 @ d508");
   auto over = bench("-m " + model + " -p 0 -n 4 -d 509 -r 1 -t 1");
   EXPECT_NE(over.exit_code, 0);
-  EXPECT_NE(over.err.find("tg4 @ d509: forward: positions 512..512 exceed the context of 512 positions"),
+  EXPECT_NE(over.err.find("filling 509 tokens of context: forward: positions 512..512 exceed the context of 512 "
+                          "positions"),
             std::string::npos)
       << over.err;
   auto fill = bench("-m " + model + " -p 0 -n 1 -d 600 -r 1 -t 1");
