@@ -49,9 +49,10 @@ Transformer::Transformer(const Model& model, const ForwardPlan& plan, ThreadPool
   att_.resize(b * cfg_.q_dim());
   hb_.resize(b * cfg_.hidden_dim);
   hb2_.resize(b * cfg_.hidden_dim);
+  decode_attention_run_ = pick_decode_attention_run();
   // prefill tiles, or the scores of a decode run of query heads over every cache row
   attention_scratch_floats_ = std::max(kernels::attention_tokens_scratch_floats(cfg_.head_dim, plan_.cache_rows),
-                                       static_cast<size_t>(decode_attention_run() * plan_.cache_rows));
+                                       static_cast<size_t>(decode_attention_run_ * plan_.cache_rows));
   scores_.resize(pool.n_threads() * attention_scratch_floats_);
   logits_.resize(plan_.logits_rows * cfg_.vocab_size);
   scratch_.resize(std::max<size_t>(max_scratch(model, b), 64));
@@ -205,7 +206,7 @@ kernels::KvHead Transformer::kv_head(const KvCache::LayerView& kv, int64_t g) co
 // rows then come from memory once for the group) unless that leaves fewer
 // than two units a thread, where the group is split into smaller runs (to
 // one head a unit) so the threads finish together.
-int64_t Transformer::decode_attention_run() const {
+int64_t Transformer::pick_decode_attention_run() const {
   const int64_t group = cfg_.n_heads / cfg_.n_kv_heads;
   for (int64_t run = group; run > 1; --run)
     if (group % run == 0 && cfg_.n_kv_heads * (group / run) >= 2 * pool_.n_threads()) return run;
@@ -214,12 +215,12 @@ int64_t Transformer::decode_attention_run() const {
 
 // att[n, n_heads, head_dim]: each query head of each token attends causally
 // to positions 0..start_pos + t. Decode (one token) splits runs of query
-// heads that share a kv head (decode_attention_run) over the pool; prefill
+// heads that share a kv head (decode_attention_run_) over the pool; prefill
 // goes to attend_tokens.
 void Transformer::attend(int64_t layer, int64_t n, int64_t start_pos) {
   const StageTimer timer(profile_, ForwardStage::kAttention);
   if (n > 1) return attend_tokens(layer, n, start_pos);
-  const int64_t hd = cfg_.head_dim, group = cfg_.n_heads / cfg_.n_kv_heads, run = decode_attention_run();
+  const int64_t hd = cfg_.head_dim, group = cfg_.n_heads / cfg_.n_kv_heads, run = decode_attention_run_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const KvCache::LayerView kv = cache_->layer_view(layer);
   pool_.parallel_for(cfg_.n_heads / run, [&](int thread, int64_t begin, int64_t end) {

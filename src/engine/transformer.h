@@ -62,7 +62,7 @@ class Transformer {
   void rotate_and_cache(const LayerWeights& w, int64_t layer, int64_t n, int64_t start_pos);
   void rotate_heads(float* heads, int64_t n_heads, const float* norm, int64_t pos);
   void attend(int64_t layer, int64_t n, int64_t start_pos);
-  int64_t decode_attention_run() const;
+  int64_t pick_decode_attention_run() const;
   void attend_tokens(int64_t layer, int64_t n, int64_t start_pos);
   kernels::KvHead kv_head(const KvCache::LayerView& kv, int64_t g) const;
   void rmsnorm_rows(float* out, const float* in, const float* weight, int64_t n, int64_t width);
@@ -83,6 +83,7 @@ class Transformer {
   // first uses it, so loading does not touch them and a short prompt or a
   // decode step adds only the rows it uses to RSS.
   ZeroedVector<float> x_, xb_, q_, k_, v_, att_, hb_, hb2_;
+  int64_t decode_attention_run_ = 1;  // query heads per decode attention unit (pick_decode_attention_run)
   size_t attention_scratch_floats_ = 0;  // per thread: scores of a decode run over cache_rows positions, or prefill tiles
   ZeroedVector<float> scores_;    // [n_threads, attention_scratch_floats_]
   ZeroedVector<float> logits_;    // [logits_rows, vocab_size]

@@ -109,25 +109,6 @@ float score1(const float* q, const uint8_t* k, int64_t head_dim, float scale) {
   return (hsum(a) + dot_tail<E>(q, k, n8, head_dim)) * scale;
 }
 
-// out[0..32) += sum_j p_j v_j[d..d+32) (v points at element d of row 0), the 32
-// sums held in registers while the rows stream past.
-template <class E>
-void values32(const float* p, const uint8_t* v, int64_t stride, int64_t n_ctx, float* out) {
-  __m256 o0 = _mm256_loadu_ps(out), o1 = _mm256_loadu_ps(out + 8), o2 = _mm256_loadu_ps(out + 16),
-         o3 = _mm256_loadu_ps(out + 24);
-  for (int64_t j = 0; j < n_ctx; ++j, v += stride) {
-    const __m256 pj = _mm256_broadcast_ss(p + j);
-    o0 = _mm256_fmadd_ps(pj, E::load8(v), o0);
-    o1 = _mm256_fmadd_ps(pj, E::load8(v + 8 * E::kBytes), o1);
-    o2 = _mm256_fmadd_ps(pj, E::load8(v + 16 * E::kBytes), o2);
-    o3 = _mm256_fmadd_ps(pj, E::load8(v + 24 * E::kBytes), o3);
-  }
-  _mm256_storeu_ps(out, o0);
-  _mm256_storeu_ps(out + 8, o1);
-  _mm256_storeu_ps(out + 16, o2);
-  _mm256_storeu_ps(out + 24, o3);
-}
-
 // Adds the value sums of NQ queries (probabilities p + g * n_ctx, outputs out + g *
 // head_dim) over one strip of 8 * C columns (v: the strip's first element in
 // row 0): each row's strip is loaded once for all the queries. Taking the
@@ -204,7 +185,8 @@ void attention_rows(const float* q, int64_t n_q, const uint8_t* k, const uint8_t
     const uint8_t* vb = v + j0 * stride;
     int64_t d = 0;
     if (n_q == 1) {  // one query: 32 columns a pass, 4 sums
-      for (; d + 32 <= vec_dims; d += 32) values32<E>(scores + j0, vb + E::kBytes * d, stride, rows, out + d);
+      for (; d + 32 <= vec_dims; d += 32)
+        values_strip<E, 4>(scores + j0, 1, n_ctx, vb + E::kBytes * d, stride, rows, head_dim, out + d);
     } else {
       for (; d + 16 <= vec_dims; d += 16)
         values_strip<E, 2>(scores + j0, n_q, n_ctx, vb + E::kBytes * d, stride, rows, head_dim, out + d);
