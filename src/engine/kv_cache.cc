@@ -110,12 +110,19 @@ Result<std::unique_ptr<KvCache>> KvCache::create(int64_t n_layers, int64_t kv_di
     return error_status("KV cache: capacity of " + kv_count_str(options.capacity_rows) + " rows, expected at least 1");
   if (options.initial_rows < 1)
     return error_status("KV cache: initial size of " + kv_count_str(options.initial_rows) + " rows, expected at least 1");
+  const int64_t heads = options.heads;
+  if (heads < 1 || kv_dim % heads != 0 || (options.dtype == KvDtype::kQ8_0 && heads > 1 && (kv_dim / heads) % kQ8Block != 0))
+    return error_status("KV cache: rows of " + kv_count_str(kv_dim) + " elements cannot be stored as " +
+                        kv_count_str(heads) + " heads; expected a count >= 1 that divides the row" +
+                        (options.dtype == KvDtype::kQ8_0 ? " into whole q8_0 blocks of 32, or 1" : ""));
   std::unique_ptr<KvCache> c(new KvCache());
   c->n_layers_ = n_layers;
   c->kv_dim_ = kv_dim;
+  c->heads_ = heads;
   c->capacity_ = options.capacity_rows;
   c->dtype_ = options.dtype;
   c->row_bytes_ = row_bytes_for(options.dtype, kv_dim);
+  c->head_bytes_ = c->row_bytes_ / static_cast<size_t>(heads);
   LLMPACK_RETURN_IF_ERROR(c->reserve(std::min(options.initial_rows, options.capacity_rows)));
   return c;
 }
@@ -127,53 +134,69 @@ Status KvCache::reserve(int64_t n_rows) {
   // Doubling keeps growth amortized: a conversation of n tokens reallocates
   // log2(n / initial) times, never per token.
   const int64_t rows = std::min(capacity_, std::max(n_rows, allocated_ * 2));
-  // Layer-major: each layer's block [allocated_][row_bytes] moves to the
-  // start of its new, larger block [rows][row_bytes].
-  const size_t old_layer = static_cast<size_t>(allocated_) * row_bytes_;
-  const size_t new_layer = static_cast<size_t>(rows) * row_bytes_;
+  // Each (layer, head) block [allocated_][head_bytes] moves to the start of
+  // its new, larger block [rows][head_bytes].
+  const size_t old_block = static_cast<size_t>(allocated_) * head_bytes_;
+  const size_t new_block = static_cast<size_t>(rows) * head_bytes_;
+  const size_t n_blocks = static_cast<size_t>(n_layers_ * heads_);
   for (ZeroedVector<uint8_t>* store : {&k_, &v_}) {
-    ZeroedVector<uint8_t> grown(new_layer * static_cast<size_t>(n_layers_));
-    for (int64_t l = 0; l < n_layers_ && old_layer > 0; ++l)
-      std::memcpy(grown.data() + l * new_layer, store->data() + l * old_layer, old_layer);
+    ZeroedVector<uint8_t> grown(new_block * n_blocks);
+    for (size_t b = 0; b < n_blocks && old_block > 0; ++b)
+      std::memcpy(grown.data() + b * new_block, store->data() + b * old_block, old_block);
     store->swap(grown);
   }
   allocated_ = rows;
   return ok_status();
 }
 
+// Each head's elements go to its own block (for q8_0 the heads are whole
+// blocks, so this equals encoding the row at once).
 void KvCache::store(int64_t layer, int64_t row, const float* k, const float* v) {
-  const size_t at = offset(layer, row);
-  encode(dtype_, k, kv_dim_, k_.data() + at);
-  encode(dtype_, v, kv_dim_, v_.data() + at);
+  const int64_t width = kv_dim_ / heads_;
+  for (int64_t h = 0; h < heads_; ++h) {
+    const size_t at = offset(layer, h, row);
+    encode(dtype_, k + h * width, width, k_.data() + at);
+    encode(dtype_, v + h * width, width, v_.data() + at);
+  }
 }
 
-KvCache::LayerView KvCache::layer_view(int64_t layer) const {
-  const size_t at = offset(layer, 0);
-  return {dtype_, k_.data() + at, v_.data() + at, static_cast<int64_t>(row_bytes_)};
+KvCache::HeadView KvCache::head_view(int64_t layer, int64_t g, int64_t n_heads) const {
+  if (heads_ == 1) {
+    const size_t at = offset(layer, 0, 0);
+    return {dtype_, k_.data() + at, v_.data() + at, static_cast<int64_t>(row_bytes_), g * (kv_dim_ / n_heads)};
+  }
+  const size_t at = offset(layer, g, 0);  // heads_ == n_heads
+  return {dtype_, k_.data() + at, v_.data() + at, static_cast<int64_t>(head_bytes_), 0};
 }
 
 void KvCache::read_row(int64_t layer, int64_t row, float* k, float* v) const {
-  const size_t at = offset(layer, row);
-  decode(dtype_, k_.data() + at, kv_dim_, k);
-  decode(dtype_, v_.data() + at, kv_dim_, v);
+  const int64_t width = kv_dim_ / heads_;
+  for (int64_t h = 0; h < heads_; ++h) {
+    const size_t at = offset(layer, h, row);
+    decode(dtype_, k_.data() + at, width, k + h * width);
+    decode(dtype_, v_.data() + at, width, v + h * width);
+  }
 }
 
-// Layer-major storage -> row-major [n_rows][n_layers][row_bytes].
+// Storage -> row-major [n_rows][n_layers][row_bytes] (a row's heads side by side).
 std::vector<uint8_t> KvCache::gather(const ZeroedVector<uint8_t>& store, int64_t n_rows) const {
   std::vector<uint8_t> rows(static_cast<size_t>(n_rows) * n_layers_ * row_bytes_);
   for (int64_t j = 0; j < n_rows; ++j)
     for (int64_t l = 0; l < n_layers_; ++l)
-      std::memcpy(rows.data() + (static_cast<size_t>(j) * n_layers_ + l) * row_bytes_, store.data() + offset(l, j),
-                  row_bytes_);
+      for (int64_t h = 0; h < heads_; ++h)
+        std::memcpy(rows.data() + (static_cast<size_t>(j) * n_layers_ + l) * row_bytes_ + h * head_bytes_,
+                    store.data() + offset(l, h, j), head_bytes_);
   return rows;
 }
 
-// Row-major [n_rows][n_layers][row_bytes] -> layer-major storage.
+// Row-major [n_rows][n_layers][row_bytes] -> storage.
 void KvCache::scatter(std::span<const uint8_t> rows, int64_t n_rows, ZeroedVector<uint8_t>& store) {
   for (int64_t j = 0; j < n_rows; ++j)
     for (int64_t l = 0; l < n_layers_; ++l)
-      std::memcpy(store.data() + offset(l, j), rows.data() + (static_cast<size_t>(j) * n_layers_ + l) * row_bytes_,
-                  row_bytes_);
+      for (int64_t h = 0; h < heads_; ++h)
+        std::memcpy(store.data() + offset(l, h, j),
+                    rows.data() + (static_cast<size_t>(j) * n_layers_ + l) * row_bytes_ + h * head_bytes_,
+                    head_bytes_);
 }
 
 std::vector<uint8_t> KvCache::raw_keys(int64_t n_rows) const { return gather(k_, n_rows); }

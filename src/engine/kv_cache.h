@@ -5,13 +5,16 @@
 // q8_0 and the attention kernels read them in place in that type
 // (kernels::attention_head{,_f16,_q8_0}): nothing is converted in bulk.
 //
-// Layout: [n_layers][allocated_rows][row_bytes] for keys and the same for
-// values (layer l, row j at (l * allocated_rows + j) * row_bytes), so one
-// layer's rows are contiguous and attention walks them at a stride of
-// row_bytes (a row-major [rows][n_layers] layout put consecutive positions
-// n_layers * row_bytes apart: 32 KiB for Llama-3.2-1B, cache and TLB hostile).
-// Growing therefore moves each layer's rows into the new allocation; it is
-// amortized by doubling. Save/load keep the portable [rows][n_layers] order.
+// Layout: each row of kv_dim elements is split into `heads` equal parts (the
+// model's kv heads), and the store is [n_layers][heads][allocated_rows]
+// [head_bytes] for keys and the same for values, so one kv head's rows are
+// contiguous and decode attention streams them (a [n_layers][rows][row_bytes]
+// layout put one head's consecutive rows row_bytes apart, 2 KiB for the
+// Llama-3.2-1B shape in f32, and its decode attention after 4096 positions
+// took 1.5x as long: docs/PERFORMANCE.md section 23). With heads = 1 it is
+// [n_layers][rows][row_bytes]. Growing moves each head's rows into the new
+// allocation; it is amortized by doubling. Save/load keep the portable
+// [rows][n_layers][row_bytes] order, whatever the heads.
 #pragma once
 
 #include <cstdint>
@@ -34,6 +37,10 @@ struct KvCacheOptions {
   KvDtype dtype = KvDtype::kF32;
   int64_t initial_rows = 256;  // rows allocated up front (capped by capacity)
   int64_t capacity_rows = 0;   // rows it may grow to; 0: the program's context C
+  // Parts each row is stored in, one after another (see the layout above):
+  // kv_dim % heads == 0, and for q8_0 each part whole blocks of 32.
+  // Program::create_kv_cache sets the model's kv heads where they qualify.
+  int64_t heads = 1;
 };
 
 class KvCache {
@@ -50,18 +57,21 @@ class KvCache {
   // to the cache's element type). Precondition: row < allocated_rows().
   void store(int64_t layer, int64_t row, const float* k, const float* v);
 
-  // One layer's rows as stored: key row j at k + j * row_stride_bytes (value
-  // row j likewise from v; row_stride_bytes is one row's bytes), each kv_dim elements of `dtype`: f32 floats, f16
-  // halves, or q8_0 as GGUF BlockQ8_0 blocks of 32 (kv_dim need not be a
+  // Head g of one layer's rows, for a model whose rows hold n_heads heads of
+  // kv_dim / n_heads elements (heads() is 1 or n_heads): key row j of the
+  // head starts at element `first` of k + j * row_stride_bytes (value row j
+  // likewise from v). Elements are of `dtype`: f32 floats, f16 halves, or q8_0
+  // as GGUF BlockQ8_0 blocks of 32 (with heads() == 1, kv_dim need not be a
   // multiple of 32: the short last block is zero-padded and has its own
   // scale). Valid until the next reserve (growing moves the rows).
-  struct LayerView {
+  struct HeadView {
     KvDtype dtype = KvDtype::kF32;
     const uint8_t* k = nullptr;
     const uint8_t* v = nullptr;
     int64_t row_stride_bytes = 0;
+    int64_t first = 0;  // elements into each row (0 when heads() == n_heads)
   };
-  LayerView layer_view(int64_t layer) const;
+  HeadView head_view(int64_t layer, int64_t g, int64_t n_heads) const;
 
   // Decodes the key and value of one position to f32 (k[kv_dim], v[kv_dim]);
   // for tests and tools, not the forward pass. Precondition: row < allocated_rows().
@@ -69,6 +79,7 @@ class KvCache {
 
   int64_t n_layers() const { return n_layers_; }
   int64_t kv_dim() const { return kv_dim_; }
+  int64_t heads() const { return heads_; }
   KvDtype dtype() const { return dtype_; }
   int64_t capacity_rows() const { return capacity_; }
   int64_t allocated_rows() const { return allocated_; }
@@ -88,16 +99,18 @@ class KvCache {
 
  private:
   KvCache() = default;
-  size_t offset(int64_t layer, int64_t row) const {
-    return (static_cast<size_t>(layer) * allocated_ + row) * row_bytes_;
+  // Head h of row j in layer l (h < heads_).
+  size_t offset(int64_t layer, int64_t head, int64_t row) const {
+    return ((static_cast<size_t>(layer) * heads_ + head) * allocated_ + row) * head_bytes_;
   }
   std::vector<uint8_t> gather(const ZeroedVector<uint8_t>& store, int64_t n_rows) const;
   void scatter(std::span<const uint8_t> rows, int64_t n_rows, ZeroedVector<uint8_t>& store);
 
-  int64_t n_layers_ = 0, kv_dim_ = 0, capacity_ = 0, allocated_ = 0;
+  int64_t n_layers_ = 0, kv_dim_ = 0, heads_ = 1, capacity_ = 0, allocated_ = 0;
   KvDtype dtype_ = KvDtype::kF32;
-  size_t row_bytes_ = 0;             // one layer's row of kv_dim elements
-  // [n_layers][allocated][row_bytes], sized without being written: the rows
+  size_t row_bytes_ = 0;   // one layer's row of kv_dim elements
+  size_t head_bytes_ = 0;  // row_bytes_ / heads_
+  // [n_layers][heads][allocated][head_bytes], sized without being written: the rows
   // a conversation has not reached stay out of RSS (core/zero_pages.h)
   ZeroedVector<uint8_t> k_, v_;
 };

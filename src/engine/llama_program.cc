@@ -137,7 +137,11 @@ Result<std::unique_ptr<KvCache>> LlamaProgram::create_kv_cache(const KvCacheOpti
   if (o.capacity_rows > c)
     return error_status("KV cache capacity of " + n_str(o.capacity_rows) + " rows exceeds the package's context of " +
                         n_str(c) + " positions");
-  return KvCache::create(model_->config().n_layers, model_->config().kv_dim(), o);
+  // Each kv head's rows stored contiguously (kv_cache.h), unless a q8_0
+  // head would split a block of 32.
+  const ModelConfig& m = model_->config();
+  o.heads = o.dtype == KvDtype::kQ8_0 && m.head_dim % 32 != 0 ? 1 : m.n_kv_heads;
+  return KvCache::create(m.n_layers, m.kv_dim(), o);
 }
 
 Status LlamaProgram::bind_kv_cache(KvCache* cache) {
@@ -152,6 +156,9 @@ Status LlamaProgram::bind_kv_cache(KvCache* cache) {
     return error_status("KV cache of " + n_str(cache->n_layers()) + " layers x " + n_str(cache->kv_dim()) + " x " +
                         n_str(cache->capacity_rows()) + " rows does not fit this program (" + n_str(c.n_layers) +
                         " x " + n_str(c.kv_dim()) + " x at most " + n_str(transformer_->plan().cache_rows) + ")");
+  if (cache->heads() != 1 && cache->heads() != c.n_kv_heads)
+    return error_status("KV cache rows stored as " + n_str(cache->heads()) + " heads do not fit this program's " +
+                        n_str(c.n_kv_heads) + " kv heads (expected " + n_str(c.n_kv_heads) + " or 1)");
   transformer_->bind_cache(cache);
   return ok_status();
 }

@@ -36,7 +36,7 @@ Transformer::Transformer(const Model& model, const ForwardPlan& plan, ThreadPool
       own_cache_(KvCache::create(cfg_.n_layers, cfg_.kv_dim(),
                                  {KvDtype::kF32,
                                   plan.initial_cache_rows > 0 ? plan.initial_cache_rows : plan.cache_rows,
-                                  plan.cache_rows})
+                                  plan.cache_rows, cfg_.n_kv_heads})
                      .value()),
       cache_(own_cache_.get()) {
   const int64_t b = plan_.max_tokens;
@@ -195,11 +195,12 @@ void Transformer::rotate_heads(float* heads, int64_t n_heads, const float* norm,
 
 // The cache rows of kv head g in this layer, read in their stored type
 // (f16 and q8_0 rows are never converted in bulk).
-kernels::KvHead Transformer::kv_head(const KvCache::LayerView& kv, int64_t g) const {
+kernels::KvHead Transformer::kv_head(int64_t layer, int64_t g) const {
+  const KvCache::HeadView kv = cache_->head_view(layer, g, cfg_.n_kv_heads);
   const kernels::CacheElem elem = kv.dtype == KvDtype::kF32   ? kernels::CacheElem::kF32
                                   : kv.dtype == KvDtype::kF16 ? kernels::CacheElem::kF16
                                                               : kernels::CacheElem::kQ8_0;
-  return {elem, kv.k, kv.v, kv.row_stride_bytes, g * cfg_.head_dim};
+  return {elem, kv.k, kv.v, kv.row_stride_bytes, kv.first};
 }
 
 // Query heads per decode attention unit: the whole group of a kv head (its
@@ -222,12 +223,11 @@ void Transformer::attend(int64_t layer, int64_t n, int64_t start_pos) {
   if (n > 1) return attend_tokens(layer, n, start_pos);
   const int64_t hd = cfg_.head_dim, group = cfg_.n_heads / cfg_.n_kv_heads, run = decode_attention_run_;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const KvCache::LayerView kv = cache_->layer_view(layer);
   pool_.parallel_for(cfg_.n_heads / run, [&](int thread, int64_t begin, int64_t end) {
     float* scores = scores_.data() + thread * attention_scratch_floats_;
     for (int64_t u = begin; u < end; ++u) {
       const int64_t h = u * run;  // the run's first query head
-      kernels::attention_query_group(q_.data() + h * hd, run, kv_head(kv, h / group), start_pos + 1, hd, scale,
+      kernels::attention_query_group(q_.data() + h * hd, run, kv_head(layer, h / group), start_pos + 1, hd, scale,
                                      scores, att_.data() + h * hd);
     }
   });
@@ -246,7 +246,6 @@ void Transformer::attend_tokens(int64_t layer, int64_t n, int64_t start_pos) {
   const int64_t n_tiles = (n + tile - 1) / tile;
   const int64_t row = cfg_.n_heads * hd;  // floats between tokens in q_ and att_
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  const KvCache::LayerView kv = cache_->layer_view(layer);
   pool_.parallel_for_dynamic(cfg_.n_kv_heads * n_tiles, [&](int thread, int64_t begin, int64_t end) {
     float* scratch = scores_.data() + thread * attention_scratch_floats_;
     for (int64_t i = begin; i < end; ++i) {
@@ -254,7 +253,7 @@ void Transformer::attend_tokens(int64_t layer, int64_t n, int64_t start_pos) {
       const int64_t t0 = (n_tiles - 1 - k) * tile;
       const int64_t first_query = t0 * row + g * group * hd;
       kernels::attention_tokens(q_.data() + first_query, row, std::min(tile, n - t0), group, start_pos + t0,
-                                kv_head(kv, g), hd, scale, scratch, att_.data() + first_query, row);
+                                kv_head(layer, g), hd, scale, scratch, att_.data() + first_query, row);
     }
   }, 1);
 }

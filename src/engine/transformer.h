@@ -64,7 +64,7 @@ class Transformer {
   void attend(int64_t layer, int64_t n, int64_t start_pos);
   int64_t pick_decode_attention_run() const;
   void attend_tokens(int64_t layer, int64_t n, int64_t start_pos);
-  kernels::KvHead kv_head(const KvCache::LayerView& kv, int64_t g) const;
+  kernels::KvHead kv_head(int64_t layer, int64_t g) const;
   void rmsnorm_rows(float* out, const float* in, const float* weight, int64_t n, int64_t width);
   void add_residual(const float* y, int64_t n);
   void swiglu_rows(int64_t n);

@@ -41,7 +41,7 @@ TEST(KvCache, C7_StartsSmallGrowsByDoublingUpToItsCapacity) {
   EXPECT_EQ(c->allocated_rows(), 100);  // capped at the capacity
   std::vector<float> k_back(40), v_back(40);
   c->read_row(1, 15, k_back.data(), v_back.data());
-  const auto view = c->layer_view(1);  // the f32 rows in place, after the growth
+  const auto view = c->head_view(1, 0, 1);  // the f32 rows in place, after the growth
   const auto* k_raw = reinterpret_cast<const float*>(view.k + 15 * view.row_stride_bytes);
   for (int i = 0; i < 40; ++i) {  // rows written before growing survive it
     EXPECT_EQ(k_back[i], k[i]);
@@ -71,7 +71,7 @@ TEST(KvCache, C7_F16AndQ8RowsReadBackCloseToF32AndTakeLessMemory) {
     }
     // The view the attention kernels read: the stored type in place, one
     // layer's rows back to back, and no f32 copy held beside them.
-    const auto view = c->layer_view(2);
+    const auto view = c->head_view(2, 0, 1);
     EXPECT_EQ(view.dtype, dtype);
     const int64_t row_bytes = dtype == KvDtype::kF16 ? dim * 2 : 3 * 34;
     EXPECT_EQ(view.row_stride_bytes, row_bytes);
@@ -150,7 +150,7 @@ TEST(KvCache, C7_EveryLayersRowsSurviveTwoDoublings) {
     }
     if (dtype == KvDtype::kF32) {  // the view: row j of layer l at k + j * row_bytes
       for (int64_t l = 0; l < layers; ++l) {
-        const auto view = c->layer_view(l);
+        const auto view = c->head_view(l, 0, 1);
         EXPECT_EQ(view.row_stride_bytes, dim * 4);
         for (int64_t r : {0, 3, 7, 15}) {
           const auto* kr = reinterpret_cast<const float*>(view.k + r * view.row_stride_bytes);
@@ -161,6 +161,66 @@ TEST(KvCache, C7_EveryLayersRowsSurviveTwoDoublings) {
       }
     }
   }
+}
+
+// Per-head storage (KvCacheOptions::heads): each kv head's rows are
+// contiguous, a head view points at them with first 0 and a stride of one
+// head, growth keeps every head's rows, and the raw rows (the file order)
+// are those of the same cache stored as whole rows.
+TEST(KvCache, C7_PerHeadStorageKeepsEachHeadsRowsTogetherThroughGrowth) {
+  struct Case { KvDtype dtype; int64_t heads, dim; size_t head_bytes; };
+  for (const Case& t : {Case{KvDtype::kF32, 4, 40, 10 * 4}, Case{KvDtype::kF16, 5, 40, 8 * 2},
+                        Case{KvDtype::kQ8_0, 2, 64, 34}}) {
+    const int64_t layers = 3, width = t.dim / t.heads;
+    auto split = KvCache::create(layers, t.dim, {t.dtype, 4, 64, t.heads}).value();
+    auto whole = KvCache::create(layers, t.dim, {t.dtype, 4, 64}).value();
+    EXPECT_EQ(split->heads(), t.heads);
+    EXPECT_EQ(whole->heads(), 1);
+    for (int64_t r = 0; r < 16; ++r) {
+      ASSERT_TRUE(split->reserve(r + 1).ok());  // grows 4 -> 8 -> 16 among the writes
+      ASSERT_TRUE(whole->reserve(r + 1).ok());
+      for (int64_t l = 0; l < layers; ++l) {
+        store_tagged(*split, l, r);
+        store_tagged(*whole, l, r);
+      }
+    }
+    const std::string name(kv_dtype_name(t.dtype));
+    std::vector<float> ks(t.dim), vs(t.dim), kw(t.dim), vw(t.dim);
+    for (int64_t l = 0; l < layers; ++l)
+      for (int64_t r = 0; r < 16; ++r) {
+        split->read_row(l, r, ks.data(), vs.data());
+        whole->read_row(l, r, kw.data(), vw.data());
+        ASSERT_EQ(ks, kw) << name << " layer " << l << " row " << r;
+        ASSERT_EQ(vs, vw) << name << " layer " << l << " row " << r;
+      }
+    EXPECT_TRUE(split->raw_keys(16) == whole->raw_keys(16)) << name;
+    EXPECT_TRUE(split->raw_values(16) == whole->raw_values(16)) << name;
+    if (t.dtype == KvDtype::kF32) {  // the view: head g's row j at k + j * head_bytes, element 0
+      for (int64_t g = 0; g < t.heads; ++g) {
+        const auto view = split->head_view(2, g, t.heads);
+        EXPECT_EQ(view.first, 0);
+        EXPECT_EQ(view.row_stride_bytes, static_cast<int64_t>(t.head_bytes));
+        const auto* row11 = reinterpret_cast<const float*>(view.k + 11 * view.row_stride_bytes);
+        EXPECT_EQ(row11[3], tagged(2, 11, g * width + 3)) << g;
+        const auto old = whole->head_view(2, g, t.heads);  // whole rows: the head starts `first` in
+        EXPECT_EQ(old.first, g * width);
+        EXPECT_EQ(old.row_stride_bytes, t.dim * 4);
+      }
+    } else {
+      EXPECT_EQ(split->head_view(1, 1, t.heads).row_stride_bytes, static_cast<int64_t>(t.head_bytes)) << name;
+    }
+    EXPECT_EQ(split->bytes(), whole->bytes()) << name;  // the same rows, only in another order
+  }
+  // Heads that do not divide the row, or split a q8_0 block, are refused.
+  auto uneven = KvCache::create(2, 40, {KvDtype::kF32, 4, 8, 3});
+  ASSERT_FALSE(uneven.ok());
+  EXPECT_NE(uneven.status().message().find("40 elements cannot be stored as 3 heads"), std::string::npos)
+      << uneven.status().message();
+  auto split_block = KvCache::create(2, 64, {KvDtype::kQ8_0, 4, 8, 4});
+  ASSERT_FALSE(split_block.ok());
+  EXPECT_NE(split_block.status().message().find("q8_0 blocks of 32"), std::string::npos)
+      << split_block.status().message();
+  EXPECT_FALSE(KvCache::create(2, 64, {KvDtype::kF32, 4, 8, 0}).ok());
 }
 
 // Writes a version-1 conversation file by hand, in the on-disk order the
@@ -199,7 +259,10 @@ TEST(KvCache, C4_FilesKeepTheRowMajorOrderAcrossTheLayerMajorCache) {
   const int64_t layers = 3, dim = 8, rows = 6;
   const std::string file = handmade_v1_file(layers, dim, rows, 7);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << file;
-  auto c = KvCache::create(layers, dim, {KvDtype::kF32, 2, 32}).value();  // grows while loading
+  for (int64_t heads : {1, 4}) {  // whole rows, and each of 4 heads' rows together
+  SCOPED_TRACE("heads " + std::to_string(heads));
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << file;
+  auto c = KvCache::create(layers, dim, {KvDtype::kF32, 2, 32, heads}).value();  // grows while loading
   auto loaded = load_kv_cache_file(path, *c, 7);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   EXPECT_EQ(loaded->metadata, "md");
@@ -213,7 +276,7 @@ TEST(KvCache, C4_FilesKeepTheRowMajorOrderAcrossTheLayerMajorCache) {
         ASSERT_EQ(v[i], -tagged(l, r, i)) << "layer " << l << " row " << r;
       }
     }
-  auto half = KvCache::create(layers, dim, {KvDtype::kF16, 2, 32}).value();
+  auto half = KvCache::create(layers, dim, {KvDtype::kF16, 2, 32, heads}).value();
   ASSERT_TRUE(load_kv_cache_file(path, *half, 7).ok());
   half->read_row(2, 5, k.data(), v.data());
   for (int64_t i = 0; i < dim; ++i) EXPECT_NEAR(k[i], tagged(2, 5, i), 0.07f) << i;  // f16 steps of 1/8 near 133
@@ -233,6 +296,7 @@ TEST(KvCache, C4_FilesKeepTheRowMajorOrderAcrossTheLayerMajorCache) {
   float x;
   std::memcpy(&x, raw.data() + ((4 * layers + 1) * dim + 3) * 4, 4);  // row 4, layer 1, elem 3
   EXPECT_EQ(x, tagged(1, 4, 3));
+  }
   std::remove(path.c_str());
 }
 
@@ -281,6 +345,59 @@ TEST(KvCache, C1_ABoundCacheGivesTheLogitsOfTheProgramsOwn) {
   EXPECT_FALSE(pkg.program->create_kv_cache({KvDtype::kF32, 4, 65}).ok());
   auto wrong = KvCache::create(3, 16, {KvDtype::kF32, 4, 8}).value();
   EXPECT_FALSE(pkg.program->bind_kv_cache(wrong.get()).ok());
+
+  // The program's caches keep each of its 2 kv heads' rows together (a q8_0
+  // head of 8 elements would split a block: whole rows); a cache of whole
+  // rows made by hand gives the same logits; one of 4 heads does not fit.
+  EXPECT_EQ(pkg.program->create_kv_cache({KvDtype::kF16, 4, 32}).value()->heads(), 2);
+  EXPECT_EQ(pkg.program->create_kv_cache({KvDtype::kQ8_0, 4, 32}).value()->heads(), 1);
+  auto rows = KvCache::create(2, 16, {KvDtype::kF32, 4, 32, 1}).value();
+  ASSERT_TRUE(pkg.program->bind_kv_cache(rows.get()).ok());
+  ASSERT_TRUE(pkg.program->forward(prompt, 0).ok());
+  auto got = pkg.program->forward(one, 10);
+  ASSERT_TRUE(got.ok());
+  for (size_t i = 0; i < expected.size(); ++i) ASSERT_EQ(got->last()[i], expected[i]) << i;
+  auto four = KvCache::create(2, 16, {KvDtype::kF32, 4, 32, 4}).value();
+  auto refused = pkg.program->bind_kv_cache(four.get());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find("4 heads do not fit this program's 2 kv heads"), std::string::npos)
+      << refused.message();
+}
+
+// A q8_0 cache whose heads are whole blocks (head_dim 32) is stored per head;
+// it holds the very blocks a cache of whole rows holds, so its logits are
+// those of a whole-row q8_0 cache bit for bit, and within q8_0's error of
+// the program's f32 cache.
+TEST(KvCache, C1_APerHeadQ8CacheGivesTheLogitsOfAWholeRowQ8Cache) {
+  TinyModelSpec spec = with_kind("off_graph");
+  spec.dim = 128;
+  spec.n_heads = 4;
+  spec.n_kv_heads = 2;  // head_dim 32
+  auto pkg = load_tiny(spec);
+  std::vector<int64_t> prompt = {1, 40, 50, 60, 70, 80, 90, 100, 110, 120};
+  std::vector<int64_t> one = {200};
+  auto last_logits = [&] {
+    EXPECT_TRUE(pkg.program->forward(prompt, 0).ok());
+    auto got = pkg.program->forward(one, 10);
+    EXPECT_TRUE(got.ok());
+    return std::vector<float>(got->last().begin(), got->last().end());
+  };
+  const std::vector<float> f32 = last_logits();
+  auto split = pkg.program->create_kv_cache({KvDtype::kQ8_0, 4, 32}).value();
+  EXPECT_EQ(split->heads(), 2);
+  ASSERT_TRUE(pkg.program->bind_kv_cache(split.get()).ok());
+  const std::vector<float> per_head = last_logits();
+  auto whole = KvCache::create(2, 64, {KvDtype::kQ8_0, 4, 32, 1}).value();
+  ASSERT_TRUE(pkg.program->bind_kv_cache(whole.get()).ok());
+  const std::vector<float> whole_rows = last_logits();
+  EXPECT_TRUE(per_head == whole_rows);
+  float worst = 0, largest = 0;
+  for (size_t i = 0; i < f32.size(); ++i) {
+    worst = std::max(worst, std::fabs(per_head[i] - f32[i]));
+    largest = std::max(largest, std::fabs(f32[i]));
+  }
+  EXPECT_GT(largest, 0.1f);  // logits that are not all near zero
+  EXPECT_LE(worst, 0.05f * largest) << "largest logit " << largest;
 }
 
 TEST(KvCache, C1_InGraphAndCachelessProgramsRefuseAnOffGraphCache) {
