@@ -75,7 +75,8 @@ class Program {
 
   // Off-graph KV cache (CONTRACT C1, C7). A package whose cache lives outside
   // the graph makes caches shaped for it (capacity_rows 0: its context C;
-  // more than C is an error) and, once one is bound, forward reads and writes
+  // more than C is an error; options.heads is set to its kv heads, or 1
+  // where a q8_0 head would split a block) and, once one is bound, forward reads and writes
   // that cache, growing it as positions are written. nullptr unbinds. The
   // defaults refuse: the package keeps its cache inside the program.
   virtual Result<std::unique_ptr<KvCache>> create_kv_cache(const KvCacheOptions& options) const;
