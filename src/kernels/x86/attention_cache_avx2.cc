@@ -154,6 +154,20 @@ void values_strip(const float* p, int64_t n_q, int64_t n_ctx, const uint8_t* v, 
 // Value rows per block (see attention_rows).
 constexpr int64_t kValueRowBlock = 64;
 
+// Software prefetch distances of the decode passes over f32 and f16 rows: the
+// key rows 32 ahead of the 8 being scored, and the next block of value rows.
+// The hardware prefetchers alone left a 1B-shape token at d4096 (attention
+// driver, f32 rows per kv head) at 12.8-16.4 ms against 8.4-10.3 with both,
+// and 1B Q4_0 tg32 at d4096 went from 33-34 to 42 t/s (f16 rows level;
+// docs/PERFORMANCE.md section 23). The q8_0 passes gained nothing from it.
+constexpr int64_t kKeyRowsAhead = 32;
+
+// Asks for `rows` rows' first `bytes` bytes (rows `stride` apart) into L1.
+inline void prefetch_rows(const uint8_t* p, int64_t stride, int64_t rows, int64_t bytes) {
+  for (int64_t r = 0; r < rows; ++r, p += stride)
+    for (int64_t off = 0; off < bytes; off += 64) _mm_prefetch(reinterpret_cast<const char*>(p + off), _MM_HINT_T0);
+}
+
 // Attention of n_q query heads (q: head g at q + g * head_dim) that share one
 // kv head, over rows `stride` bytes apart (k, v: the head's first element in
 // row 0); scores[n_q * n_ctx] (query g's at g * n_ctx), out like q. Each
@@ -165,9 +179,12 @@ template <class E>
 void attention_rows(const float* q, int64_t n_q, const uint8_t* k, const uint8_t* v, int64_t stride, int64_t n_ctx,
                     int64_t head_dim, float scale, float* scores, float* out) {
   int64_t j = 0;
-  for (; j + 8 <= n_ctx; j += 8)
+  const int64_t row_bytes = head_dim * E::kBytes;
+  for (; j + 8 <= n_ctx; j += 8) {
+    if (j + kKeyRowsAhead + 8 <= n_ctx) prefetch_rows(k + (j + kKeyRowsAhead) * stride, stride, 8, row_bytes);
     for (int64_t g = 0; g < n_q; ++g)
       scores8<E>(q + g * head_dim, k + j * stride, stride, head_dim, scale, scores + g * n_ctx + j);
+  }
   for (; j + 4 <= n_ctx; j += 4)
     for (int64_t g = 0; g < n_q; ++g)
       scores4<E>(q + g * head_dim, k + j * stride, stride, head_dim, scale, scores + g * n_ctx + j);
@@ -183,6 +200,8 @@ void attention_rows(const float* q, int64_t n_q, const uint8_t* k, const uint8_t
   for (int64_t j0 = 0; j0 < n_ctx; j0 += kValueRowBlock) {
     const int64_t rows = std::min(kValueRowBlock, n_ctx - j0);
     const uint8_t* vb = v + j0 * stride;
+    const int64_t next_rows = std::min(kValueRowBlock, n_ctx - j0 - rows);  // the next block's
+    if (next_rows > 0) prefetch_rows(vb + rows * stride, stride, next_rows, row_bytes);
     int64_t d = 0;
     if (n_q == 1) {  // one query: 32 columns a pass, 4 sums
       for (; d + 32 <= vec_dims; d += 32)
