@@ -93,14 +93,10 @@ void decode_row(const KvHead& kv, const uint8_t* row, int64_t hd, float* buf) {
   }
 }
 
-// Rows [j0, j0 + n) of the head (keys or values at base) as f32: read in
-// place from an f32 cache (in_place), else decoded into buf[n][hd].
 Rows block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf, bool in_place) {
-  const auto* rows = static_cast<const uint8_t*>(base) + j0 * kv.row_stride_bytes;
-  if (in_place && kv.elem == CacheElem::kF32 && kv.row_stride_bytes % 4 == 0)
-    return {reinterpret_cast<const float*>(rows) + kv.first, kv.row_stride_bytes / 4};
-  for (int j = 0; j < n; ++j) decode_row(kv, rows + j * kv.row_stride_bytes, hd, buf + j * hd);
-  return {buf, hd};
+  int64_t stride = 0;
+  const float* p = attention_block_rows(kv, base, j0, n, hd, buf, in_place, &stride);
+  return {p, stride};
 }
 
 // st[j][8g..8g+8) = sum_d k_j[d] * qt[d][8g..] for KR keys and NG lane groups.
@@ -242,6 +238,18 @@ void attend_tile(const TileArgs& a, const KvHead& kv, int64_t q0, int n, const S
 }
 
 }  // namespace
+
+const float* attention_block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf,
+                                  bool in_place, int64_t* stride) {
+  const auto* rows = static_cast<const uint8_t*>(base) + j0 * kv.row_stride_bytes;
+  if (in_place && kv.elem == CacheElem::kF32 && kv.row_stride_bytes % 4 == 0) {
+    *stride = kv.row_stride_bytes / 4;
+    return reinterpret_cast<const float*>(rows) + kv.first;
+  }
+  for (int j = 0; j < n; ++j) decode_row(kv, rows + j * kv.row_stride_bytes, hd, buf + j * hd);
+  *stride = hd;
+  return buf;
+}
 
 size_t attention_tokens_scratch_floats(int64_t head_dim) { return Scratch::floats(head_dim) + 8; }
 

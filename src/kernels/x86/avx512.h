@@ -4,6 +4,7 @@
 // exist and the AVX2 kernels for everything else (an AVX-512 CPU has AVX2).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include "core/dtype.h"
@@ -23,5 +24,13 @@ bool supports(DType dtype, int64_t n_tokens, bool with_decode);
 // share the AVX2 path's ActBlock activations).
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                  const void* scratch, int64_t row_begin, int64_t row_end);
+
+// Prefill attention (kernels.h attention_tokens) for head_dim % 16 == 0:
+// x86/attention_tokens_avx512.cc (other head sizes take the AVX2 kernel).
+bool attention_tokens_supports(int64_t head_dim);
+size_t attention_tokens_scratch_floats(int64_t head_dim);
+void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_t group, int64_t start_pos,
+                      const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
+                      int64_t out_stride);
 
 }  // namespace llmpack::kernels::avx512

@@ -1,0 +1,245 @@
+// AVX-512 prefill attention (kernels.h attention_tokens) for head_dim % 16
+// == 0: the plan of the AVX2 kernel (attention_tokens_avx2.cc: a tile of up to
+// 32 queries that share a kv head goes through the cache 32 keys at a time
+// with a running softmax per query) with 16 queries to a vector and twice the
+// registers, so each broadcast key element or probability feeds twice the
+// FMAs. At d2048 the AVX2 kernel took 44% of a 1B-shape pp512 (section 23 of
+// docs/PERFORMANCE.md).
+//
+// Layouts in the per-thread scratch (lane = query, 16 queries per vector):
+//   qt[head_dim][32]  the tile's queries, transposed and pre-scaled
+//   st[32][32]        scores, then probabilities, of one block of keys
+//   o[32][head_dim]   running sums of probability-weighted values
+//   kb, vb[32][head_dim]  key / value rows as f32 (attention_block_rows)
+// Scores: acc[key][lane group] += k[key][d] (broadcast) * qt[d][group];
+// values: acc[query][dims] += st[key][query] (broadcast) * v[key][dims].
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/x86/avx2.h"
+#include "kernels/x86/avx512.h"
+
+namespace llmpack::kernels::avx512 {
+namespace {
+
+constexpr int kTile = 32;          // queries per tile (2 vectors of lanes)
+constexpr int kKeys = 32;          // keys per block
+constexpr int kLanes = 16;
+constexpr float kMasked = -1e30f;  // a score no query can see (exp gives 0)
+
+struct Scratch {
+  float* qt;
+  float* st;
+  float* o;
+  float* kb;
+  float* vb;
+  float* m;     // [kTile] running max per query
+  float* l;     // [kTile] running sum of exp per query
+  float* corr;  // [kTile] this block's rescale factor per query
+  float* nctx;  // [kTile] positions each query sees (0 for padding lanes)
+
+  Scratch(float* s, int64_t hd) {
+    qt = s, s += hd * kTile;
+    st = s, s += kKeys * kTile;
+    o = s, s += kTile * hd;
+    kb = s, s += kKeys * hd;
+    vb = s, s += kKeys * hd;
+    m = s, s += kTile;
+    l = s, s += kTile;
+    corr = s, s += kTile;
+    nctx = s;
+  }
+  static size_t floats(int64_t hd) { return static_cast<size_t>(4 * kTile * hd + kKeys * kTile + 4 * kTile); }
+};
+
+// e^x for x <= 0 (scores minus their running max): 2^n * p(r), r = x - n ln 2,
+// with |r| <= ln2 / 2 and a degree-6 polynomial; below -87 it is 0.
+inline __m512 exp512(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);  // p * 2^n
+}
+
+struct Rows {
+  const float* p;
+  int64_t stride;
+  const float* row(int64_t j) const { return p + j * stride; }
+};
+
+Rows block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf, bool in_place) {
+  int64_t stride = 0;
+  const float* p = avx2::attention_block_rows(kv, base, j0, n, hd, buf, in_place, &stride);
+  return {p, stride};
+}
+
+// st[j][16g..16g+16) = sum_d k_j[d] * qt[d][16g..] for KR keys and NG lane groups.
+template <int NG, int KR>
+inline void score_keys(const Rows& k, int j0, int64_t hd, const float* qt, float* st) {
+  __m512 acc[KR][NG];
+  for (int r = 0; r < KR; ++r)
+    for (int g = 0; g < NG; ++g) acc[r][g] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < hd; ++d) {
+    __m512 qv[NG];
+    for (int g = 0; g < NG; ++g) qv[g] = _mm512_load_ps(qt + d * kTile + kLanes * g);
+    for (int r = 0; r < KR; ++r) {
+      const __m512 kv = _mm512_set1_ps(k.row(j0 + r)[d]);
+      for (int g = 0; g < NG; ++g) acc[r][g] = _mm512_fmadd_ps(kv, qv[g], acc[r][g]);
+    }
+  }
+  for (int r = 0; r < KR; ++r)
+    for (int g = 0; g < NG; ++g) _mm512_store_ps(st + r * kTile + kLanes * g, acc[r][g]);
+}
+
+// 8 keys a pass (16 or 8 accumulators), then 4, then one at a time.
+template <int NG>
+void score_block(const Rows& k, int n_keys, int64_t hd, const float* qt, float* st) {
+  int j = 0;
+  for (; j + 8 <= n_keys; j += 8) score_keys<NG, 8>(k, j, hd, qt, st + j * kTile);
+  for (; j + 4 <= n_keys; j += 4) score_keys<NG, 4>(k, j, hd, qt, st + j * kTile);
+  for (; j < n_keys; ++j) score_keys<NG, 1>(k, j, hd, qt, st + j * kTile);
+}
+
+// Masks the block's scores, updates each lane's running max and sum, and
+// turns st into probabilities relative to the new max (corr rescales o).
+void softmax_block(const Scratch& s, int n_groups, int64_t j0, int n_keys) {
+  const __m512 masked = _mm512_set1_ps(kMasked);
+  for (int g = 0; g < n_groups; ++g) {
+    const __m512 nctx = _mm512_load_ps(s.nctx + kLanes * g);
+    __m512 block_max = masked;
+    for (int j = 0; j < n_keys; ++j) {
+      float* row = s.st + j * kTile + kLanes * g;
+      const __mmask16 visible = _mm512_cmp_ps_mask(_mm512_set1_ps(static_cast<float>(j0 + j)), nctx, _CMP_LT_OQ);
+      const __m512 score = _mm512_mask_blend_ps(visible, masked, _mm512_load_ps(row));
+      _mm512_store_ps(row, score);
+      block_max = _mm512_max_ps(block_max, score);
+    }
+    const __m512 m_old = _mm512_load_ps(s.m + kLanes * g);
+    const __m512 m_new = _mm512_max_ps(m_old, block_max);
+    __m512 sum = _mm512_setzero_ps();
+    for (int j = 0; j < n_keys; ++j) {
+      float* row = s.st + j * kTile + kLanes * g;
+      const __mmask16 visible = _mm512_cmp_ps_mask(_mm512_set1_ps(static_cast<float>(j0 + j)), nctx, _CMP_LT_OQ);
+      const __m512 p = _mm512_maskz_mov_ps(visible, exp512(_mm512_sub_ps(_mm512_load_ps(row), m_new)));
+      _mm512_store_ps(row, p);
+      sum = _mm512_add_ps(sum, p);
+    }
+    const __m512 corr = exp512(_mm512_sub_ps(m_old, m_new));
+    _mm512_store_ps(s.corr + kLanes * g, corr);
+    _mm512_store_ps(s.l + kLanes * g, _mm512_fmadd_ps(_mm512_load_ps(s.l + kLanes * g), corr, sum));
+    _mm512_store_ps(s.m + kLanes * g, m_new);
+  }
+}
+
+// o[i][d0..d0+16DV) = o * corr[i] + sum_j st[j][i] * v_j[d0..] for QR queries.
+template <int QR, int DV>
+inline void value_dims(const Scratch& s, const Rows& v, int n_keys, int64_t hd, int i0, int64_t d0) {
+  __m512 acc[QR][DV];
+  for (int i = 0; i < QR; ++i) {
+    const __m512 c = _mm512_set1_ps(s.corr[i0 + i]);
+    for (int u = 0; u < DV; ++u)
+      acc[i][u] = _mm512_mul_ps(_mm512_loadu_ps(s.o + (i0 + i) * hd + d0 + kLanes * u), c);
+  }
+  for (int j = 0; j < n_keys; ++j) {
+    __m512 vv[DV];
+    for (int u = 0; u < DV; ++u) vv[u] = _mm512_loadu_ps(v.row(j) + d0 + kLanes * u);
+    for (int i = 0; i < QR; ++i) {
+      const __m512 p = _mm512_set1_ps(s.st[j * kTile + i0 + i]);
+      for (int u = 0; u < DV; ++u) acc[i][u] = _mm512_fmadd_ps(p, vv[u], acc[i][u]);
+    }
+  }
+  for (int i = 0; i < QR; ++i)
+    for (int u = 0; u < DV; ++u) _mm512_storeu_ps(s.o + (i0 + i) * hd + d0 + kLanes * u, acc[i][u]);
+}
+
+// QR queries a pass over 16 * DV dims: 24 accumulators (8 for single queries).
+template <int DV>
+void value_queries(const Scratch& s, const Rows& v, int n_keys, int64_t hd, int n_queries, int64_t d0) {
+  constexpr int kQr = 24 / DV;
+  int i = 0;
+  for (; i + kQr <= n_queries; i += kQr) value_dims<kQr, DV>(s, v, n_keys, hd, i, d0);
+  for (; i < n_queries; ++i) value_dims<1, DV>(s, v, n_keys, hd, i, d0);
+}
+
+void value_block(const Scratch& s, const Rows& v, int n_keys, int64_t hd, int n_queries) {
+  int64_t d0 = 0;
+  for (; d0 + 64 <= hd; d0 += 64) value_queries<4>(s, v, n_keys, hd, n_queries, d0);
+  for (; d0 + 32 <= hd; d0 += 32) value_queries<2>(s, v, n_keys, hd, n_queries, d0);
+  for (; d0 < hd; d0 += 16) value_queries<1>(s, v, n_keys, hd, n_queries, d0);
+}
+
+struct TileArgs {
+  const float* q;
+  int64_t q_stride, group, start_pos, hd;
+  float scale;
+  float* out;
+  int64_t out_stride;
+};
+
+// One tile: queries qi in [q0, q0 + n) of the (token, head) order.
+void attend_tile(const TileArgs& a, const KvHead& kv, int64_t q0, int n, const Scratch& s) {
+  const int n_groups = (n + kLanes - 1) / kLanes;
+  int64_t n_keys_all = 0;
+  for (int i = 0; i < kTile; ++i) {
+    s.m[i] = kMasked, s.l[i] = 0.0f, s.nctx[i] = 0.0f;  // padding lanes see no position
+    for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = 0.0f;
+    if (i >= n) continue;
+    const int64_t qi = q0 + i, t = qi / a.group, h = qi % a.group;
+    const float* qv = a.q + t * a.q_stride + h * a.hd;
+    for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = qv[d] * a.scale;
+    s.nctx[i] = static_cast<float>(a.start_pos + t + 1);
+    n_keys_all = std::max(n_keys_all, a.start_pos + t + 1);
+  }
+  std::fill(s.o, s.o + kTile * a.hd, 0.0f);
+  for (int64_t j0 = 0; j0 < n_keys_all; j0 += kKeys) {
+    const int nk = static_cast<int>(std::min<int64_t>(kKeys, n_keys_all - j0));
+    // keys in place where the cache is f32; values copied together (the
+    // value pass reads the block's rows over and over)
+    const Rows k_rows = block_rows(kv, kv.k, j0, nk, a.hd, s.kb, /*in_place=*/true);
+    const Rows v_rows = block_rows(kv, kv.v, j0, nk, a.hd, s.vb, /*in_place=*/false);
+    if (n_groups == 1)
+      score_block<1>(k_rows, nk, a.hd, s.qt, s.st);
+    else
+      score_block<2>(k_rows, nk, a.hd, s.qt, s.st);
+    softmax_block(s, n_groups, j0, nk);
+    value_block(s, v_rows, nk, a.hd, n);
+  }
+  for (int i = 0; i < n; ++i) {
+    const int64_t qi = q0 + i, t = qi / a.group, h = qi % a.group;
+    float* dst = a.out + t * a.out_stride + h * a.hd;
+    const __m512 inv = _mm512_set1_ps(1.0f / s.l[i]);
+    for (int64_t d = 0; d < a.hd; d += kLanes)
+      _mm512_storeu_ps(dst + d, _mm512_mul_ps(_mm512_loadu_ps(s.o + i * a.hd + d), inv));
+  }
+}
+
+}  // namespace
+
+size_t attention_tokens_scratch_floats(int64_t head_dim) { return Scratch::floats(head_dim) + 16; }
+
+bool attention_tokens_supports(int64_t head_dim) { return head_dim > 0 && head_dim % 16 == 0; }
+
+void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_t group, int64_t start_pos,
+                      const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
+                      int64_t out_stride) {
+  // 64-byte aligned blocks for the aligned loads of qt, st and the per-query arrays
+  auto* aligned = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
+  const Scratch s(aligned, head_dim);
+  const TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride};
+  const int64_t n_queries = n_tokens * group;
+  for (int64_t q0 = 0; q0 < n_queries; q0 += kTile)
+    attend_tile(args, kv, q0, static_cast<int>(std::min<int64_t>(kTile, n_queries - q0)), s);
+}
+
+}  // namespace llmpack::kernels::avx512
