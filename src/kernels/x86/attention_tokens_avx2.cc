@@ -1,68 +1,32 @@
 // AVX2 prefill attention (kernels.h attention_tokens): up to 32 queries that
 // share one kv head go through the cache together, 32 keys at a time, with a
 // running (online) softmax per query, so each key and value row is read once
-// per tile of queries instead of once per query.
-//
-// Layouts in the per-thread scratch (lane = query, 8 queries per vector):
-//   qt[head_dim][32]  the tile's queries, transposed and pre-scaled
-//   st[32][32]        scores, then probabilities, of one block of keys
-//   o[32][head_dim]   running sums of probability-weighted values
-//   kb[32][head_dim]  key rows decoded to f32 (f16, q8_0 caches; f32 keys are read in place)
-//   vb[32][head_dim]  value rows as f32, always copied together (see attend_tile)
-// Scores: acc[key][lane group] += k[key][d] (broadcast) * qt[d][group];
+// per tile of queries instead of once per query. The tile's scratch and walk
+// are attention_tokens_tile.h's; here, 8 queries per vector:
+// scores: acc[key][lane group] += k[key][d] (broadcast) * qt[d][group];
 // values: acc[query][dims] += st[key][query] (broadcast) * v[key][dims].
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/quant_blocks.h"
+#include "kernels/x86/attention_tokens_tile.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/simd_avx2.h"
 
 namespace llmpack::kernels::avx2 {
 namespace {
 
-constexpr int kTile = 32;      // queries per tile (4 vectors of lanes)
-constexpr int kKeys = 32;      // keys per block
-constexpr float kMasked = -1e30f;  // a score no query can see (exp gives 0)
-
-struct Scratch {
-  float* qt;
-  float* st;
-  float* o;
-  float* kb;
-  float* vb;
-  float* m;     // [kTile] running max per query
-  float* l;     // [kTile] running sum of exp per query
-  float* corr;  // [kTile] this block's rescale factor per query
-  float* nctx;  // [kTile] positions each query sees (0 for padding lanes)
-
-  Scratch(float* s, int64_t hd) {
-    qt = s, s += hd * kTile;
-    st = s, s += kKeys * kTile;
-    o = s, s += kTile * hd;
-    kb = s, s += kKeys * hd;
-    vb = s, s += kKeys * hd;
-    m = s, s += kTile;
-    l = s, s += kTile;
-    corr = s, s += kTile;
-    nctx = s;
-  }
-  static size_t floats(int64_t hd) { return static_cast<size_t>(4 * kTile * hd + kKeys * kTile + 4 * kTile); }
-};
+using x86_tile::kKeys;
+using x86_tile::kMasked;
+using x86_tile::kTile;
+using x86_tile::Rows;
+using x86_tile::Scratch;
 
 float half_to_float(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
   return _cvtsh_ss(h);
 }
-
-// Rows of f32: row j at p + j * stride (the cache's own floats, or rows
-// decoded into a buffer).
-struct Rows {
-  const float* p;
-  int64_t stride;
-  const float* row(int64_t j) const { return p + j * stride; }
-};
 
 // Elements [first, first + hd) of one f16 or q8_0 cache row as f32 into buf.
 void decode_row(const KvHead& kv, const uint8_t* row, int64_t hd, float* buf) {
@@ -91,12 +55,6 @@ void decode_row(const KvHead& kv, const uint8_t* row, int64_t hd, float* buf) {
       d += 1;
     }
   }
-}
-
-Rows block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf, bool in_place) {
-  int64_t stride = 0;
-  const float* p = attention_block_rows(kv, base, j0, n, hd, buf, in_place, &stride);
-  return {p, stride};
 }
 
 // st[j][8g..8g+8) = sum_d k_j[d] * qt[d][8g..] for KR keys and NG lane groups.
@@ -189,54 +147,6 @@ void value_block(const Scratch& s, const Rows& v, int n_keys, int64_t hd, int n_
   for (; d0 < hd; d0 += 8) value_queries<1>(s, v, n_keys, hd, n_queries, d0);
 }
 
-// One tile: queries qi in [q0, q0 + n) of the (token, head) order.
-struct TileArgs {
-  const float* q;
-  int64_t q_stride, group, start_pos, hd;
-  float scale;
-  float* out;
-  int64_t out_stride;
-};
-
-void attend_tile(const TileArgs& a, const KvHead& kv, int64_t q0, int n, const Scratch& s) {
-  const int n_groups = (n + 7) / 8;
-  int64_t n_keys_all = 0;
-  for (int i = 0; i < kTile; ++i) {
-    s.m[i] = kMasked, s.l[i] = 0.0f, s.nctx[i] = 0.0f;  // padding lanes see no position
-    for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = 0.0f;
-    if (i >= n) continue;
-    const int64_t qi = q0 + i, t = qi / a.group, h = qi % a.group;
-    const float* qv = a.q + t * a.q_stride + h * a.hd;
-    for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = qv[d] * a.scale;
-    s.nctx[i] = static_cast<float>(a.start_pos + t + 1);
-    n_keys_all = std::max(n_keys_all, a.start_pos + t + 1);
-  }
-  std::fill(s.o, s.o + kTile * a.hd, 0.0f);
-  for (int64_t j0 = 0; j0 < n_keys_all; j0 += kKeys) {
-    const int nk = static_cast<int>(std::min<int64_t>(kKeys, n_keys_all - j0));
-    // Keys are read 3 rows side by side, in place; the value pass reads 32
-    // rows over and over, so they are copied together first (cache rows are
-    // often 2 KiB apart, and 32 such rows fall into 2 of L1's 64 sets).
-    const Rows k_rows = block_rows(kv, kv.k, j0, nk, a.hd, s.kb, /*in_place=*/true);
-    const Rows v_rows = block_rows(kv, kv.v, j0, nk, a.hd, s.vb, /*in_place=*/false);
-    switch (n_groups) {
-      case 1: score_block<1>(k_rows, nk, a.hd, s.qt, s.st); break;
-      case 2: score_block<2>(k_rows, nk, a.hd, s.qt, s.st); break;
-      case 3: score_block<3>(k_rows, nk, a.hd, s.qt, s.st); break;
-      default: score_block<4>(k_rows, nk, a.hd, s.qt, s.st); break;
-    }
-    softmax_block(s, n_groups, j0, nk);
-    value_block(s, v_rows, nk, a.hd, n);
-  }
-  for (int i = 0; i < n; ++i) {
-    const int64_t qi = q0 + i, t = qi / a.group, h = qi % a.group;
-    float* dst = a.out + t * a.out_stride + h * a.hd;
-    const __m256 inv = _mm256_set1_ps(1.0f / s.l[i]);
-    for (int64_t d = 0; d < a.hd; d += 8)
-      _mm256_storeu_ps(dst + d, _mm256_mul_ps(_mm256_loadu_ps(s.o + i * a.hd + d), inv));
-  }
-}
-
 }  // namespace
 
 const float* attention_block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf,
@@ -251,20 +161,25 @@ const float* attention_block_rows(const KvHead& kv, const void* base, int64_t j0
   return buf;
 }
 
-size_t attention_tokens_scratch_floats(int64_t head_dim) { return Scratch::floats(head_dim) + 8; }
+size_t attention_tokens_scratch_floats(int64_t head_dim) { return Scratch::floats(head_dim); }
 
 bool attention_tokens_supports(int64_t head_dim) { return head_dim > 0 && head_dim % 8 == 0; }
 
 void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_t group, int64_t start_pos,
                       const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
                       int64_t out_stride) {
-  // 32-byte aligned blocks for the aligned loads of qt and st
-  auto* aligned = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 31) & ~uintptr_t{31});
-  const Scratch s(aligned, head_dim);
-  const TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride};
-  const int64_t n_queries = n_tokens * group;
-  for (int64_t q0 = 0; q0 < n_queries; q0 += kTile)
-    attend_tile(args, kv, q0, static_cast<int>(std::min<int64_t>(kTile, n_queries - q0)), s);
+  const Scratch s = x86_tile::aligned_scratch(scratch, head_dim, 32);  // for the aligned loads of qt and st
+  const x86_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride};
+  x86_tile::attend_tiles(args, kv, n_tokens * group, s, [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n) {
+    switch ((n + 7) / 8) {
+      case 1: score_block<1>(k, nk, head_dim, s.qt, s.st); break;
+      case 2: score_block<2>(k, nk, head_dim, s.qt, s.st); break;
+      case 3: score_block<3>(k, nk, head_dim, s.qt, s.st); break;
+      default: score_block<4>(k, nk, head_dim, s.qt, s.st); break;
+    }
+    softmax_block(s, (n + 7) / 8, j0, nk);
+    value_block(s, v, nk, head_dim, n);
+  });
 }
 
 }  // namespace llmpack::kernels::avx2

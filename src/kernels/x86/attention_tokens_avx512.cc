@@ -1,16 +1,9 @@
 // AVX-512 prefill attention (kernels.h attention_tokens) for head_dim % 16
-// == 0: the plan of the AVX2 kernel (attention_tokens_avx2.cc: a tile of up to
-// 32 queries that share a kv head goes through the cache 32 keys at a time
-// with a running softmax per query) with 16 queries to a vector and twice the
-// registers, so each broadcast key element or probability feeds twice the
-// FMAs. At d2048 the AVX2 kernel took 44% of a 1B-shape pp512 (section 23 of
-// docs/PERFORMANCE.md).
-//
-// Layouts in the per-thread scratch (lane = query, 16 queries per vector):
-//   qt[head_dim][32]  the tile's queries, transposed and pre-scaled
-//   st[32][32]        scores, then probabilities, of one block of keys
-//   o[32][head_dim]   running sums of probability-weighted values
-//   kb, vb[32][head_dim]  key / value rows as f32 (attention_block_rows)
+// == 0: the AVX2 kernel's plan (attention_tokens_avx2.cc; the tile's scratch
+// and walk are attention_tokens_tile.h's) with 16 queries to a vector and
+// twice the registers, so each broadcast key element or probability feeds
+// twice the FMAs. At d2048 the AVX2 kernel took 44% of a 1B-shape pp512
+// (docs/PERFORMANCE.md section 23).
 // Scores: acc[key][lane group] += k[key][d] (broadcast) * qt[d][group];
 // values: acc[query][dims] += st[key][query] (broadcast) * v[key][dims].
 #include <immintrin.h>
@@ -18,41 +11,19 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/x86/avx2.h"
+#include "kernels/x86/attention_tokens_tile.h"
 #include "kernels/x86/avx512.h"
 
 namespace llmpack::kernels::avx512 {
 namespace {
 
-constexpr int kTile = 32;          // queries per tile (2 vectors of lanes)
-constexpr int kKeys = 32;          // keys per block
+using x86_tile::kKeys;
+using x86_tile::kMasked;
+using x86_tile::kTile;
+using x86_tile::Rows;
+using x86_tile::Scratch;
+
 constexpr int kLanes = 16;
-constexpr float kMasked = -1e30f;  // a score no query can see (exp gives 0)
-
-struct Scratch {
-  float* qt;
-  float* st;
-  float* o;
-  float* kb;
-  float* vb;
-  float* m;     // [kTile] running max per query
-  float* l;     // [kTile] running sum of exp per query
-  float* corr;  // [kTile] this block's rescale factor per query
-  float* nctx;  // [kTile] positions each query sees (0 for padding lanes)
-
-  Scratch(float* s, int64_t hd) {
-    qt = s, s += hd * kTile;
-    st = s, s += kKeys * kTile;
-    o = s, s += kTile * hd;
-    kb = s, s += kKeys * hd;
-    vb = s, s += kKeys * hd;
-    m = s, s += kTile;
-    l = s, s += kTile;
-    corr = s, s += kTile;
-    nctx = s;
-  }
-  static size_t floats(int64_t hd) { return static_cast<size_t>(4 * kTile * hd + kKeys * kTile + 4 * kTile); }
-};
 
 // e^x for x <= 0 (scores minus their running max): 2^n * p(r), r = x - n ln 2,
 // with |r| <= ln2 / 2 and a degree-6 polynomial; below -87 it is 0.
@@ -70,18 +41,6 @@ inline __m512 exp512(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
   return _mm512_scalef_ps(p, n);  // p * 2^n
-}
-
-struct Rows {
-  const float* p;
-  int64_t stride;
-  const float* row(int64_t j) const { return p + j * stride; }
-};
-
-Rows block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf, bool in_place) {
-  int64_t stride = 0;
-  const float* p = avx2::attention_block_rows(kv, base, j0, n, hd, buf, in_place, &stride);
-  return {p, stride};
 }
 
 // st[j][16g..16g+16) = sum_d k_j[d] * qt[d][16g..] for KR keys and NG lane groups.
@@ -179,67 +138,27 @@ void value_block(const Scratch& s, const Rows& v, int n_keys, int64_t hd, int n_
   for (; d0 < hd; d0 += 16) value_queries<1>(s, v, n_keys, hd, n_queries, d0);
 }
 
-struct TileArgs {
-  const float* q;
-  int64_t q_stride, group, start_pos, hd;
-  float scale;
-  float* out;
-  int64_t out_stride;
-};
-
-// One tile: queries qi in [q0, q0 + n) of the (token, head) order.
-void attend_tile(const TileArgs& a, const KvHead& kv, int64_t q0, int n, const Scratch& s) {
-  const int n_groups = (n + kLanes - 1) / kLanes;
-  int64_t n_keys_all = 0;
-  for (int i = 0; i < kTile; ++i) {
-    s.m[i] = kMasked, s.l[i] = 0.0f, s.nctx[i] = 0.0f;  // padding lanes see no position
-    for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = 0.0f;
-    if (i >= n) continue;
-    const int64_t qi = q0 + i, t = qi / a.group, h = qi % a.group;
-    const float* qv = a.q + t * a.q_stride + h * a.hd;
-    for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = qv[d] * a.scale;
-    s.nctx[i] = static_cast<float>(a.start_pos + t + 1);
-    n_keys_all = std::max(n_keys_all, a.start_pos + t + 1);
-  }
-  std::fill(s.o, s.o + kTile * a.hd, 0.0f);
-  for (int64_t j0 = 0; j0 < n_keys_all; j0 += kKeys) {
-    const int nk = static_cast<int>(std::min<int64_t>(kKeys, n_keys_all - j0));
-    // keys in place where the cache is f32; values copied together (the
-    // value pass reads the block's rows over and over)
-    const Rows k_rows = block_rows(kv, kv.k, j0, nk, a.hd, s.kb, /*in_place=*/true);
-    const Rows v_rows = block_rows(kv, kv.v, j0, nk, a.hd, s.vb, /*in_place=*/false);
-    if (n_groups == 1)
-      score_block<1>(k_rows, nk, a.hd, s.qt, s.st);
-    else
-      score_block<2>(k_rows, nk, a.hd, s.qt, s.st);
-    softmax_block(s, n_groups, j0, nk);
-    value_block(s, v_rows, nk, a.hd, n);
-  }
-  for (int i = 0; i < n; ++i) {
-    const int64_t qi = q0 + i, t = qi / a.group, h = qi % a.group;
-    float* dst = a.out + t * a.out_stride + h * a.hd;
-    const __m512 inv = _mm512_set1_ps(1.0f / s.l[i]);
-    for (int64_t d = 0; d < a.hd; d += kLanes)
-      _mm512_storeu_ps(dst + d, _mm512_mul_ps(_mm512_loadu_ps(s.o + i * a.hd + d), inv));
-  }
-}
-
 }  // namespace
 
-size_t attention_tokens_scratch_floats(int64_t head_dim) { return Scratch::floats(head_dim) + 16; }
+size_t attention_tokens_scratch_floats(int64_t head_dim) { return Scratch::floats(head_dim); }
 
 bool attention_tokens_supports(int64_t head_dim) { return head_dim > 0 && head_dim % 16 == 0; }
 
 void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_t group, int64_t start_pos,
                       const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
                       int64_t out_stride) {
-  // 64-byte aligned blocks for the aligned loads of qt, st and the per-query arrays
-  auto* aligned = reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + 63) & ~uintptr_t{63});
-  const Scratch s(aligned, head_dim);
-  const TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride};
-  const int64_t n_queries = n_tokens * group;
-  for (int64_t q0 = 0; q0 < n_queries; q0 += kTile)
-    attend_tile(args, kv, q0, static_cast<int>(std::min<int64_t>(kTile, n_queries - q0)), s);
+  // 64-byte aligned for the aligned loads of qt, st and the per-query arrays
+  const Scratch s = x86_tile::aligned_scratch(scratch, head_dim, 64);
+  const x86_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride};
+  x86_tile::attend_tiles(args, kv, n_tokens * group, s, [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n) {
+    const int n_groups = (n + kLanes - 1) / kLanes;
+    if (n_groups == 1)
+      score_block<1>(k, nk, head_dim, s.qt, s.st);
+    else
+      score_block<2>(k, nk, head_dim, s.qt, s.st);
+    softmax_block(s, n_groups, j0, nk);
+    value_block(s, v, nk, head_dim, n);
+  });
 }
 
 }  // namespace llmpack::kernels::avx512

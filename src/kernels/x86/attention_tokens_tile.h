@@ -1,0 +1,134 @@
+// What the AVX2 and AVX-512 prefill attention kernels (attention_tokens_avx2.cc,
+// attention_tokens_avx512.cc) share: the scratch layout of a tile of up to 32
+// queries that share a kv head, and the walk over tiles and blocks of 32
+// keys with a running softmax per query. The vector work of a block (scores,
+// softmax, value sums) is each file's own.
+//
+// Layouts in the per-thread scratch (lane = query):
+//   qt[head_dim][32]  the tile's queries, transposed and pre-scaled
+//   st[32][32]        scores, then probabilities, of one block of keys
+//   o[32][head_dim]   running sums of probability-weighted values
+//   kb[32][head_dim]  key rows decoded to f32 (f16, q8_0 caches; f32 keys are read in place)
+//   vb[32][head_dim]  value rows as f32, always copied together (see attend_tiles)
+//
+// Everything here has internal linkage: each kernel file compiles its own
+// copy with its own ISA flags (one shared inline copy could be the AVX-512
+// one on an AVX2 machine).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/kernels.h"
+#include "kernels/x86/avx2.h"
+
+namespace llmpack::kernels::x86_tile {
+namespace {
+
+constexpr int kTile = 32;          // queries per tile
+constexpr int kKeys = 32;          // keys per block
+constexpr float kMasked = -1e30f;  // a score no query can see (exp gives 0)
+
+struct Scratch {
+  float* qt;
+  float* st;
+  float* o;
+  float* kb;
+  float* vb;
+  float* m;     // [kTile] running max per query
+  float* l;     // [kTile] running sum of exp per query
+  float* corr;  // [kTile] this block's rescale factor per query
+  float* nctx;  // [kTile] positions each query sees (0 for padding lanes)
+
+  // Each array is a multiple of 32 floats long, so each is as aligned as s.
+  Scratch(float* s, int64_t hd) {
+    qt = s, s += hd * kTile;
+    st = s, s += kKeys * kTile;
+    o = s, s += kTile * hd;
+    kb = s, s += kKeys * hd;
+    vb = s, s += kKeys * hd;
+    m = s, s += kTile;
+    l = s, s += kTile;
+    corr = s, s += kTile;
+    nctx = s;
+  }
+  // The floats a kernel needs, with room to align the start to 64 bytes.
+  static size_t floats(int64_t hd) { return static_cast<size_t>(4 * kTile * hd + kKeys * kTile + 4 * kTile) + 16; }
+};
+
+// The scratch of attention_tokens' caller, aligned to `align` bytes.
+inline Scratch aligned_scratch(float* scratch, int64_t hd, uintptr_t align) {
+  return Scratch(reinterpret_cast<float*>((reinterpret_cast<uintptr_t>(scratch) + align - 1) & ~(align - 1)), hd);
+}
+
+// Rows of f32: row j at p + j * stride (the cache's own floats, or rows
+// decoded into a buffer).
+struct Rows {
+  const float* p;
+  int64_t stride;
+  const float* row(int64_t j) const { return p + j * stride; }
+};
+
+inline Rows block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf, bool in_place) {
+  int64_t stride = 0;
+  const float* p = avx2::attention_block_rows(kv, base, j0, n, hd, buf, in_place, &stride);
+  return {p, stride};
+}
+
+// A tile: queries qi in [q0, q0 + n) of the (token, head) order.
+struct TileArgs {
+  const float* q;
+  int64_t q_stride, group, start_pos, hd;
+  float scale;
+  float* out;
+  int64_t out_stride;
+};
+
+// Fills the tile's queries (padding lanes zero, seeing no position) and
+// clears its running max, sum and outputs; returns the positions the tile's
+// last query sees.
+inline int64_t start_tile(const TileArgs& a, int64_t q0, int n, const Scratch& s) {
+  int64_t n_keys_all = 0;
+  for (int i = 0; i < kTile; ++i) {
+    s.m[i] = kMasked, s.l[i] = 0.0f, s.nctx[i] = 0.0f;
+    for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = 0.0f;
+    if (i >= n) continue;
+    const int64_t qi = q0 + i, t = qi / a.group, h = qi % a.group;
+    const float* qv = a.q + t * a.q_stride + h * a.hd;
+    for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = qv[d] * a.scale;
+    s.nctx[i] = static_cast<float>(a.start_pos + t + 1);
+    n_keys_all = std::max(n_keys_all, a.start_pos + t + 1);
+  }
+  std::fill(s.o, s.o + kTile * a.hd, 0.0f);
+  return n_keys_all;
+}
+
+// Every tile of n_queries queries, each through its keys a block at a time:
+// block(k_rows, v_rows, j0, n_keys, n) scores the block, updates the running
+// softmax and adds the value sums; then each query's sums over its total.
+template <class Block>
+void attend_tiles(const TileArgs& a, const KvHead& kv, int64_t n_queries, const Scratch& s, Block block) {
+  for (int64_t q0 = 0; q0 < n_queries; q0 += kTile) {
+    const int n = static_cast<int>(std::min<int64_t>(kTile, n_queries - q0));
+    const int64_t n_keys_all = start_tile(a, q0, n, s);
+    for (int64_t j0 = 0; j0 < n_keys_all; j0 += kKeys) {
+      const int nk = static_cast<int>(std::min<int64_t>(kKeys, n_keys_all - j0));
+      // Keys are read a few rows side by side, in place; the value pass reads
+      // 32 rows over and over, so they are copied together first (in a cache
+      // of whole rows they are 2 KiB apart, and 32 such rows fall into 2 of
+      // L1's 64 sets).
+      const Rows k_rows = block_rows(kv, kv.k, j0, nk, a.hd, s.kb, /*in_place=*/true);
+      const Rows v_rows = block_rows(kv, kv.v, j0, nk, a.hd, s.vb, /*in_place=*/false);
+      block(k_rows, v_rows, j0, nk, n);
+    }
+    for (int i = 0; i < n; ++i) {
+      const int64_t qi = q0 + i, t = qi / a.group, h = qi % a.group;
+      float* dst = a.out + t * a.out_stride + h * a.hd;
+      const float inv = 1.0f / s.l[i];
+      for (int64_t d = 0; d < a.hd; ++d) dst[d] = s.o[i * a.hd + d] * inv;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace llmpack::kernels::x86_tile
