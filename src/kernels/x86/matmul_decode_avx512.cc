@@ -59,13 +59,6 @@ inline __m512i halves_index(int i, int j) {
   return _mm512_mask_set1_epi32(_mm512_set1_epi32(i), 0xFF00, j);
 }
 
-inline int32_t hsum_epi32(__m256i v) {
-  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-  return _mm_cvtsi128_si32(s);
-}
-
 float f16(uint16_t h) { return _cvtsh_ss(h); }
 
 // One token's activations: blocks a[n_sub], scales ad[n_sub], ad * qsum in
@@ -138,6 +131,27 @@ inline void reduce_rows(const __m512* acc, float* out) {
   }
 }
 
+// Blocks b..n_blocks - 1 of N rows (the last n_blocks % 8, after the steps
+// of 8), one at a time, into the rows' vector sums: lanes 0..7 of acc[r]
+// take the block's dot times d * a.d, lane 0 of offset[r] its d * (a.d a.qsum).
+// A reduction per block here cost SmolLM2's 576-column rows (18 blocks)
+// about a quarter of their rate (docs/PERFORMANCE.md section 24).
+template <class R, int N>
+inline void add_single_blocks(const typename R::Block* row, int64_t n_blocks, int64_t b, const TokenActs& t,
+                              __m512* acc, __m256* offset) {
+  for (; b < n_blocks; ++b) {
+    const __m256i a = load256(t.a[b].q);
+    const float ad = t.ad[b], adq = t.adq[b];
+    for (int r = 0; r < N; ++r) {
+      const typename R::Block& blk = row[r * n_blocks + b];
+      const float d = f16(blk.d);
+      const __m256 dot = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), R::single(blk), a));
+      acc[r] = _mm512_add_ps(acc[r], _mm512_zextps256_ps512(_mm256_mul_ps(dot, _mm256_set1_ps(d * ad))));
+      offset[r] = _mm256_add_ps(offset[r], _mm256_zextps128_ps256(_mm_set_ss(d * adq)));
+    }
+  }
+}
+
 // Q8_0: N rows (row r at row + r * n_blocks) against one token: out[r],
 // 8 blocks a step in pairs, then single blocks.
 template <class R, int N>
@@ -165,16 +179,10 @@ void dot_rows_32(const typename R::Block* row, int64_t n_blocks, const TokenActs
       }
     }
   }
+  add_single_blocks<R, N>(row, n_blocks, b, t, acc, offset);
   for (int r = 0; r < N; ++r)
     acc[r] = _mm512_fmadd_ps(_mm512_zextps256_ps512(offset[r]), _mm512_set1_ps(-R::kOffset), acc[r]);
   reduce_rows<N>(acc, out);
-  for (; b < n_blocks; ++b)
-    for (int r = 0; r < N; ++r) {
-      const typename R::Block& blk = row[r * n_blocks + b];
-      const __m256i dot = _mm256_dpbusd_epi32(_mm256_setzero_si256(), R::single(blk), load256(t.a[b].q));
-      const int32_t s = hsum_epi32(dot) - static_cast<int32_t>(R::kOffset) * t.a[b].qsum;
-      out[r] += f16(blk.d) * t.ad[b] * static_cast<float>(s);
-    }
 }
 
 // Q4_0, 8 blocks (144 bytes) a step, four at a time: one vpermt2w gathers
@@ -253,15 +261,9 @@ void dot_rows_q4_0(const BlockQ4_0* row, int64_t n_blocks, const TokenActs& t, i
       }
     }
   }
+  add_single_blocks<Q4_0Row, N>(row, n_blocks, b, t, acc, offset);
   for (int r = 0; r < N; ++r) acc[r] = _mm512_fmadd_ps(_mm512_zextps256_ps512(offset[r]), _mm512_set1_ps(-8.0f), acc[r]);
   reduce_rows<N>(acc, out);
-  for (; b < n_blocks; ++b)
-    for (int r = 0; r < N; ++r) {
-      const BlockQ4_0& blk = row[r * n_blocks + b];
-      const __m256i dot = _mm256_dpbusd_epi32(_mm256_setzero_si256(), Q4_0Row::single(blk), load256(t.a[b].q));
-      const int32_t s = hsum_epi32(dot) - 8 * t.a[b].qsum;
-      out[r] += f16(blk.d) * t.ad[b] * static_cast<float>(s);
-    }
 }
 
 // Q4_K: bytes 64c..64c+63 of qs hold sub-blocks 4c (low nibbles of the first

@@ -195,15 +195,18 @@ float q4_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
     const __m256i dots = fold_tree(sums);
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(ws, _mm256_loadu_ps(pa.d + b)), acc);
   }
-  float sum = hsum(acc), tail_offset = 0.0f;
-  for (int64_t b = n_paired; b < n_blocks; ++b) {  // the last n_blocks % 8, one at a time
+  // The last n_blocks % 8, one at a time, into the same vector sums: a
+  // reduction per block cost SmolLM2's 576-column rows (18 blocks) about a
+  // quarter of their rate (docs/PERFORMANCE.md section 24).
+  float tail_offset = 0.0f;
+  for (int64_t b = n_paired; b < n_blocks; ++b) {
     Sub s;
     Q4_0Dec::unpack(row + b * kB, &s);
     const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.a[b].q));
-    sum += hsum(_mm256_cvtepi32_ps(idot<true>(s, aq))) * s.ws * a.ad[b];
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(idot<true>(s, aq)), _mm256_set1_ps(s.ws * a.ad[b]), acc);
     tail_offset += s.ws * a.adq[b];
   }
-  return sum - 8.0f * (hsum(offset) + tail_offset);
+  return hsum(_mm256_fmadd_ps(offset, _mm256_set1_ps(-8.0f), acc)) - 8.0f * tail_offset;
 }
 
 // Decode (fewer tokens than a packed tile) of every quantized type: each
