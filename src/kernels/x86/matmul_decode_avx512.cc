@@ -78,6 +78,13 @@ struct Q4_0Row {
   alignas(64) static constexpr int16_t kScaleIndex[32] = {0, 9, 18, 27, 36, 45, 54, 63};
   // One block as 32 unsigned bytes in element order: the 16-byte qs
   // broadcast to both 128-bit lanes, the second shifted right by 4.
+  // Two blocks as 64 unsigned bytes: single(b0) | single(b1).
+  static __m512i pair(const Block& b0, const Block& b1) {
+    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(load128(b0.qs)), load128(b1.qs), 1);
+    const __m512i w = _mm512_shuffle_i64x2(_mm512_castsi256_si512(both), _mm512_castsi256_si512(both), 0x50);
+    const __m512i shift = _mm512_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4, 0, 0, 0, 0, 4, 4, 4, 4);
+    return _mm512_and_si512(_mm512_srlv_epi32(w, shift), _mm512_set1_epi8(0x0F));
+  }
   static __m256i single(const Block& b) {
     const __m256i w = _mm256_broadcastsi128_si256(load128(b.qs));
     return _mm256_and_si256(_mm256_srlv_epi32(w, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
@@ -132,14 +139,29 @@ inline void reduce_rows(const __m512* acc, float* out) {
 }
 
 // Blocks b..n_blocks - 1 of N rows (the last n_blocks % 8, after the steps
-// of 8), one at a time, into the rows' vector sums: lanes 0..7 of acc[r]
-// take the block's dot times d * a.d, lane 0 of offset[r] its d * (a.d a.qsum).
-// A reduction per block here cost SmolLM2's 576-column rows (18 blocks)
-// about a quarter of their rate (docs/PERFORMANCE.md section 24).
+// of 8) into the rows' vector sums: two blocks a zmm (R::pair), their dots
+// times d * a.d in acc[r], their d * (a.d a.qsum) in lanes 0 and 1 of
+// offset[r]; an odd last block alone in lanes 0..7. A reduction per block
+// here cost SmolLM2's 576-column rows (18 blocks) about a quarter of their
+// rate (docs/PERFORMANCE.md section 24).
 template <class R, int N>
-inline void add_single_blocks(const typename R::Block* row, int64_t n_blocks, int64_t b, const TokenActs& t,
-                              __m512* acc, __m256* offset) {
-  for (; b < n_blocks; ++b) {
+inline void add_tail_blocks(const typename R::Block* row, int64_t n_blocks, int64_t b, const TokenActs& t,
+                            __m512* acc, __m256* offset) {
+  const auto two_floats = [](const float* f) { return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(f))); };
+  const __m512i pair_index = halves_index(0, 1);
+  for (; b + 2 <= n_blocks; b += 2) {
+    const __m512i a = act_pair(t.a, b, b + 1);
+    const __m128 ad = two_floats(t.ad + b), adq = two_floats(t.adq + b);
+    for (int r = 0; r < N; ++r) {
+      const typename R::Block* blk = row + r * n_blocks + b;
+      const __m128 d = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(blk[0].d | uint32_t{blk[1].d} << 16)));
+      const __m512 scale = _mm512_permutexvar_ps(pair_index, _mm512_zextps128_ps512(_mm_mul_ps(d, ad)));
+      const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), R::pair(blk[0], blk[1]), a);
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r]);
+      offset[r] = _mm256_add_ps(offset[r], _mm256_zextps128_ps256(_mm_mul_ps(d, adq)));
+    }
+  }
+  if (b < n_blocks) {
     const __m256i a = load256(t.a[b].q);
     const float ad = t.ad[b], adq = t.adq[b];
     for (int r = 0; r < N; ++r) {
@@ -179,7 +201,7 @@ void dot_rows_32(const typename R::Block* row, int64_t n_blocks, const TokenActs
       }
     }
   }
-  add_single_blocks<R, N>(row, n_blocks, b, t, acc, offset);
+  add_tail_blocks<R, N>(row, n_blocks, b, t, acc, offset);
   for (int r = 0; r < N; ++r)
     acc[r] = _mm512_fmadd_ps(_mm512_zextps256_ps512(offset[r]), _mm512_set1_ps(-R::kOffset), acc[r]);
   reduce_rows<N>(acc, out);
@@ -261,7 +283,7 @@ void dot_rows_q4_0(const BlockQ4_0* row, int64_t n_blocks, const TokenActs& t, i
       }
     }
   }
-  add_single_blocks<Q4_0Row, N>(row, n_blocks, b, t, acc, offset);
+  add_tail_blocks<Q4_0Row, N>(row, n_blocks, b, t, acc, offset);
   for (int r = 0; r < N; ++r) acc[r] = _mm512_fmadd_ps(_mm512_zextps256_ps512(offset[r]), _mm512_set1_ps(-8.0f), acc[r]);
   reduce_rows<N>(acc, out);
 }
