@@ -5,6 +5,7 @@
 // which is the bound checked below.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -111,6 +112,65 @@ TEST_P(MatmulQuantTest, DecodeStepsAndTails) {
       check(GetParam(), 35, cols, n_tokens, n_tokens == 2 ? pool1 : pool2);
       if (::testing::Test::HasFatalFailure()) return;
     }
+}
+
+// The int8 activations the SIMD paths dot with: per block of 32, d = amax /
+// 127 and q = x * (127 / amax) rounded to nearest even, both in float as the
+// kernels compute them.
+struct QuantizedActs {
+  std::vector<double> d;
+  std::vector<int> q;
+};
+QuantizedActs quantize_like_the_kernels(const float* x, int64_t cols) {
+  QuantizedActs a{std::vector<double>(static_cast<size_t>(cols / 32)), std::vector<int>(static_cast<size_t>(cols))};
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    float m = 0.0f;
+    for (int i = 0; i < 32; ++i) m = std::max(m, std::fabs(x[32 * b + i]));
+    const float id = m > 0.0f ? 127.0f / m : 0.0f;
+    a.d[b] = m / 127.0f;
+    for (int i = 0; i < 32; ++i) a.q[32 * b + i] = static_cast<int>(std::nearbyint(x[32 * b + i] * id));
+  }
+  return a;
+}
+
+// Every block tail (n_blocks % 8 = 0..7, with and without whole steps before
+// it), every row tail of the AVX-512 decode's 4-row tiles, 1-3 tokens: each
+// SIMD path against the exact dot of the dequantized weights and the
+// activations quantized as above, so only float rounding is allowed (about
+// 1e-5 of the largest intermediate sums, where the activation rounding bound
+// of `check` would hide a tail block weighted 1% wrong).
+TEST(MatmulQuantTest, DecodeTailsMatchTheQuantizedActivationsExactly) {
+  ThreadPool pool(2);
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+    const int64_t block = dtype_info(dtype)->block_elems;
+    const int64_t max_blocks = block == 32 ? 23 : 3;
+    for (int64_t n_blocks = 1; n_blocks <= max_blocks; ++n_blocks)
+      for (int64_t rows : {1, 6}) {
+        const int64_t cols = n_blocks * block, n_tokens = 1 + (n_blocks + rows) % 3;
+        const auto wf = random_floats(static_cast<size_t>(rows * cols), static_cast<uint32_t>(11 + cols + rows));
+        const auto packed = testing::pack_rows(dtype, wf, rows, cols);
+        const WeightMatrix w{dtype, rows, cols, packed.data()};
+        const auto x = random_floats(static_cast<size_t>(n_tokens * cols), static_cast<uint32_t>(5 + cols), 2.0f);
+        std::vector<float> wd(static_cast<size_t>(rows * cols));
+        for (int64_t r = 0; r < rows; ++r) dequantize_row(w, r, wd.data() + r * cols);
+        for (KernelPath p : testing::simd_paths()) {
+          const auto y = testing::matmul_on_path(p, w, x, n_tokens, pool);
+          for (int64_t t = 0; t < n_tokens; ++t) {
+            const QuantizedActs a = quantize_like_the_kernels(x.data() + t * cols, cols);
+            for (int64_t r = 0; r < rows; ++r) {
+              double exact = 0, scale = 0;
+              for (int64_t c = 0; c < cols; ++c) {
+                exact += double(wd[r * cols + c]) * a.d[c / 32] * a.q[c];
+                scale += (std::fabs(double(wd[r * cols + c])) + 1.0) * a.d[c / 32] * 128.0;
+              }
+              ASSERT_NEAR(y[t * rows + r], exact, 1e-5 * scale)
+                  << kernel_path_name(p) << " " << dtype_name(dtype) << " blocks=" << n_blocks << " rows=" << rows
+                  << " tokens=" << n_tokens << " r=" << r << " t=" << t;
+            }
+          }
+        }
+      }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantTest,
