@@ -19,6 +19,7 @@ Result<BenchRunner> BenchRunner::create(Program& program, uint64_t seed) {
   if (!meta.ok()) return meta.status();
   if (meta->inputs.empty() || meta->inputs[0].sizes.size() != 2)
     return error_status("forward's token input is not [1, B]");
+  LLMPACK_ASSIGN_OR_RETURN(runner.context_len_, get_int_constant(program, "get_max_context_len"));
   runner.token_bound_ = meta->inputs[0].sizes[1];
   runner.dynamic_ = meta->inputs[0].dynamic_dim1;
   if (runner.vocab_size_ < 1 || runner.token_bound_ < 1)
@@ -59,6 +60,16 @@ Status BenchRunner::forward_chunk(const std::vector<int64_t>& tokens, int64_t be
 Status BenchRunner::warmup(int64_t prompt_tokens) {
   LLMPACK_RETURN_IF_ERROR(prompt_ns(std::clamp<int64_t>(prompt_tokens, 1, token_bound_), token_bound_).status());
   return generate_ns(1).status();
+}
+
+Status BenchRunner::check_depths_fit(const std::vector<int64_t>& depths, int64_t test_tokens) const {
+  if (depths.empty()) return ok_status();
+  const int64_t deepest = *std::max_element(depths.begin(), depths.end());
+  const int64_t needed = deepest + std::max<int64_t>(test_tokens, 1);
+  if (needed <= context_len_) return ok_status();
+  return error_status("-d " + std::to_string(deepest) + " followed by a test of " + std::to_string(test_tokens) +
+                      " tokens needs " + std::to_string(needed) + " positions of context, and this model's cache holds " +
+                      std::to_string(context_len_) + " (get_max_context_len): lower -d, -p or -n");
 }
 
 Status BenchRunner::fill_context(int64_t depth, int64_t test_tokens) {

@@ -21,6 +21,12 @@ class BenchRunner {
   static Result<BenchRunner> create(Program& program, uint64_t seed);
 
   int64_t token_bound() const { return token_bound_; }
+  // The positions the program's KV cache holds (get_max_context_len).
+  int64_t context_len() const { return context_len_; }
+  // Every depth's tests fit: depth + test_tokens <= context_len() for the
+  // deepest depth, checked before anything runs (a -d list whose last depth
+  // does not fit would otherwise fail after minutes of the others' tests).
+  Status check_depths_fit(const std::vector<int64_t>& depths, int64_t test_tokens) const;
   // A prefill of one chunk of min(B, prompt_tokens) tokens and one decode
   // step, untimed, like llama-bench's warmup run: the page faults of the
   // weights and of the forward's buffers (which loading does not write) land
@@ -49,6 +55,7 @@ class BenchRunner {
   uint64_t rng_state_;
   int64_t vocab_size_ = 1;
   int64_t token_bound_ = 1;
+  int64_t context_len_ = 1;
   bool dynamic_ = true;
   int64_t last_argmax_ = 0;  // keeps the argmax from being optimized away
 };

@@ -262,6 +262,10 @@ int64_t max_of(const std::vector<int64_t>& values) {
 Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const PeakByThreads& peaks,
                  const DecodeReads* reads, Output& out) {
   LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
+  LLMPACK_RETURN_IF_ERROR(runner.check_depths_fit(o.depths, std::max(max_of(o.prompts), max_of(o.gens))));
+  if (o.ttft > runner.context_len())
+    return error_status("--ttft " + std::to_string(o.ttft) + " needs " + std::to_string(o.ttft) +
+                        " positions of context, and this model's cache holds " + std::to_string(runner.context_len()));
   // One chunk as long as the longest any test sends (at least 32 tokens, as before, for -p 0).
   LLMPACK_RETURN_IF_ERROR(runner.warmup(std::max({max_of(o.prompts), o.ttft, int64_t{32}})).with_context("warmup"));
   const int64_t b = runner.token_bound();
@@ -438,7 +442,8 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("-d,--n-depth", o->depths,
                   "Tokens of context in the KV cache before each test, comma-separated (default 0); a test at "
-                  "depth D is named as llama-bench names it (tg128 @ d4096)")
+                  "depth D is named as llama-bench names it (tg128 @ d4096); the deepest plus the longest test must "
+                  "fit the model's context, checked before any test runs")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
   cmd->add_option("-t,--threads", o->threads, "Thread counts, comma-separated (default: all cores)")

@@ -330,23 +330,30 @@ TEST(Bench, DepthFillsTheContextFirstAndNamesTestsAsLlamaBench) {
 }
 
 // The depth is where the tests start: stories260K holds 512 positions, so 4
-// tokens after 508 of context fit and after 509 do not. The fill also writes
-// the last position the tests will (so the cache has grown before the first
-// repetition), which is where 509 + 4 fails, before any test runs.
+// tokens after 508 of context fit and after 509 do not. Every depth is
+// checked against the cache before any test runs, so a list whose last depth
+// does not fit fails at once, with no rows, naming what it needs.
 TEST(Bench, DepthRunsTheTestsFromThatPosition) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
   auto fits = bench("-m " + model + " -p 0 -n 4 -d 508 -r 1 -t 1 -o json");
   ASSERT_EQ(fits.exit_code, 0) << fits.err;
   EXPECT_EQ(nlohmann::json::parse(fits.out)[0]["test"], "tg4 @ d508");
-  auto over = bench("-m " + model + " -p 0 -n 4 -d 509 -r 1 -t 1");
+  auto over = bench("-m " + model + " -p 0 -n 4 -d 0,509 -r 1 -t 1 -o csv");
   EXPECT_NE(over.exit_code, 0);
-  EXPECT_NE(over.err.find("filling 509 tokens of context: forward: positions 512..512 exceed the context of 512 "
-                          "positions"),
+  EXPECT_NE(over.err.find("-d 509 followed by a test of 4 tokens needs 513 positions of context, and this "
+                          "model's cache holds 512 (get_max_context_len): lower -d, -p or -n"),
             std::string::npos)
       << over.err;
-  auto fill = bench("-m " + model + " -p 0 -n 1 -d 600 -r 1 -t 1");
-  EXPECT_NE(fill.exit_code, 0);
-  EXPECT_NE(fill.err.find("filling 600 tokens of context"), std::string::npos) << fill.err;
+  EXPECT_EQ(over.out.find("tg4"), std::string::npos) << "no test ran: " << over.out;
+  auto prompt = bench("-m " + model + " -p 600 -n 0 -r 1 -t 1");
+  EXPECT_NE(prompt.exit_code, 0);
+  EXPECT_NE(prompt.err.find("-d 0 followed by a test of 600 tokens needs 600 positions"), std::string::npos)
+      << prompt.err;
+  auto ttft = bench("-m " + model + " -p 0 -n 1 --ttft 513 -r 1 -t 1");
+  EXPECT_NE(ttft.exit_code, 0);
+  EXPECT_NE(ttft.err.find("--ttft 513 needs 513 positions of context, and this model's cache holds 512"),
+            std::string::npos)
+      << ttft.err;
 }
 
 TEST(Bench, ModelFileIsLoadedAndTimed) {
