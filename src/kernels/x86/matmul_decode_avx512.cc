@@ -147,7 +147,10 @@ inline void reduce_rows(const __m512* acc, float* out) {
 template <class R, int N>
 inline void add_tail_blocks(const typename R::Block* row, int64_t n_blocks, int64_t b, const TokenActs& t,
                             __m512* acc, __m256* offset) {
-  const auto two_floats = [](const float* f) { return _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(f))); };
+  // [f[0], f[1], 0, 0] (vmovq: an unaligned 8-byte load)
+  const auto two_floats = [](const float* f) {
+    return _mm_castsi128_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i_u*>(f)));
+  };
   const __m512i pair_index = halves_index(0, 1);
   for (; b + 2 <= n_blocks; b += 2) {
     const __m512i a = act_pair(t.a, b, b + 1);
