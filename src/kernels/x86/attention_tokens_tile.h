@@ -106,19 +106,24 @@ inline int64_t start_tile(const TileArgs& a, int64_t q0, int n, const Scratch& s
 // Every tile of n_queries queries, each through its keys a block at a time:
 // block(k_rows, v_rows, j0, n_keys, n) scores the block, updates the running
 // softmax and adds the value sums; then each query's sums over its total.
+// values_in_place: read f32 value rows where they are when the cache keeps
+// a head's rows together (the AVX-512 kernel: 4-5% faster alone; the AVX2
+// one measured 3-4% slower so, docs/PERFORMANCE.md section 24).
 template <class Block>
-void attend_tiles(const TileArgs& a, const KvHead& kv, int64_t n_queries, const Scratch& s, Block block) {
+void attend_tiles(const TileArgs& a, const KvHead& kv, int64_t n_queries, const Scratch& s, bool values_in_place,
+                  Block block) {
   for (int64_t q0 = 0; q0 < n_queries; q0 += kTile) {
     const int n = static_cast<int>(std::min<int64_t>(kTile, n_queries - q0));
     const int64_t n_keys_all = start_tile(a, q0, n, s);
     for (int64_t j0 = 0; j0 < n_keys_all; j0 += kKeys) {
       const int nk = static_cast<int>(std::min<int64_t>(kKeys, n_keys_all - j0));
       // Keys are read a few rows side by side, in place; the value pass reads
-      // 32 rows over and over, so they are copied together first (in a cache
-      // of whole rows they are 2 KiB apart, and 32 such rows fall into 2 of
-      // L1's 64 sets).
+      // 32 rows over and over, so unless they lie together (a head's rows,
+      // one head apart) they are copied together first (in a cache of whole
+      // rows they are 2 KiB apart, and 32 such rows fall into 2 of L1's 64 sets).
+      const bool v_together = values_in_place && kv.row_stride_bytes == a.hd * 4;
       const Rows k_rows = block_rows(kv, kv.k, j0, nk, a.hd, s.kb, /*in_place=*/true);
-      const Rows v_rows = block_rows(kv, kv.v, j0, nk, a.hd, s.vb, /*in_place=*/false);
+      const Rows v_rows = block_rows(kv, kv.v, j0, nk, a.hd, s.vb, v_together);
       block(k_rows, v_rows, j0, nk, n);
     }
     for (int i = 0; i < n; ++i) {
