@@ -170,7 +170,9 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
                       int64_t out_stride) {
   const Scratch s = x86_tile::aligned_scratch(scratch, head_dim, 32);  // for the aligned loads of qt and st
   const x86_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride};
-  x86_tile::attend_tiles(args, kv, n_tokens * group, s, /*values_in_place=*/false, [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n) {
+  constexpr bool kValuesInPlace = false;  // see attend_tiles
+  x86_tile::attend_tiles(args, kv, n_tokens * group, s, kValuesInPlace,
+                         [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n) {
     switch ((n + 7) / 8) {
       case 1: score_block<1>(k, nk, head_dim, s.qt, s.st); break;
       case 2: score_block<2>(k, nk, head_dim, s.qt, s.st); break;

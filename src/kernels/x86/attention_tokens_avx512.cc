@@ -150,7 +150,9 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
   // 64-byte aligned for the aligned loads of qt, st and the per-query arrays
   const Scratch s = x86_tile::aligned_scratch(scratch, head_dim, 64);
   const x86_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride};
-  x86_tile::attend_tiles(args, kv, n_tokens * group, s, /*values_in_place=*/true, [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n) {
+  constexpr bool kValuesInPlace = true;  // see attend_tiles
+  x86_tile::attend_tiles(args, kv, n_tokens * group, s, kValuesInPlace,
+                         [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n) {
     const int n_groups = (n + kLanes - 1) / kLanes;
     if (n_groups == 1)
       score_block<1>(k, nk, head_dim, s.qt, s.st);

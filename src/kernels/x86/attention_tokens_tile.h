@@ -107,8 +107,9 @@ inline int64_t start_tile(const TileArgs& a, int64_t q0, int n, const Scratch& s
 // block(k_rows, v_rows, j0, n_keys, n) scores the block, updates the running
 // softmax and adds the value sums; then each query's sums over its total.
 // values_in_place: read f32 value rows where they are when the cache keeps
-// a head's rows together (the AVX-512 kernel: 4-5% faster alone; the AVX2
-// one measured 3-4% slower so, docs/PERFORMANCE.md section 24).
+// a head's rows together (the AVX-512 kernel, 5-7% faster so in the attention
+// driver; the AVX2 kernel measured 3-4% slower and copies them,
+// docs/PERFORMANCE.md section 24).
 template <class Block>
 void attend_tiles(const TileArgs& a, const KvHead& kv, int64_t n_queries, const Scratch& s, bool values_in_place,
                   Block block) {

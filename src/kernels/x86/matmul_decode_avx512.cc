@@ -70,24 +70,24 @@ struct TokenActs {
   const float* hs;
 };
 
-// Q4_0's step-of-8 loop is dot_rows_q4_0 (below); the single blocks after it
-// and the scale gather are these.
+// Q4_0's step-of-8 loop is dot_rows_q4_0 (below); the blocks after it
+// (add_tail_blocks) and the scale gather use these.
 struct Q4_0Row {
   using Block = BlockQ4_0;
   // The 8 blocks' f16 scales: words 0, 9, ..., 63 of their 144 bytes.
   alignas(64) static constexpr int16_t kScaleIndex[32] = {0, 9, 18, 27, 36, 45, 54, 63};
   // One block as 32 unsigned bytes in element order: the 16-byte qs
   // broadcast to both 128-bit lanes, the second shifted right by 4.
+  static __m256i single(const Block& b) {
+    const __m256i w = _mm256_broadcastsi128_si256(load128(b.qs));
+    return _mm256_and_si256(_mm256_srlv_epi32(w, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
+  }
   // Two blocks as 64 unsigned bytes: single(b0) | single(b1).
   static __m512i pair(const Block& b0, const Block& b1) {
     const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(load128(b0.qs)), load128(b1.qs), 1);
     const __m512i w = _mm512_shuffle_i64x2(_mm512_castsi256_si512(both), _mm512_castsi256_si512(both), 0x50);
     const __m512i shift = _mm512_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4, 0, 0, 0, 0, 4, 4, 4, 4);
     return _mm512_and_si512(_mm512_srlv_epi32(w, shift), _mm512_set1_epi8(0x0F));
-  }
-  static __m256i single(const Block& b) {
-    const __m256i w = _mm256_broadcastsi128_si256(load128(b.qs));
-    return _mm256_and_si256(_mm256_srlv_epi32(w, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
   }
 };
 
@@ -178,7 +178,7 @@ inline void add_tail_blocks(const typename R::Block* row, int64_t n_blocks, int6
 }
 
 // Q8_0: N rows (row r at row + r * n_blocks) against one token: out[r],
-// 8 blocks a step in pairs, then single blocks.
+// 8 blocks a step in pairs, then the tail (add_tail_blocks).
 template <class R, int N>
 void dot_rows_32(const typename R::Block* row, int64_t n_blocks, const TokenActs& t, int64_t ahead, float* out) {
   const __m512i pair_index[4] = {halves_index(0, 1), halves_index(2, 3), halves_index(4, 5), halves_index(6, 7)};
