@@ -91,8 +91,10 @@ inline int64_t start_tile(const TileArgs& a, int64_t q0, int n, const Scratch& s
   int64_t n_keys_all = 0;
   for (int i = 0; i < kTile; ++i) {
     s.m[i] = kMasked, s.l[i] = 0.0f, s.nctx[i] = 0.0f;
-    for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = 0.0f;
-    if (i >= n) continue;
+    if (i >= n) {  // a padding lane (each valid lane's column is written whole below)
+      for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = 0.0f;
+      continue;
+    }
     const int64_t qi = q0 + i, t = qi / a.group, h = qi % a.group;
     const float* qv = a.q + t * a.q_stride + h * a.hd;
     for (int64_t d = 0; d < a.hd; ++d) s.qt[d * kTile + i] = qv[d] * a.scale;
