@@ -62,14 +62,21 @@ Status BenchRunner::warmup(int64_t prompt_tokens) {
   return generate_ns(1).status();
 }
 
-Status BenchRunner::check_depths_fit(const std::vector<int64_t>& depths, int64_t test_tokens) const {
-  if (depths.empty()) return ok_status();
-  const int64_t deepest = *std::max_element(depths.begin(), depths.end());
-  const int64_t needed = deepest + std::max<int64_t>(test_tokens, 1);
-  if (needed <= context_len_) return ok_status();
-  return error_status("-d " + std::to_string(deepest) + " followed by a test of " + std::to_string(test_tokens) +
-                      " tokens needs " + std::to_string(needed) + " positions of context, and this model's cache holds " +
-                      std::to_string(context_len_) + " (get_max_context_len): lower -d, -p or -n");
+Status BenchRunner::check_context(const std::vector<int64_t>& depths, int64_t test_tokens,
+                                  int64_t ttft_tokens) const {
+  const std::string holds = ", and this model's cache holds " + std::to_string(context_len_);
+  if (!depths.empty()) {
+    const int64_t deepest = *std::max_element(depths.begin(), depths.end());
+    const int64_t needed = deepest + std::max<int64_t>(test_tokens, 1);
+    if (needed > context_len_)
+      return error_status("-d " + std::to_string(deepest) + " followed by a test of " + std::to_string(test_tokens) +
+                          " tokens needs " + std::to_string(needed) + " positions of context" + holds +
+                          " (get_max_context_len): lower -d, -p or -n");
+  }
+  if (ttft_tokens > context_len_)
+    return error_status("--ttft " + std::to_string(ttft_tokens) + " needs " + std::to_string(ttft_tokens) +
+                        " positions of context" + holds);
+  return ok_status();
 }
 
 Status BenchRunner::fill_context(int64_t depth, int64_t test_tokens) {

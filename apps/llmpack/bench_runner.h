@@ -21,12 +21,11 @@ class BenchRunner {
   static Result<BenchRunner> create(Program& program, uint64_t seed);
 
   int64_t token_bound() const { return token_bound_; }
-  // The positions the program's KV cache holds (get_max_context_len).
-  int64_t context_len() const { return context_len_; }
-  // Every depth's tests fit: depth + test_tokens <= context_len() for the
-  // deepest depth, checked before anything runs (a -d list whose last depth
-  // does not fit would otherwise fail after minutes of the others' tests).
-  Status check_depths_fit(const std::vector<int64_t>& depths, int64_t test_tokens) const;
+  // Every test fits the cache (get_max_context_len positions): depth +
+  // test_tokens for the deepest depth, and the --ttft prompt from position
+  // 0; checked before anything runs (a -d list whose last depth does not
+  // fit would otherwise fail after minutes of the others' tests).
+  Status check_context(const std::vector<int64_t>& depths, int64_t test_tokens, int64_t ttft_tokens) const;
   // A prefill of one chunk of min(B, prompt_tokens) tokens and one decode
   // step, untimed, like llama-bench's warmup run: the page faults of the
   // weights and of the forward's buffers (which loading does not write) land
@@ -55,7 +54,7 @@ class BenchRunner {
   uint64_t rng_state_;
   int64_t vocab_size_ = 1;
   int64_t token_bound_ = 1;
-  int64_t context_len_ = 1;
+  int64_t context_len_ = 1;  // get_max_context_len
   bool dynamic_ = true;
   int64_t last_argmax_ = 0;  // keeps the argmax from being optimized away
 };

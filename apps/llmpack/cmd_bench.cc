@@ -262,10 +262,7 @@ int64_t max_of(const std::vector<int64_t>& values) {
 Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const PeakByThreads& peaks,
                  const DecodeReads* reads, Output& out) {
   LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
-  LLMPACK_RETURN_IF_ERROR(runner.check_depths_fit(o.depths, std::max(max_of(o.prompts), max_of(o.gens))));
-  if (o.ttft > runner.context_len())
-    return error_status("--ttft " + std::to_string(o.ttft) + " needs " + std::to_string(o.ttft) +
-                        " positions of context, and this model's cache holds " + std::to_string(runner.context_len()));
+  LLMPACK_RETURN_IF_ERROR(runner.check_context(o.depths, std::max(max_of(o.prompts), max_of(o.gens)), o.ttft));
   // One chunk as long as the longest any test sends (at least 32 tokens, as before, for -p 0).
   LLMPACK_RETURN_IF_ERROR(runner.warmup(std::max({max_of(o.prompts), o.ttft, int64_t{32}})).with_context("warmup"));
   const int64_t b = runner.token_bound();
