@@ -57,9 +57,10 @@ void decode_row(const KvHead& kv, const uint8_t* row, int64_t hd, float* buf) {
   }
 }
 
-// st[j][8g..8g+8) = sum_d k_j[d] * qt[d][8g..] for KR keys and NG lane groups.
+// st[j][8g..8g+8) = sum_d k_j[d] * qt[d][8g..] for KR keys and NG lane
+// groups; bmax[8g..] keeps each lane's highest score of the block.
 template <int NG, int KR>
-inline void score_keys(const Rows& k, int j0, int64_t hd, const float* qt, float* st) {
+inline void score_keys(const Rows& k, int j0, int64_t hd, const float* qt, float* st, float* bmax) {
   __m256 acc[KR][NG];
   for (int r = 0; r < KR; ++r)
     for (int g = 0; g < NG; ++g) acc[r][g] = _mm256_setzero_ps();
@@ -71,45 +72,68 @@ inline void score_keys(const Rows& k, int j0, int64_t hd, const float* qt, float
       for (int g = 0; g < NG; ++g) acc[r][g] = _mm256_fmadd_ps(kv, qv[g], acc[r][g]);
     }
   }
-  for (int r = 0; r < KR; ++r)
-    for (int g = 0; g < NG; ++g) _mm256_store_ps(st + r * kTile + 8 * g, acc[r][g]);
+  for (int g = 0; g < NG; ++g) {
+    __m256 m = _mm256_load_ps(bmax + 8 * g);
+    for (int r = 0; r < KR; ++r) {
+      _mm256_store_ps(st + r * kTile + 8 * g, acc[r][g]);
+      m = _mm256_max_ps(m, acc[r][g]);
+    }
+    _mm256_store_ps(bmax + 8 * g, m);
+  }
 }
 
 template <int NG>
-void score_block(const Rows& k, int n_keys, int64_t hd, const float* qt, float* st) {
+void score_block(const Rows& k, int n_keys, int64_t hd, const float* qt, float* st, float* bmax) {
   constexpr int kKr = 12 / NG;  // 12 accumulators
+  for (int g = 0; g < NG; ++g) _mm256_store_ps(bmax + 8 * g, _mm256_set1_ps(kMasked));
   int j = 0;
-  for (; j + kKr <= n_keys; j += kKr) score_keys<NG, kKr>(k, j, hd, qt, st + j * kTile);
-  for (; j < n_keys; ++j) score_keys<NG, 1>(k, j, hd, qt, st + j * kTile);
+  for (; j + kKr <= n_keys; j += kKr) score_keys<NG, kKr>(k, j, hd, qt, st + j * kTile, bmax);
+  for (; j < n_keys; ++j) score_keys<NG, 1>(k, j, hd, qt, st + j * kTile, bmax);
 }
 
-// Masks the block's scores, updates each lane's running max and sum, and
-// turns st into probabilities relative to the new max (corr rescales o).
-void softmax_block(const Scratch& s, int n_groups, int64_t j0, int n_keys) {
-  for (int g = 0; g < n_groups; ++g) {
-    const __m256 nctx = _mm256_load_ps(s.nctx + 8 * g);
-    __m256 block_max = _mm256_set1_ps(kMasked);
+// Updates each lane's running max and sum and turns st into probabilities
+// relative to the new max (corr rescales o). kMask: the block holds keys
+// some query must not see, so each score is masked by position and the
+// block's max taken again; otherwise the score pass's bmax is the max.
+template <bool kMask>
+void softmax_group(const Scratch& s, int g, int64_t j0, int n_keys) {
+  const __m256 masked = _mm256_set1_ps(kMasked);
+  const __m256 nctx = _mm256_load_ps(s.nctx + 8 * g);
+  const auto visible = [&](int j) {
+    return _mm256_cmp_ps(_mm256_set1_ps(static_cast<float>(j0 + j)), nctx, _CMP_LT_OQ);
+  };
+  __m256 block_max = _mm256_load_ps(s.bmax + 8 * g);
+  if constexpr (kMask) {
+    block_max = masked;
     for (int j = 0; j < n_keys; ++j) {
       float* row = s.st + j * kTile + 8 * g;
-      const __m256 visible = _mm256_cmp_ps(_mm256_set1_ps(static_cast<float>(j0 + j)), nctx, _CMP_LT_OQ);
-      const __m256 score = _mm256_blendv_ps(_mm256_set1_ps(kMasked), _mm256_load_ps(row), visible);
+      const __m256 score = _mm256_blendv_ps(masked, _mm256_load_ps(row), visible(j));
       _mm256_store_ps(row, score);
       block_max = _mm256_max_ps(block_max, score);
     }
-    const __m256 m_old = _mm256_load_ps(s.m + 8 * g);
-    const __m256 m_new = _mm256_max_ps(m_old, block_max);
-    __m256 sum = _mm256_setzero_ps();
-    for (int j = 0; j < n_keys; ++j) {
-      float* row = s.st + j * kTile + 8 * g;
-      const __m256 visible = _mm256_cmp_ps(_mm256_set1_ps(static_cast<float>(j0 + j)), nctx, _CMP_LT_OQ);
-      const __m256 p = _mm256_and_ps(exp256(_mm256_sub_ps(_mm256_load_ps(row), m_new)), visible);
-      _mm256_store_ps(row, p);
-      sum = _mm256_add_ps(sum, p);
-    }
-    const __m256 corr = exp256(_mm256_sub_ps(m_old, m_new));
-    _mm256_store_ps(s.corr + 8 * g, corr);
-    _mm256_store_ps(s.l + 8 * g, _mm256_fmadd_ps(_mm256_load_ps(s.l + 8 * g), corr, sum));
-    _mm256_store_ps(s.m + 8 * g, m_new);
+  }
+  const __m256 m_old = _mm256_load_ps(s.m + 8 * g);
+  const __m256 m_new = _mm256_max_ps(m_old, block_max);
+  __m256 sum = _mm256_setzero_ps();
+  for (int j = 0; j < n_keys; ++j) {
+    float* row = s.st + j * kTile + 8 * g;
+    __m256 p = exp256(_mm256_sub_ps(_mm256_load_ps(row), m_new));
+    if constexpr (kMask) p = _mm256_and_ps(p, visible(j));
+    _mm256_store_ps(row, p);
+    sum = _mm256_add_ps(sum, p);
+  }
+  const __m256 corr = exp256(_mm256_sub_ps(m_old, m_new));
+  _mm256_store_ps(s.corr + 8 * g, corr);
+  _mm256_store_ps(s.l + 8 * g, _mm256_fmadd_ps(_mm256_load_ps(s.l + 8 * g), corr, sum));
+  _mm256_store_ps(s.m + 8 * g, m_new);
+}
+
+void softmax_block(const Scratch& s, int n_groups, int64_t j0, int n_keys, bool all_visible) {
+  for (int g = 0; g < n_groups; ++g) {
+    if (all_visible)
+      softmax_group<false>(s, g, j0, n_keys);
+    else
+      softmax_group<true>(s, g, j0, n_keys);
   }
 }
 
@@ -172,14 +196,14 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
   const x86_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride};
   constexpr bool kValuesInPlace = false;  // see attend_tiles
   x86_tile::attend_tiles(args, kv, n_tokens * group, s, kValuesInPlace,
-                         [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n) {
+                         [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n, bool all_visible) {
     switch ((n + 7) / 8) {
-      case 1: score_block<1>(k, nk, head_dim, s.qt, s.st); break;
-      case 2: score_block<2>(k, nk, head_dim, s.qt, s.st); break;
-      case 3: score_block<3>(k, nk, head_dim, s.qt, s.st); break;
-      default: score_block<4>(k, nk, head_dim, s.qt, s.st); break;
+      case 1: score_block<1>(k, nk, head_dim, s.qt, s.st, s.bmax); break;
+      case 2: score_block<2>(k, nk, head_dim, s.qt, s.st, s.bmax); break;
+      case 3: score_block<3>(k, nk, head_dim, s.qt, s.st, s.bmax); break;
+      default: score_block<4>(k, nk, head_dim, s.qt, s.st, s.bmax); break;
     }
-    softmax_block(s, (n + 7) / 8, j0, nk);
+    softmax_block(s, (n + 7) / 8, j0, nk, all_visible);
     value_block(s, v, nk, head_dim, n);
   });
 }

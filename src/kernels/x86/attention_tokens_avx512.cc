@@ -43,9 +43,10 @@ inline __m512 exp512(__m512 x) {
   return _mm512_scalef_ps(p, n);  // p * 2^n
 }
 
-// st[j][16g..16g+16) = sum_d k_j[d] * qt[d][16g..] for KR keys and NG lane groups.
+// st[j][16g..16g+16) = sum_d k_j[d] * qt[d][16g..] for KR keys and NG lane
+// groups; bmax[16g..] keeps each lane's highest score of the block.
 template <int NG, int KR>
-inline void score_keys(const Rows& k, int j0, int64_t hd, const float* qt, float* st) {
+inline void score_keys(const Rows& k, int j0, int64_t hd, const float* qt, float* st, float* bmax) {
   __m512 acc[KR][NG];
   for (int r = 0; r < KR; ++r)
     for (int g = 0; g < NG; ++g) acc[r][g] = _mm512_setzero_ps();
@@ -57,47 +58,69 @@ inline void score_keys(const Rows& k, int j0, int64_t hd, const float* qt, float
       for (int g = 0; g < NG; ++g) acc[r][g] = _mm512_fmadd_ps(kv, qv[g], acc[r][g]);
     }
   }
-  for (int r = 0; r < KR; ++r)
-    for (int g = 0; g < NG; ++g) _mm512_store_ps(st + r * kTile + kLanes * g, acc[r][g]);
+  for (int g = 0; g < NG; ++g) {
+    __m512 m = _mm512_load_ps(bmax + kLanes * g);
+    for (int r = 0; r < KR; ++r) {
+      _mm512_store_ps(st + r * kTile + kLanes * g, acc[r][g]);
+      m = _mm512_max_ps(m, acc[r][g]);
+    }
+    _mm512_store_ps(bmax + kLanes * g, m);
+  }
 }
 
 // 8 keys a pass (16 or 8 accumulators), then 4, then one at a time.
 template <int NG>
-void score_block(const Rows& k, int n_keys, int64_t hd, const float* qt, float* st) {
+void score_block(const Rows& k, int n_keys, int64_t hd, const float* qt, float* st, float* bmax) {
+  for (int g = 0; g < NG; ++g) _mm512_store_ps(bmax + kLanes * g, _mm512_set1_ps(kMasked));
   int j = 0;
-  for (; j + 8 <= n_keys; j += 8) score_keys<NG, 8>(k, j, hd, qt, st + j * kTile);
-  for (; j + 4 <= n_keys; j += 4) score_keys<NG, 4>(k, j, hd, qt, st + j * kTile);
-  for (; j < n_keys; ++j) score_keys<NG, 1>(k, j, hd, qt, st + j * kTile);
+  for (; j + 8 <= n_keys; j += 8) score_keys<NG, 8>(k, j, hd, qt, st + j * kTile, bmax);
+  for (; j + 4 <= n_keys; j += 4) score_keys<NG, 4>(k, j, hd, qt, st + j * kTile, bmax);
+  for (; j < n_keys; ++j) score_keys<NG, 1>(k, j, hd, qt, st + j * kTile, bmax);
 }
 
-// Masks the block's scores, updates each lane's running max and sum, and
-// turns st into probabilities relative to the new max (corr rescales o).
-void softmax_block(const Scratch& s, int n_groups, int64_t j0, int n_keys) {
+// Updates each lane's running max and sum and turns st into probabilities
+// relative to the new max (corr rescales o). kMask: the block holds keys
+// some query must not see, so each score is masked by position and the
+// block's max taken again; otherwise the score pass's bmax is the max.
+template <bool kMask>
+void softmax_group(const Scratch& s, int g, int64_t j0, int n_keys) {
   const __m512 masked = _mm512_set1_ps(kMasked);
-  for (int g = 0; g < n_groups; ++g) {
-    const __m512 nctx = _mm512_load_ps(s.nctx + kLanes * g);
-    __m512 block_max = masked;
+  const __m512 nctx = _mm512_load_ps(s.nctx + kLanes * g);
+  const auto visible = [&](int j) {
+    return _mm512_cmp_ps_mask(_mm512_set1_ps(static_cast<float>(j0 + j)), nctx, _CMP_LT_OQ);
+  };
+  __m512 block_max = _mm512_load_ps(s.bmax + kLanes * g);
+  if constexpr (kMask) {
+    block_max = masked;
     for (int j = 0; j < n_keys; ++j) {
       float* row = s.st + j * kTile + kLanes * g;
-      const __mmask16 visible = _mm512_cmp_ps_mask(_mm512_set1_ps(static_cast<float>(j0 + j)), nctx, _CMP_LT_OQ);
-      const __m512 score = _mm512_mask_blend_ps(visible, masked, _mm512_load_ps(row));
+      const __m512 score = _mm512_mask_blend_ps(visible(j), masked, _mm512_load_ps(row));
       _mm512_store_ps(row, score);
       block_max = _mm512_max_ps(block_max, score);
     }
-    const __m512 m_old = _mm512_load_ps(s.m + kLanes * g);
-    const __m512 m_new = _mm512_max_ps(m_old, block_max);
-    __m512 sum = _mm512_setzero_ps();
-    for (int j = 0; j < n_keys; ++j) {
-      float* row = s.st + j * kTile + kLanes * g;
-      const __mmask16 visible = _mm512_cmp_ps_mask(_mm512_set1_ps(static_cast<float>(j0 + j)), nctx, _CMP_LT_OQ);
-      const __m512 p = _mm512_maskz_mov_ps(visible, exp512(_mm512_sub_ps(_mm512_load_ps(row), m_new)));
-      _mm512_store_ps(row, p);
-      sum = _mm512_add_ps(sum, p);
-    }
-    const __m512 corr = exp512(_mm512_sub_ps(m_old, m_new));
-    _mm512_store_ps(s.corr + kLanes * g, corr);
-    _mm512_store_ps(s.l + kLanes * g, _mm512_fmadd_ps(_mm512_load_ps(s.l + kLanes * g), corr, sum));
-    _mm512_store_ps(s.m + kLanes * g, m_new);
+  }
+  const __m512 m_old = _mm512_load_ps(s.m + kLanes * g);
+  const __m512 m_new = _mm512_max_ps(m_old, block_max);
+  __m512 sum = _mm512_setzero_ps();
+  for (int j = 0; j < n_keys; ++j) {
+    float* row = s.st + j * kTile + kLanes * g;
+    __m512 p = exp512(_mm512_sub_ps(_mm512_load_ps(row), m_new));
+    if constexpr (kMask) p = _mm512_maskz_mov_ps(visible(j), p);
+    _mm512_store_ps(row, p);
+    sum = _mm512_add_ps(sum, p);
+  }
+  const __m512 corr = exp512(_mm512_sub_ps(m_old, m_new));
+  _mm512_store_ps(s.corr + kLanes * g, corr);
+  _mm512_store_ps(s.l + kLanes * g, _mm512_fmadd_ps(_mm512_load_ps(s.l + kLanes * g), corr, sum));
+  _mm512_store_ps(s.m + kLanes * g, m_new);
+}
+
+void softmax_block(const Scratch& s, int n_groups, int64_t j0, int n_keys, bool all_visible) {
+  for (int g = 0; g < n_groups; ++g) {
+    if (all_visible)
+      softmax_group<false>(s, g, j0, n_keys);
+    else
+      softmax_group<true>(s, g, j0, n_keys);
   }
 }
 
@@ -152,13 +175,13 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
   const x86_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride};
   constexpr bool kValuesInPlace = true;  // see attend_tiles
   x86_tile::attend_tiles(args, kv, n_tokens * group, s, kValuesInPlace,
-                         [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n) {
+                         [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n, bool all_visible) {
     const int n_groups = (n + kLanes - 1) / kLanes;
     if (n_groups == 1)
-      score_block<1>(k, nk, head_dim, s.qt, s.st);
+      score_block<1>(k, nk, head_dim, s.qt, s.st, s.bmax);
     else
-      score_block<2>(k, nk, head_dim, s.qt, s.st);
-    softmax_block(s, n_groups, j0, nk);
+      score_block<2>(k, nk, head_dim, s.qt, s.st, s.bmax);
+    softmax_block(s, n_groups, j0, nk, all_visible);
     value_block(s, v, nk, head_dim, n);
   });
 }

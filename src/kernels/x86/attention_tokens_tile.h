@@ -9,7 +9,7 @@
 //   st[32][32]        scores, then probabilities, of one block of keys
 //   o[32][head_dim]   running sums of probability-weighted values
 //   kb[32][head_dim]  key rows decoded to f32 (f16, q8_0 caches; f32 keys are read in place)
-//   vb[32][head_dim]  value rows as f32, always copied together (see attend_tiles)
+//   vb[32][head_dim]  value rows as f32 when copied together (see attend_tiles)
 //
 // Everything here has internal linkage: each kernel file compiles its own
 // copy with its own ISA flags (one shared inline copy could be the AVX-512
@@ -39,6 +39,7 @@ struct Scratch {
   float* l;     // [kTile] running sum of exp per query
   float* corr;  // [kTile] this block's rescale factor per query
   float* nctx;  // [kTile] positions each query sees (0 for padding lanes)
+  float* bmax;  // [kTile] the block's highest score per query, kept by the score pass
 
   // Each array is a multiple of 32 floats long, so each is as aligned as s.
   Scratch(float* s, int64_t hd) {
@@ -50,10 +51,11 @@ struct Scratch {
     m = s, s += kTile;
     l = s, s += kTile;
     corr = s, s += kTile;
-    nctx = s;
+    nctx = s, s += kTile;
+    bmax = s;
   }
   // The floats a kernel needs, with room to align the start to 64 bytes.
-  static size_t floats(int64_t hd) { return static_cast<size_t>(4 * kTile * hd + kKeys * kTile + 4 * kTile) + 16; }
+  static size_t floats(int64_t hd) { return static_cast<size_t>(4 * kTile * hd + kKeys * kTile + 5 * kTile) + 16; }
 };
 
 // The scratch of attention_tokens' caller, aligned to `align` bytes.
@@ -106,8 +108,12 @@ inline int64_t start_tile(const TileArgs& a, int64_t q0, int n, const Scratch& s
 }
 
 // Every tile of n_queries queries, each through its keys a block at a time:
-// block(k_rows, v_rows, j0, n_keys, n) scores the block, updates the running
-// softmax and adds the value sums; then each query's sums over its total.
+// block(k_rows, v_rows, j0, n_keys, n, all_visible) scores the block, updates
+// the running softmax and adds the value sums; then each query's sums over
+// its total. all_visible: every valid query of the tile sees every key of the
+// block (the block ends at or before the first query's position + 1; later
+// queries see more), so its scores need no causal mask. Padding lanes'
+// queries are zero and their sums are never written out, so they need none.
 // values_in_place: read f32 value rows where they are when the cache keeps
 // a head's rows together (the AVX-512 kernel, 5-7% faster so in the attention
 // driver; the AVX2 kernel measured 3-4% slower and copies them,
@@ -118,6 +124,7 @@ void attend_tiles(const TileArgs& a, const KvHead& kv, int64_t n_queries, const 
   for (int64_t q0 = 0; q0 < n_queries; q0 += kTile) {
     const int n = static_cast<int>(std::min<int64_t>(kTile, n_queries - q0));
     const int64_t n_keys_all = start_tile(a, q0, n, s);
+    const int64_t n_keys_first = a.start_pos + q0 / a.group + 1;  // positions the tile's first query sees
     for (int64_t j0 = 0; j0 < n_keys_all; j0 += kKeys) {
       const int nk = static_cast<int>(std::min<int64_t>(kKeys, n_keys_all - j0));
       // Keys are read a few rows side by side, in place; the value pass reads
@@ -127,7 +134,8 @@ void attend_tiles(const TileArgs& a, const KvHead& kv, int64_t n_queries, const 
       const bool v_together = values_in_place && kv.row_stride_bytes == a.hd * 4;
       const Rows k_rows = block_rows(kv, kv.k, j0, nk, a.hd, s.kb, /*in_place=*/true);
       const Rows v_rows = block_rows(kv, kv.v, j0, nk, a.hd, s.vb, v_together);
-      block(k_rows, v_rows, j0, nk, n);
+      const bool all_visible = j0 + nk <= n_keys_first;
+      block(k_rows, v_rows, j0, nk, n, all_visible);
     }
     for (int i = 0; i < n; ++i) {
       const int64_t qi = q0 + i, t = qi / a.group, h = qi % a.group;

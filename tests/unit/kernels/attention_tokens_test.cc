@@ -91,29 +91,61 @@ TEST(AttentionTokensTest, Q8_0EveryPathMatchesFp64PerQuery) {
     check_case(CacheElem::kQ8_0, c, 99);
 }
 
-// A query whose scores are all far below another's: the running maximum
-// moves between key blocks without losing precision (scores of +-60).
-TEST(AttentionTokensTest, PeakyScoresAcrossKeyBlocks) {
-  const TokensCase c{64, 0, 0, 2, 3, 90};
-  const int64_t hd = c.head_dim, n_ctx = c.start_pos + c.n_tokens;
-  Rows rows = make_rows(Elem::kF32, n_ctx, hd, 0, 5);
-  // key 70 matches the queries strongly: its block comes after two others
-  const auto q = random_floats(static_cast<size_t>(c.n_tokens * c.group * hd), 6, 1.0f);
-  for (int64_t d = 0; d < hd; ++d) rows.k_deq[70 * hd + d] = q[d] * 8.0f;
-  std::memcpy(rows.k.data() + 70 * rows.stride, &rows.k_deq[70 * hd], hd * sizeof(float));
+// Runs attention_tokens on every path over an f32 cache and checks every
+// query of every token against the fp64 reference.
+void check_all_queries(const TokensCase& c, const Rows& rows, const std::vector<float>& q, const char* what) {
+  const int64_t hd = c.head_dim, n_ctx = c.start_pos + c.n_tokens, width = c.group * hd;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const KvHead kv{CacheElem::kF32, rows.k.data(), rows.v.data(), rows.stride, 0};
   PathGuard guard;
   for (KernelPath p : testing::all_paths()) {
     ASSERT_TRUE(set_kernel_path(p));
     std::vector<float> scratch(attention_tokens_scratch_floats(hd, n_ctx));
-    std::vector<float> out(static_cast<size_t>(c.n_tokens * c.group * hd));
-    attention_tokens(q.data(), c.group * hd, c.n_tokens, c.group, c.start_pos, kv, hd, scale, scratch.data(),
-                     out.data(), c.group * hd);
-    const std::vector<float> q0(q.begin(), q.begin() + hd);
-    const auto want = attention_fp64(q0, rows.k_deq, rows.v_deq, hd, 0, c.start_pos + 1, hd, scale);
-    for (int64_t d = 0; d < hd; ++d)
-      ASSERT_NEAR(out[d], want[d], 5e-5 * (1 + std::fabs(want[d]))) << kernel_path_name(p) << " dim " << d;
+    std::vector<float> out(static_cast<size_t>(c.n_tokens * width));
+    attention_tokens(q.data(), width, c.n_tokens, c.group, c.start_pos, kv, hd, scale, scratch.data(), out.data(),
+                     width);
+    for (int64_t qi = 0; qi < c.n_tokens * c.group; ++qi) {
+      const std::vector<float> qv(q.begin() + qi * hd, q.begin() + (qi + 1) * hd);
+      const auto want = attention_fp64(qv, rows.k_deq, rows.v_deq, hd, 0, c.start_pos + qi / c.group + 1, hd, scale);
+      for (int64_t d = 0; d < hd; ++d)
+        ASSERT_NEAR(out[qi * hd + d], want[d], 5e-5 * (1 + std::fabs(want[d])))
+            << what << " " << kernel_path_name(p) << " query " << qi << " dim " << d;
+    }
+  }
+}
+
+// Sets key row j to factor times query 0 (and its dequantized copy).
+void key_along_query(Rows& rows, const std::vector<float>& q, int64_t j, int64_t hd, float factor) {
+  for (int64_t d = 0; d < hd; ++d) rows.k_deq[j * hd + d] = q[d] * factor;
+  std::memcpy(rows.k.data() + j * rows.stride, &rows.k_deq[j * hd], hd * sizeof(float));
+}
+
+// A query whose scores are all far below another's: the running maximum
+// moves between key blocks without losing precision (scores of +-60).
+TEST(AttentionTokensTest, PeakyScoresAcrossKeyBlocks) {
+  const TokensCase c{64, 0, 0, 2, 3, 90};
+  Rows rows = make_rows(Elem::kF32, c.start_pos + c.n_tokens, c.head_dim, 0, 5);
+  const auto q = random_floats(static_cast<size_t>(c.n_tokens * c.group * c.head_dim), 6, 1.0f);
+  key_along_query(rows, q, 70, c.head_dim, 8.0f);  // key 70 matches query 0: its block comes after two others
+  check_all_queries(c, rows, q, "peaky");
+}
+
+// One score of about 400 among scores near 0, at each place of a block that
+// every query sees (no causal mask): the block's maximum, which the score
+// pass keeps, must be the true one, or exp of the score above it overflows
+// to inf. One query, and a full tile of 32 (8 tokens x 4 heads, all one
+// query), so that the score passes' groups of keys (8, 4, 1 a pass; or 12,
+// 6, 3, 1) and of lanes take every shape.
+TEST(AttentionTokensTest, HugeScoreAnywhereInAVisibleBlock) {
+  for (const TokensCase c : {TokensCase{64, 0, 0, 1, 1, 40}, TokensCase{64, 0, 0, 4, 8, 40}}) {
+    for (int64_t j = 0; j < 32; ++j) {
+      Rows rows = make_rows(Elem::kF32, c.start_pos + c.n_tokens, c.head_dim, 0, 8);
+      const auto q0 = random_floats(static_cast<size_t>(c.head_dim), 9, 1.0f);
+      std::vector<float> q;
+      for (int64_t i = 0; i < c.n_tokens * c.group; ++i) q.insert(q.end(), q0.begin(), q0.end());
+      key_along_query(rows, q, j, c.head_dim, 50.0f);  // score |q0|^2 * 50 / 8, about 400
+      check_all_queries(c, rows, q, ("huge score at key " + std::to_string(j)).c_str());
+    }
   }
 }
 
