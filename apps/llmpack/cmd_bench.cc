@@ -334,6 +334,59 @@ int save_synthetic(const BenchOptions& o, const BenchModelSource& source) {
   return 0;
 }
 
+// --bandwidth: the machine's read bandwidth for each thread count.
+void note_read_bandwidth(const std::vector<int>& threads, Output& out) {
+  for (int t : threads) {
+    const double bandwidth = measure_read_bandwidth(uint64_t{1} << 30, t, 5);
+    char line[128];
+    std::snprintf(line, sizeof(line), "memory read bandwidth (sum over 1 GiB), %d threads: %.1f GB/s", t,
+                  bandwidth / 1e9);
+    out.note(line);
+  }
+}
+
+// --peak: the fp32 compute peak for each thread count, on the active path's registers.
+PeakByThreads note_compute_peaks(const std::vector<int>& threads, Output& out) {
+  PeakByThreads peaks;
+  const bool avx512 = kernels::active_kernel_path() == kernels::KernelPath::kAvx512;
+  for (int t : threads) {
+    const ComputePeak peak = measure_compute_peak(avx512, t, 0.3, 3);
+    if (peak.isa.empty()) {
+      out.note("compute peak: this CPU has neither AVX2+FMA nor AVX-512");
+      break;
+    }
+    peaks.emplace_back(t, peak.fp32_flops);
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "compute peak (%s registers, %d thread%s): fp32 %.1f GFLOP/s, int8 %.1f G multiply-adds/s",
+                  peak.isa.c_str(), t, t == 1 ? "" : "s", peak.fp32_flops / 1e9, peak.int8_macs / 1e9);
+    out.note(line);
+  }
+  return peaks;
+}
+
+// --bandwidth, per model: the decode bound, measured again next to this
+// model's tests (a shared machine's bandwidth moves by a third within
+// minutes, and the bound should be the one the tests ran under). It reads
+// the very bytes decode reads, through the same mappings: fresh anonymous
+// memory sits in 4 KiB pages, a model file's page cache mostly in 2 MiB
+// ones, and that alone moves the rate.
+DecodeReads note_decode_bound(const BenchModel& model, int threads, Output& out) {
+  const double fresh = measure_read_bandwidth(uint64_t{1} << 30, threads, 3);
+  DecodeReads reads;
+  reads.ranges = decode_weight_ranges(model);
+  for (const auto& r : reads.ranges) reads.per_token += r.bytes;
+  const double own = reads.read_rate(threads);
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "%s: tg bound %.1f t/s (%.1f GB/s reading its %.1f MB of weights a token, just before; "
+                "1 GiB of fresh memory: %.1f GB/s)",
+                model.display.c_str(), own / static_cast<double>(reads.per_token), own / 1e9,
+                static_cast<double>(reads.per_token) / 1e6, fresh / 1e9);
+  out.note(line);
+  return reads;
+}
+
 int execute(const BenchOptions& o) {
   auto sources = model_sources(o);
   if (!sources.ok()) return fail(sources.status());
@@ -359,32 +412,8 @@ int execute(const BenchOptions& o) {
   out.note(kernel_path_note(o.avx512_decode));
   if (auto note = float_decode_prefetch_note(o.float_decode_prefetch); !note.empty()) out.note(note);
   out.note("kv cache: " + o.kv_dtype + " keys and values");
-  if (o.bandwidth) {
-    for (int t : threads) {
-      const double bandwidth = measure_read_bandwidth(uint64_t{1} << 30, t, 5);
-      char line[128];
-      std::snprintf(line, sizeof(line), "memory read bandwidth (sum over 1 GiB), %d threads: %.1f GB/s", t,
-                    bandwidth / 1e9);
-      out.note(line);
-    }
-  }
-  PeakByThreads peaks;
-  if (o.peak) {
-    const bool avx512 = kernels::active_kernel_path() == kernels::KernelPath::kAvx512;
-    for (int t : threads) {
-      const ComputePeak peak = measure_compute_peak(avx512, t, 0.3, 3);
-      if (peak.isa.empty()) {
-        out.note("compute peak: this CPU has neither AVX2+FMA nor AVX-512");
-        break;
-      }
-      peaks.emplace_back(t, peak.fp32_flops);
-      char line[256];
-      std::snprintf(line, sizeof(line),
-                    "compute peak (%s registers, %d thread%s): fp32 %.1f GFLOP/s, int8 %.1f G multiply-adds/s",
-                    peak.isa.c_str(), t, t == 1 ? "" : "s", peak.fp32_flops / 1e9, peak.int8_macs / 1e9);
-      out.note(line);
-    }
-  }
+  if (o.bandwidth) note_read_bandwidth(threads, out);
+  const PeakByThreads peaks = o.peak ? note_compute_peaks(threads, out) : PeakByThreads{};
   for (const auto& source : *sources) {
     for (int t : threads) {
       auto model = load_bench_model(source, t, max_seq_len, max_context);
@@ -395,25 +424,7 @@ int execute(const BenchOptions& o) {
       std::snprintf(line, sizeof(line), "%s: %s in %.1f ms", model->display.c_str(),
                     source.is_synthetic() ? "built" : "loaded", model->load_ms);
       out.note(line);
-      DecodeReads reads;
-      if (o.bandwidth) {
-        // Measured again next to this model's tests: a shared machine's
-        // bandwidth moves by a third within minutes, and the bound should be
-        // the one the tests ran under.
-        // The bound reads the very bytes decode reads, through the same
-        // mappings: fresh anonymous memory sits in 4 KiB pages, a model file's
-        // page cache mostly in 2 MiB ones, and that alone moves the rate.
-        const double fresh = measure_read_bandwidth(uint64_t{1} << 30, t, 3);
-        reads.ranges = decode_weight_ranges(*model);
-        for (const auto& r : reads.ranges) reads.per_token += r.bytes;
-        const double own = reads.read_rate(t);
-        std::snprintf(line, sizeof(line),
-                      "%s: tg bound %.1f t/s (%.1f GB/s reading its %.1f MB of weights a token, just before; "
-                      "1 GiB of fresh memory: %.1f GB/s)",
-                      model->display.c_str(), own / static_cast<double>(reads.per_token), own / 1e9,
-                      static_cast<double>(reads.per_token) / 1e6, fresh / 1e9);
-        out.note(line);
-      }
+      const DecodeReads reads = o.bandwidth ? note_decode_bound(*model, t, out) : DecodeReads{};
       if (auto status = run_tests(o, *model, t, peaks, o.bandwidth ? &reads : nullptr, out); !status.ok())
         return fail(status.with_context(model->display));
     }

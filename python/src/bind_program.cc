@@ -43,8 +43,15 @@ struct TensorInfo {
   }
   std::string repr() const {
     std::string s = "TensorInfo(sizes=[";
-    for (size_t i = 0; i < meta.sizes.size(); ++i) s += (i ? ", " : "") + std::to_string(meta.sizes[i]);
-    return s + "], dtype=" + dtype_name() + (meta.dynamic_dim1 ? ", dynamic" : "") + ")";
+    for (size_t i = 0; i < meta.sizes.size(); ++i) {
+      if (i > 0) s += ", ";
+      s += std::to_string(meta.sizes[i]);
+    }
+    s += "], dtype=";
+    s += dtype_name();
+    if (meta.dynamic_dim1) s += ", dynamic";
+    s += ")";
+    return s;
   }
 };
 

@@ -49,6 +49,8 @@ def test_forward_meta(program):
     assert tokens.dtype() == ScalarType.Long == 4
     assert tokens.is_dynamic()
     assert tokens.nbytes() == 8 * S
+    assert repr(tokens) == f"TensorInfo(sizes=[1, {S}], dtype=int64, dynamic)"
+    assert repr(meta.output_tensor_meta(0)) == "TensorInfo(sizes=[1, 512], dtype=float32)"
     assert meta.output_tensor_meta(0).sizes() == [1, 512]
     assert meta.output_tensor_meta(0).dtype() == ScalarType.Float
     assert program.load_method("forward").metadata.num_inputs() == 2

@@ -58,6 +58,7 @@ class PickleMachine {
 
  private:
   Status step(uint8_t op);
+  Status push_literal(uint8_t op);  // strings, integers and floats
   Status fail(const std::string& what) const {
     return error_status(describe(op_) + " at byte " + std::to_string(op_pos_) + ": " + what);
   }
@@ -277,24 +278,10 @@ Status PickleMachine::append_items(const std::vector<uint32_t>& values, uint32_t
   return ok_status();
 }
 
-Status PickleMachine::step(uint8_t op) {
+// The opcodes that push a value read from the opcode's argument bytes.
+Status PickleMachine::push_literal(uint8_t op) {
   PickleValue v;
-  std::vector<uint32_t> items;
   switch (op) {
-    case 0x80: {  // PROTO
-      uint8_t proto = 0;
-      LLMPACK_RETURN_IF_ERROR(read(&proto));
-      if (proto < 2 || proto > 5) return fail("protocol " + std::to_string(proto) + ", expected 2..5");
-      return ok_status();
-    }
-    case 0x95: { uint64_t n = 0; return read(&n); }  // FRAME: a length hint only
-    case '}': v.kind = PickleKind::kDict; return push_new(std::move(v));
-    case ']': v.kind = PickleKind::kList; return push_new(std::move(v));
-    case ')': v.kind = PickleKind::kTuple; return push_new(std::move(v));
-    case '(':
-      if (marks_.size() >= limits_.max_stack) return fail("too many marks");
-      marks_.push_back(stack_.size());
-      return ok_status();
     case 'X': case 0x8c: case 0x8d: {
       uint64_t n = 0;
       if (op == 'X') { uint32_t n32 = 0; LLMPACK_RETURN_IF_ERROR(read(&n32)); n = n32; }
@@ -327,6 +314,33 @@ Status PickleMachine::step(uint8_t op) {
       std::memcpy(&v.f, &be, 8);
       return push_new(std::move(v));
     }
+    default:
+      return fail("not a literal opcode");
+  }
+  v.kind = PickleKind::kInt;  // the integer opcodes break out of the switch
+  return push_new(std::move(v));
+}
+
+Status PickleMachine::step(uint8_t op) {
+  PickleValue v;
+  std::vector<uint32_t> items;
+  switch (op) {
+    case 0x80: {  // PROTO
+      uint8_t proto = 0;
+      LLMPACK_RETURN_IF_ERROR(read(&proto));
+      if (proto < 2 || proto > 5) return fail("protocol " + std::to_string(proto) + ", expected 2..5");
+      return ok_status();
+    }
+    case 0x95: { uint64_t n = 0; return read(&n); }  // FRAME: a length hint only
+    case '}': v.kind = PickleKind::kDict; return push_new(std::move(v));
+    case ']': v.kind = PickleKind::kList; return push_new(std::move(v));
+    case ')': v.kind = PickleKind::kTuple; return push_new(std::move(v));
+    case '(':
+      if (marks_.size() >= limits_.max_stack) return fail("too many marks");
+      marks_.push_back(stack_.size());
+      return ok_status();
+    case 'X': case 0x8c: case 0x8d: case 'J': case 'K': case 'M': case 0x8a: case 'G':
+      return push_literal(op);
     case 'N': return push_new(std::move(v));
     case 0x88: case 0x89: v.kind = PickleKind::kBool; v.i = op == 0x88; return push_new(std::move(v));
     case 't':
@@ -385,8 +399,6 @@ Status PickleMachine::step(uint8_t op) {
       return error_status(describe(op) + " at byte " + std::to_string(op_pos_) +
                           " is not allowed (a state dict needs only plain data and tensors)");
   }
-  v.kind = PickleKind::kInt;  // the integer opcodes break out of the switch
-  return push_new(std::move(v));
 }
 
 Result<PickleDocument> PickleDocument::parse(std::span<const uint8_t> bytes, const PickleLimits& limits) {
