@@ -24,6 +24,36 @@ struct BlockQ4_0 {
 };
 static_assert(sizeof(BlockQ4_0) == 18);
 
+// 5-bit quants q in 0..31: the low 4 bits as in Q4_0 (qs[i] low nibble for
+// element i < 16, high nibble for element i + 16), the fifth bit of element i
+// at bit i of qh (read as a little-endian uint32).
+// Q5_0: value[i] = (q[i] - 16) * d. (llama.cpp's Q4_K_M falls back to it for
+// matrices whose rows are not whole 256-element super-blocks, such as
+// SmolLM2-135M's 576 columns and Qwen2.5-0.5B's 896.)
+struct BlockQ5_0 {
+  uint16_t d;  // f16
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockQ5_0) == 22);
+
+// Q5_1: value[i] = q[i] * d + m (Q5_K_M's fallback, as Q5_0 is Q4_K_M's).
+struct BlockQ5_1 {
+  uint16_t d;  // f16
+  uint16_t m;  // f16
+  uint8_t qh[4];
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockQ5_1) == 24);
+
+// The 5-bit quant of element i (0..31) of a Q5_0 / Q5_1 block.
+inline int q5_quant(const uint8_t* qs, const uint8_t* qh, int i) {
+  const uint32_t high = static_cast<uint32_t>(qh[0]) | static_cast<uint32_t>(qh[1]) << 8 |
+                        static_cast<uint32_t>(qh[2]) << 16 | static_cast<uint32_t>(qh[3]) << 24;
+  const int low = i < kQK / 2 ? qs[i] & 0x0F : qs[i - kQK / 2] >> 4;
+  return low | static_cast<int>((high >> i) & 1) << 4;
+}
+
 // 8 sub-blocks of 32 with 6-bit scale and min each, packed in `scales`
 // (see unpack_q4k_scale). Elements 64c..64c+31 are the low nibbles of
 // qs[32c..32c+31] (sub-block 2c), 64c+32..64c+63 the high nibbles (2c+1).

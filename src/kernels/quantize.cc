@@ -52,6 +52,45 @@ void quantize_q4_0(const float* x, int64_t n_blocks, BlockQ4_0* out) {
   }
 }
 
+// Sets the 5-bit quant of element j (0..31) of a Q5_0 / Q5_1 block whose qs
+// and qh start zeroed.
+void put_q5(uint8_t* qs, uint8_t* qh, int j, int q) {
+  qs[j % (kQK / 2)] |= static_cast<uint8_t>((q & 0x0F) << (j < kQK / 2 ? 0 : 4));
+  qh[j / 8] |= static_cast<uint8_t>(((q >> 4) & 1) << (j % 8));
+}
+
+// As Q4_0 with 32 levels: d = (signed value of largest magnitude) / -16, so
+// that element maps to q = 0 and the levels cover [-16d, 15d].
+void quantize_q5_0(const float* x, int64_t n_blocks, BlockQ5_0* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, x += kQK) {
+    float amax = 0.0f, vmax = 0.0f;
+    for (int j = 0; j < kQK; ++j) {
+      if (std::fabs(x[j]) > amax) {
+        amax = std::fabs(x[j]);
+        vmax = x[j];
+      }
+    }
+    const float d = vmax / -16.0f;
+    const float id = d != 0.0f ? 1.0f / d : 0.0f;
+    out[i] = BlockQ5_0{};
+    out[i].d = f32_to_f16(d);
+    for (int j = 0; j < kQK; ++j) put_q5(out[i].qs, out[i].qh, j, clamp_round(x[j] * id + 16.0f, 0, 31));
+  }
+}
+
+// value = q * d + m with m the block's minimum and d = (max - min) / 31.
+void quantize_q5_1(const float* x, int64_t n_blocks, BlockQ5_1* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, x += kQK) {
+    const auto [lo, hi] = std::minmax_element(x, x + kQK);
+    const float d = (*hi - *lo) / 31.0f;
+    const float id = d > 0.0f ? 1.0f / d : 0.0f;
+    out[i] = BlockQ5_1{};
+    out[i].d = f32_to_f16(d);
+    out[i].m = f32_to_f16(*lo);
+    for (int j = 0; j < kQK; ++j) put_q5(out[i].qs, out[i].qh, j, clamp_round((x[j] - *lo) * id, 0, 31));
+  }
+}
+
 // Best (scale, min) for x[32] ~ scale * q - min, q in 0..15, min >= 0:
 // tries scales around (max - min) / 15 with min fixed at -min(x, 0), then
 // refits both by least squares for the chosen q.
@@ -194,6 +233,8 @@ bool quantize_supports(DType dtype) {
     case DType::kBF16:
     case DType::kQ8_0:
     case DType::kQ4_0:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
     case DType::kQ4_K:
     case DType::kQ6_K:
       return true;
@@ -223,6 +264,12 @@ size_t quantize_row(DType dtype, const float* src, int64_t n, void* dst) {
       break;
     case DType::kQ4_0:
       quantize_q4_0(src, n_blocks, static_cast<BlockQ4_0*>(dst));
+      break;
+    case DType::kQ5_0:
+      quantize_q5_0(src, n_blocks, static_cast<BlockQ5_0*>(dst));
+      break;
+    case DType::kQ5_1:
+      quantize_q5_1(src, n_blocks, static_cast<BlockQ5_1*>(dst));
       break;
     case DType::kQ4_K:
       quantize_q4_k(src, n_blocks, static_cast<BlockQ4_K*>(dst));

@@ -25,6 +25,20 @@ void dequant_q4_0(const BlockQ4_0* b, int64_t n_blocks, float* out) {
   }
 }
 
+void dequant_q5_0(const BlockQ5_0* b, int64_t n_blocks, float* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, out += kQK) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < kQK; ++j) out[j] = (q5_quant(b[i].qs, b[i].qh, j) - 16) * d;
+  }
+}
+
+void dequant_q5_1(const BlockQ5_1* b, int64_t n_blocks, float* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, out += kQK) {
+    const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+    for (int j = 0; j < kQK; ++j) out[j] = q5_quant(b[i].qs, b[i].qh, j) * d + m;
+  }
+}
+
 // The fifth bit of Q5_K's quant l in sub-block j (Q4_K has none).
 int high_bit(const BlockQ4_K&, int, int) { return 0; }
 int high_bit(const BlockQ5_K& b, int l, int j) { return ((b.qh[l] >> j) & 1) << 4; }
@@ -82,6 +96,12 @@ bool dequantize_quant(DType dtype, const void* src, int64_t n, float* out) {
       return true;
     case DType::kQ4_0:
       dequant_q4_0(static_cast<const BlockQ4_0*>(src), n / kQK, out);
+      return true;
+    case DType::kQ5_0:
+      dequant_q5_0(static_cast<const BlockQ5_0*>(src), n / kQK, out);
+      return true;
+    case DType::kQ5_1:
+      dequant_q5_1(static_cast<const BlockQ5_1*>(src), n / kQK, out);
       return true;
     case DType::kQ4_K:
       dequant_k45(static_cast<const BlockQ4_K*>(src), n / kQKK, out);

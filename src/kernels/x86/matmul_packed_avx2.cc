@@ -1,4 +1,4 @@
-// AVX2 prefill GEMM for Q4_0, Q8_0, Q4_K and Q6_K weights (several tokens at once).
+// AVX2 prefill GEMM for Q4_0, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K weights (several tokens at once).
 //
 // Rows are packed, 8 at a time, into a row-interleaved panel on the stack
 // (BLIS-style packing; the weights in memory are never changed): for each
@@ -10,16 +10,20 @@
 // Per unit, with per-row scale ws and min wm:
 //   row . x = sum_units a.d * (ws * sum(q * a.q) - wm * sum(a.q))
 //   Q4_0: q = nibble (0..15), ws = d, wm = 8d
+//   Q5_0: q in 0..31, ws = d, wm = 16d; Q5_1: q in 0..31, ws = d, wm = -m
 //   Q4_K: q = nibble, ws = d * scale_j, wm = dmin * min_j
 //   Q6_K: q in 0..63, scales in vpmaddwd, two mins (see Q6_KPack)
 //   Q8_0: q signed, ws = d, no min: |q| * (a.q * sign(q)) (sign trick)
 // With q <= 15 and |a.q| <= 127 a vpmaddubsw lane is at most 2 * 15 * 127 = 3810,
-// so the 8 products of a nibble unit add up in int16 (<= 30480) before one vpmaddwd.
+// so the 8 products of a nibble unit add up in int16 (<= 30480) before one vpmaddwd;
+// with q <= 31 (2 * 31 * 127 = 7874 a lane) four do (<= 31496).
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx2_internal.h"
+#include "kernels/x86/q5_bits.h"
 #include "kernels/x86/simd_avx2.h"
 
 namespace llmpack::kernels::avx2 {
@@ -31,9 +35,10 @@ constexpr int kChunkUnits = 32;    // units of 32 columns packed at once (1024 c
 constexpr int kTile = 4;           // tokens per register tile
 
 // One unit (32 columns) of 8 rows: q[g] is a 32-byte vector whose int32
-// lane r holds row r's elements 4g..4g+3. Layouts: nibbles (Q4_0, Q4_K), signed bytes (Q8_0, sign trick),
+// lane r holds row r's elements 4g..4g+3. Layouts: nibbles (Q4_0, Q4_K), five-bit (Q5_0, Q5_1),
+// signed bytes (Q8_0, sign trick),
 // six-bit with 16-element scales (Q6_K).
-enum Kind { kNibble, kSigned, kSixBit };
+enum Kind { kNibble, kFiveBit, kSigned, kSixBit };
 
 template <int kKind>
 struct alignas(32) Unit {
@@ -78,6 +83,27 @@ struct Q4_0Pack {
     const auto* b = reinterpret_cast<const BlockQ4_0*>(block);
     s[0].ws = half(b->d);
     s[0].wm = 8.0f * s[0].ws;
+  }
+};
+
+// Q5_0 (kHasMin false) and Q5_1: a block is one unit of unsigned 5-bit q.
+template <bool kHasMin>
+struct Q5Pack {
+  using Block = std::conditional_t<kHasMin, BlockQ5_1, BlockQ5_0>;
+  static constexpr int kKind = kFiveBit;
+  static constexpr bool kSplit = false;
+  static constexpr int kUnitsPerBlock = 1, kBytes = sizeof(Block);
+  static __m256i expand(const uint8_t* block, int) {
+    const auto* b = reinterpret_cast<const Block*>(block);
+    return x86::q5_quants(b->qs, b->qh);
+  }
+  static void scales(const uint8_t* block, UnitScales* s) {
+    const auto* b = reinterpret_cast<const Block*>(block);
+    s[0].ws = half(b->d);
+    if constexpr (kHasMin)
+      s[0].wm = -half(b->m);
+    else
+      s[0].wm = 16.0f * s[0].ws;
   }
 };
 
@@ -280,6 +306,30 @@ inline void q8_unit(const Unit<kSigned>& u, const ActBlock* act, int64_t n_sub, 
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[t]), _mm256_mul_ps(ws, _mm256_set1_ps(act[t * n_sub].d)), acc[t]);
 }
 
+// The integer sums of one Q5_0 / Q5_1 unit for T tokens: q <= 31, so 4
+// vpmaddubsw results add up in int16 (<= 31496) before each of two vpmaddwd.
+template <int T>
+inline void five_bit_sums(const Unit<kFiveBit>& u, const ActBlock* act, int64_t n_sub, __m256i* i32) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  __m256i s16[T];
+#pragma GCC unroll 8
+  for (int g = 0; g < 8; ++g) {
+    const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q[g]));
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      int32_t a4;
+      std::memcpy(&a4, act[t * n_sub].q + 4 * g, 4);
+      const __m256i p = _mm256_maddubs_epi16(w, _mm256_set1_epi32(a4));
+      s16[t] = g % 4 == 0 ? p : _mm256_add_epi16(s16[t], p);
+      if (g % 4 == 3) {
+        const __m256i v = _mm256_madd_epi16(s16[t], ones);
+        i32[t] = g == 3 ? v : _mm256_add_epi32(i32[t], v);
+        in_register(i32[t]);
+      }
+    }
+  }
+}
+
 // acc[t] (8 rows) += panel . act of token t over n_units units, and mins[t]
 // += the nibble types' min terms (subtracted once, in tile_store); act_t at
 // act + t * n_sub (units of the chunk start at act). The min terms have their
@@ -301,23 +351,27 @@ inline void tile(const Unit<kKind>* u, int64_t n_units, const ActBlock* act,
       q8_unit<T>(*u, act + k, n_sub, acc);
       continue;
     }
-    // q <= 15: the 8 products of a unit add up in int16 before one vpmaddwd
-    __m256i s16[T];
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) {
-      const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u->q[g]));
-#pragma GCC unroll 8
-      for (int t = 0; t < T; ++t) {
-        int32_t a4;
-        std::memcpy(&a4, act[t * n_sub + k].q + 4 * g, 4);
-        s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(w, _mm256_set1_epi32(a4)));
-        in_register(s16[t]);
-      }
-    }
     __m256i i32[T];
+    if constexpr (kKind == kFiveBit) {
+      five_bit_sums<T>(*u, act + k, n_sub, i32);
+    } else {
+      // q <= 15: the 8 products of a unit add up in int16 before one vpmaddwd
+      __m256i s16[T];
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) i32[t] = _mm256_madd_epi16(s16[t], ones);
+      for (int t = 0; t < T; ++t) s16[t] = _mm256_setzero_si256();
+      for (int g = 0; g < 8; ++g) {
+        const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u->q[g]));
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) {
+          int32_t a4;
+          std::memcpy(&a4, act[t * n_sub + k].q + 4 * g, 4);
+          s16[t] = _mm256_add_epi16(s16[t], _mm256_maddubs_epi16(w, _mm256_set1_epi32(a4)));
+          in_register(s16[t]);
+        }
+      }
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) i32[t] = _mm256_madd_epi16(s16[t], ones);
+    }
     const __m256 ws = _mm256_load_ps(u->ws);
     const __m256 wm = _mm256_load_ps(u->wm);
     #pragma GCC unroll 8
@@ -339,7 +393,7 @@ void tile_store(const Unit<kKind>* u, int64_t n_units, const ActBlock* act, int6
   tile<kKind, T>(u, n_units, act, n_sub, sums, acc, mins);
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
-    if constexpr (kKind == kNibble) acc[t] = _mm256_sub_ps(acc[t], mins[t]);  // only nibbles fill mins
+    if constexpr (kKind == kNibble || kKind == kFiveBit) acc[t] = _mm256_sub_ps(acc[t], mins[t]);  // only they fill mins
     float* out = y + t * ld_y;
     if (n_rows == kPanelRows) {
       if (add) acc[t] = _mm256_add_ps(acc[t], _mm256_loadu_ps(out));
@@ -431,8 +485,8 @@ void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_t
 }  // namespace
 
 bool packed_supports(DType dtype) {
-  return dtype == DType::kQ4_0 || dtype == DType::kQ8_0 || dtype == DType::kQ4_K ||
-         dtype == DType::kQ6_K;
+  return dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 || dtype == DType::kQ8_0 ||
+         dtype == DType::kQ4_K || dtype == DType::kQ6_K;
 }
 
 void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
@@ -440,6 +494,10 @@ void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_to
   switch (w.dtype) {
     case DType::kQ4_0:
       return matmul_packed_typed<Q4_0Pack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ5_0:
+      return matmul_packed_typed<Q5Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ5_1:
+      return matmul_packed_typed<Q5Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ8_0:
       return matmul_packed_typed<Q8_0Pack>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K:

@@ -141,7 +141,7 @@ QuantizedActs quantize_like_the_kernels(const float* x, int64_t cols) {
 // of `check` would hide a tail block weighted 1% wrong).
 TEST(MatmulQuantTest, DecodeTailsMatchTheQuantizedActivationsExactly) {
   ThreadPool pool(2);
-  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ6_K}) {
     const int64_t block = dtype_info(dtype)->block_elems;
     const int64_t max_blocks = block == 32 ? 23 : 3;
     for (int64_t n_blocks = 1; n_blocks <= max_blocks; ++n_blocks)
@@ -174,25 +174,30 @@ TEST(MatmulQuantTest, DecodeTailsMatchTheQuantizedActivationsExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantTest,
-                         ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K),
+                         ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K,
+                                           DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // y = w . x of a one-row matrix must equal the dequantized dot exactly (to
 // float rounding) on every SIMD path, for x all +1 and all -1 (quantized
 // exactly to +-127 with d = 1/127).
-void expect_exact_at_limits(DType dtype, const std::vector<uint8_t>& row, int64_t cols, const char* what) {
+// n_tokens > 3 takes the packed prefill path (every token the same x).
+void expect_exact_at_limits(DType dtype, const std::vector<uint8_t>& row, int64_t cols, const char* what,
+                            int64_t n_tokens = 1) {
   const WeightMatrix w{dtype, 1, cols, row.data()};
   std::vector<float> wd(static_cast<size_t>(cols));
   dequantize_row(w, 0, wd.data());
   ThreadPool pool(1);
   for (float sign : {1.0f, -1.0f}) {
-    const std::vector<float> x(static_cast<size_t>(cols), sign);
+    const std::vector<float> x(static_cast<size_t>(cols * n_tokens), sign);
     double exact = 0;
     for (int64_t c = 0; c < cols; ++c) exact += double(wd[c]) * x[c];
     for (KernelPath p : testing::simd_paths()) {
-      const float y = testing::matmul_on_path(p, w, x, 1, pool)[0];
-      EXPECT_NEAR(y, exact, 1e-5 * std::fabs(exact) + 1e-3)
-          << kernel_path_name(p) << " " << dtype_name(dtype) << " cols=" << cols << " " << what << " sign=" << sign;
+      const auto y = testing::matmul_on_path(p, w, x, n_tokens, pool);
+      for (int64_t t = 0; t < n_tokens; ++t)
+        EXPECT_NEAR(y[t], exact, 1e-5 * std::fabs(exact) + 1e-3)
+            << kernel_path_name(p) << " " << dtype_name(dtype) << " cols=" << cols << " " << what
+            << " sign=" << sign << " tokens=" << n_tokens << " t=" << t;
     }
   }
 }
@@ -235,12 +240,35 @@ TEST(MatmulQuantTest, DecodeAtTheInt16Limits) {
       }
 }
 
+// Q5_0 and Q5_1 keep q unsigned (0..31): decode sums one vpmaddubsw result
+// (lanes up to 2 * 31 * 127 = 7874) per vpmaddwd, the packed prefill four
+// (31496). Every q 31 (qs and qh all ones) or 0, or 31 / 0 by nibble, with
+// activations at +-127, in decode (1 token) and prefill (8 tokens).
+TEST(MatmulQuantTest, Q5DecodeAndPrefillAtTheInt16Limits) {
+  const uint16_t one = f32_to_f16(1.0f), minus = f32_to_f16(-3.0f);
+  for (DType dtype : {DType::kQ5_0, DType::kQ5_1}) {
+    const int64_t bytes = dtype_info(dtype)->block_bytes, quants = bytes - 20;  // qh and qs after d (and m)
+    for (int64_t n_blocks : {8, 24, 29})
+      for (uint8_t bits : {uint8_t{0xFF}, uint8_t{0x00}, uint8_t{0x0F}}) {
+        std::vector<uint8_t> row(static_cast<size_t>(n_blocks * bytes), bits);
+        for (int64_t b = 0; b < n_blocks; ++b) {
+          std::memcpy(row.data() + bytes * b, &one, 2);
+          if (dtype == DType::kQ5_1) std::memcpy(row.data() + bytes * b + 2, &minus, 2);
+          if (bits == 0x0F) std::memset(row.data() + bytes * b + quants, 0xFF, 2);  // qh: elements 0..15 high
+        }
+        const char* what = bits == 0xFF ? "31s" : bits ? "mixed" : "0s";
+        expect_exact_at_limits(dtype, row, 32 * n_blocks, what);
+        expect_exact_at_limits(dtype, row, 32 * n_blocks, what, 8);
+      }
+  }
+}
+
 // Callers size the scratch once for their largest call (the engine: its
 // chunk), then make calls of fewer tokens; decode's calls (1-3 tokens) use
 // more bytes per token than prefill's (the paired copy), so the size must
 // still grow with the token count. Then a 1-token call in a buffer sized for 4.
 TEST(MatmulQuantTest, ScratchForMoreTokensServesFewer) {
-  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K})
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ6_K})
     for (int64_t cols : {int64_t{256}, int64_t{2048}, int64_t{29 * 256}})
       for (int64_t n = 1; n < 9; ++n)
         EXPECT_LE(matmul_scratch_bytes(dtype, cols, n), matmul_scratch_bytes(dtype, cols, n + 1))

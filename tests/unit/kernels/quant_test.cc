@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "common/fixtures.h"
+#include "core/half.h"
 #include "kernels/kernels.h"
 #include "kernels/quantize.h"
 #include "unit/kernels/mini_gguf.h"
@@ -43,10 +45,11 @@ struct QuantBound {
 
 // Measured on this data: f16 0.00021, bf16 0.0017, q8_0 0.0054, q4_0 0.086,
 // q4_k 0.071, q6_k 0.017 (llama.cpp's own quantizer gives the same on the eco
-// fixtures); bounds carry 10-20% margin.
+// fixtures), q5_0 0.043, q5_1 0.038; bounds carry 10-20% margin.
 constexpr QuantBound kBounds[] = {
     {DType::kF16, 0.00025}, {DType::kBF16, 0.002}, {DType::kQ8_0, 0.0062},
     {DType::kQ4_0, 0.095},  {DType::kQ4_K, 0.08},  {DType::kQ6_K, 0.02},
+    {DType::kQ5_0, 0.048},  {DType::kQ5_1, 0.043},
 };
 
 TEST(QuantizeTest, ErrorWithinBoundPerType) {
@@ -80,18 +83,44 @@ TEST(QuantizeTest, ZeroBlocksStayZero) {
 }
 
 // quantize(dequantize(q)) == q byte for byte where the quantizer's scale
-// choice is a fixed point (Q8_0, Q4_0); K-quants re-fit and only come close.
-TEST(QuantizeTest, RoundTripIsBitExactForQ8_0AndQ4_0) {
+// choice is a fixed point (Q8_0, Q4_0, Q5_0); Q5_1's (max - min) / 31 and the
+// K-quants' fits only come close.
+TEST(QuantizeTest, RoundTripIsBitExactForQ8_0Q4_0AndQ5_0) {
   const auto x = random_floats(32 * 40, 7);
-  for (DType dtype : {DType::kQ8_0, DType::kQ4_0}) {
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0}) {
     const auto q = quantize(dtype, x);
     const auto q2 = quantize(dtype, dequantize(dtype, q, x.size()));
     EXPECT_EQ(q, q2) << dtype_name(dtype);
   }
-  for (DType dtype : {DType::kQ4_K, DType::kQ6_K}) {
+  for (DType dtype : {DType::kQ5_1, DType::kQ4_K, DType::kQ6_K}) {
     const auto y = dequantize(dtype, quantize(dtype, x), x.size());
     const auto y2 = dequantize(dtype, quantize(dtype, y), x.size());
     EXPECT_LT(rel_rms(y2, y), 0.5 * rel_rms(y, x)) << dtype_name(dtype);
+  }
+}
+
+// The GGUF layout of Q5_0 and Q5_1 written out by hand: element i's low 4
+// bits are qs[i]'s low nibble (i < 16) or qs[i - 16]'s high nibble, its
+// fifth bit is bit i of the little-endian uint32 qh.
+TEST(QuantizeTest, Q5BlocksDequantizeByTheGgufLayout) {
+  uint8_t block[24] = {};
+  const uint16_t d = f32_to_f16(0.5f), m = f32_to_f16(-2.0f);
+  const uint32_t qh = 0xA5C3'0F01u;
+  for (DType dtype : {DType::kQ5_0, DType::kQ5_1}) {
+    const bool q5_1 = dtype == DType::kQ5_1;
+    uint8_t* p = block;
+    std::memcpy(p, &d, 2), p += 2;
+    if (q5_1) std::memcpy(p, &m, 2), p += 2;
+    std::memcpy(p, &qh, 4), p += 4;
+    for (int j = 0; j < 16; ++j) p[j] = static_cast<uint8_t>(j | (15 - j) << 4);
+    std::vector<float> out(32);
+    dequantize_row(WeightMatrix{dtype, 1, 32, block}, 0, out.data());
+    for (int i = 0; i < 32; ++i) {
+      const int low = i < 16 ? i : 15 - (i - 16);
+      const int q = low + 16 * static_cast<int>((qh >> i) & 1);
+      const float want = q5_1 ? 0.5f * q - 2.0f : 0.5f * (q - 16);
+      EXPECT_EQ(out[i], want) << dtype_name(dtype) << " element " << i;
+    }
   }
 }
 
