@@ -61,10 +61,11 @@ bool use_more_bits(int64_t layer, int64_t n_layers) {
   return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
 }
 
-// K-quants need rows of whole 256-element super-blocks.
+// K-quants need rows of whole 256-element super-blocks; llama.cpp's
+// quantizer falls back to Q5_0 for Q4_K and to Q8_0 for Q6_K.
 DType k_quant_or_fallback(DType k_type, int64_t cols) {
   if (cols % kQkK == 0) return k_type;
-  return k_type == DType::kQ6_K ? DType::kQ8_0 : DType::kQ4_0;
+  return k_type == DType::kQ6_K ? DType::kQ8_0 : DType::kQ5_0;
 }
 
 // One tensor of the synthetic GGUF, in file order.

@@ -20,13 +20,15 @@ Result<DTypePlan> parse_dtype_plan(const std::string& given) {
   else if (d == "bf16") plan.matrix = DType::kBF16;
   else if (d == "q8_0") plan.matrix = DType::kQ8_0;
   else if (d == "q4_0") plan.matrix = DType::kQ4_0;
+  else if (d == "q5_0") plan.matrix = DType::kQ5_0;
+  else if (d == "q5_1") plan.matrix = DType::kQ5_1;
   else if (d == "q4_k") plan.matrix = DType::kQ4_K;
   else if (d == "q6_k") plan.matrix = DType::kQ6_K;
   else if (d == "q4_k_m") {
     plan.matrix = DType::kQ4_K;
     plan.q4_k_m = true;
   } else {
-    return error_status("--dtype '" + given + "' is not one of f32, f16, bf16, q8_0, q4_0, q4_k, q6_k, q4_k_m");
+    return error_status("--dtype '" + given + "' is not one of f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q6_k, q4_k_m");
   }
   return plan;
 }
@@ -84,6 +86,8 @@ uint32_t gguf_file_type(const DTypePlan& plan) {
     case DType::kF16: return 1;
     case DType::kQ4_0: return 2;
     case DType::kQ8_0: return 7;
+    case DType::kQ5_0: return 8;   // MOSTLY_Q5_0
+    case DType::kQ5_1: return 9;   // MOSTLY_Q5_1
     case DType::kQ4_K: return 14;  // llama.cpp's MOSTLY_Q4_K_S: Q4_K matrices
     case DType::kQ6_K: return 18;  // MOSTLY_Q6_K
     case DType::kBF16: return 32;

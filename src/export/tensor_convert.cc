@@ -63,7 +63,9 @@ DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_l
   const int64_t cols = t.ne[0];
   if (fits(want, cols)) return want;
   *fallback = true;
-  if ((want == DType::kQ4_K || want == DType::kQ6_K) && fits(DType::kQ8_0, cols)) return DType::kQ8_0;
+  // llama.cpp's fallbacks for rows that are not whole super-blocks
+  if (want == DType::kQ4_K && fits(DType::kQ5_0, cols)) return DType::kQ5_0;
+  if (want == DType::kQ6_K && fits(DType::kQ8_0, cols)) return DType::kQ8_0;
   return DType::kF16;
 }
 

@@ -90,7 +90,8 @@ TEST(SyntheticModel, Q4KMixGivesMoreBitsToOutputAndHalfOfVAndDown) {
   EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ4_0, "output", -1, 16, 2048, false), DType::kQ6_K);
   EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ4_0, "ffn_up", 3, 16, 2048, false), DType::kQ4_0);
   // Rows of 576 cannot hold 256-element super-blocks: llama.cpp's fallbacks.
-  EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ4_K_M, "attn_q", 3, 30, 576, true), DType::kQ4_0);
+  EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ4_K_M, "attn_q", 3, 30, 576, true), DType::kQ5_0);
+  EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ4_K_M, "attn_v", 0, 30, 576, true), DType::kQ8_0);
   EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ4_0, "token_embd", -1, 30, 576, true), DType::kQ8_0);
 }
 

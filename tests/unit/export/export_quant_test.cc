@@ -59,8 +59,44 @@ TEST_P(ExportQuant, E2_QuantizedPackageIsCloseToF32) {
 INSTANTIATE_TEST_SUITE_P(Types, ExportQuant,
                          ::testing::Values(QuantCase{"q8_0", 0.25f, DType::kQ8_0, DType::kF16},
                                            QuantCase{"q4_0", 2.5f, DType::kQ4_0, DType::kF16},
-                                           QuantCase{"q4_k_m", 0.25f, DType::kQ8_0, DType::kF16}),
+                                           QuantCase{"q5_0", 2.0f, DType::kQ5_0, DType::kF16},
+                                           QuantCase{"q5_1", 1.1f, DType::kQ5_1, DType::kF16},
+                                           QuantCase{"q4_k_m", 2.0f, DType::kQ5_0, DType::kF16}),
                          [](const auto& info) { return std::string(info.param.dtype); });
+
+// Q4_K_M of a model whose rows are not whole 256-element super-blocks (64
+// wide): llama.cpp's quantizer writes its Q4_K matrices as Q5_0 and its Q6_K
+// ones (attn_v of layers 2 and 4 of 5; ffn_down's 172-wide rows fit no block
+// and the output matrix is the shared embedding) as Q8_0, and so does the
+// exporter, with a notice for each.
+TEST(ExportQuantTypes, Q4_K_MFallsBackAsLlamaCppDoes) {
+  LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
+  ScratchDir dir;
+  ExportOptions o;
+  o.checkpoint = model;
+  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+  o.output = dir.file("q.gguf");
+  o.dtype = "q4_k_m";
+  auto report = export_package(o);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  auto gguf = GgufFile::open(o.output);
+  ASSERT_TRUE(gguf.ok());
+  const auto type_of = [&](const char* name) {
+    const auto* t = (*gguf)->find_tensor(name);
+    EXPECT_NE(t, nullptr) << name;
+    return t ? t->dtype : DType::kF32;
+  };
+  for (const char* name : {"blk.0.attn_q.weight", "blk.1.attn_v.weight", "blk.2.ffn_up.weight", "token_embd.weight"})
+    EXPECT_EQ(type_of(name), DType::kQ5_0) << name;
+  for (const char* name : {"blk.2.attn_v.weight", "blk.4.attn_v.weight"}) EXPECT_EQ(type_of(name), DType::kQ8_0) << name;
+  EXPECT_EQ(report->dtype_counts["q5_0"], 29);  // 6 matrices x 5 layers - 2 attn_v + the embedding (shared)
+  EXPECT_EQ(report->dtype_counts["q8_0"], 2);
+  std::string notices;
+  for (const auto& n : report->notices) notices += n + "\n";
+  EXPECT_NE(notices.find("q5_0"), std::string::npos) << notices;
+  EXPECT_NE(notices.find("q8_0"), std::string::npos) << notices;
+  EXPECT_EQ((*gguf)->get_int("general.file_type"), 15);
+}
 
 // Issue 4: greedy text of stories260K exported to Q8_0 equals the f32 text
 // (llama2.c's reference ids) for the first 64 tokens.
