@@ -1,4 +1,4 @@
-// AVX-512 VNNI prefill GEMM for Q4_0, Q8_0, Q4_K and Q6_K weights (several
+// AVX-512 VNNI prefill GEMM for Q4_0, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K weights (several
 // tokens at once); the counterpart of x86/matmul_packed_avx2.cc.
 //
 // Rows are packed, 16 at a time, into a row-interleaved panel on the stack
@@ -14,16 +14,19 @@
 // s = init + sum(q * a.q) (|s| < 2^21, so its float conversion is exact):
 //   row . x += a.d * ws * s - wm * (a.d * a.qsum)
 //   Q4_0: q = nibble, value = d (q - 8):      ws = d, init = -8 qsum
+//   Q5_0: q in 0..31, value = d (q - 16):     ws = d, init = -16 qsum
+//   Q5_1: q in 0..31, value = d q + m:        ws = d, wm = -m, init = 0
 //   Q8_0: q = w + 128 (w xor 0x80):           ws = d, init = -128 qsum
 //   Q4_K: q = nibble, value = d sc q - dmin m: ws = d sc, wm = dmin m, init = 0
 //   Q6_K: q in 0..63, value = d sc_h (q - 32): ws = d sc_h, init = -32 qsum_h
 // so the offsets cost nothing (vpdpbusd accumulates onto init) and only Q4_K
-// has a float min term.
+// and Q5_1 have a float min term.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx512_internal.h"
@@ -133,6 +136,45 @@ struct Q8_0Pack {
     _mm512_store_ps(u->ws[0], f16x16(src, offsetof(BlockQ8_0, d)));
   }
   static void token(const ActBlock& a, TokenUnit* tu) { tu->init[0] = -128 * a.qsum; }
+};
+
+// Q5_0 (kHasMin false) and Q5_1: the nibbles as Q4_0's; the fifth bits of a
+// row's elements 4g..4g+3 are bits 4g..4g+3 of its qh (16 + 4g.. for the high
+// nibbles), which one vpermd of a 16-entry table spreads to bit 4 of each
+// byte (vpermd reads only the low 4 bits of each index lane).
+template <bool kHasMin>
+struct Q5Pack {
+  using Block = std::conditional_t<kHasMin, BlockQ5_1, BlockQ5_0>;
+  static constexpr int kUnitsPerBlock = 1, kBytes = sizeof(Block);
+  static constexpr bool kMin = kHasMin, kHalves = false;
+  static __m512i fifth_bits(__m512i qh, int shift) {
+    alignas(64) static constexpr uint32_t kSpread[16] = {
+        0x00000000, 0x00000010, 0x00001000, 0x00001010, 0x00100000, 0x00100010, 0x00101000, 0x00101010,
+        0x10000000, 0x10000010, 0x10001000, 0x10001010, 0x10100000, 0x10100010, 0x10101000, 0x10101010};
+    return _mm512_permutexvar_epi32(_mm512_srli_epi32(qh, shift), _mm512_load_si512(kSpread));
+  }
+  static void pack_block(const uint8_t* const* src, Unit* u) {
+    __m512i t[4];  // elements 4g.. (low nibbles) and 16 + 4g.. (high)
+    transpose16x4(src, offsetof(Block, qs), t);
+    alignas(64) uint32_t bits[kPanelRows];
+    for (int r = 0; r < kPanelRows; ++r) std::memcpy(&bits[r], src[r] + offsetof(Block, qh), 4);
+    const __m512i qh = _mm512_load_si512(bits);
+    for (int g = 0; g < 4; ++g) {
+      _mm512_store_si512(u->q[g], _mm512_or_si512(nibbles_lo(t[g]), fifth_bits(qh, 4 * g)));
+      _mm512_store_si512(u->q[g + 4], _mm512_or_si512(nibbles_hi(t[g]), fifth_bits(qh, 16 + 4 * g)));
+    }
+    _mm512_store_ps(u->ws[0], f16x16(src, offsetof(Block, d)));
+    if constexpr (kHasMin)
+      _mm512_store_ps(u->ws[1], _mm512_sub_ps(_mm512_setzero_ps(), f16x16(src, offsetof(BlockQ5_1, m))));
+  }
+  static void token(const ActBlock& a, TokenUnit* tu) {
+    if constexpr (kHasMin) {
+      tu->init[0] = 0;
+      tu->dqs = a.d * static_cast<float>(a.qsum);
+    } else {
+      tu->init[0] = -16 * a.qsum;
+    }
+  }
 };
 
 // Q4_K: bytes 0..15 of a block are d, dmin and the 12 packed scale bytes, so
@@ -387,8 +429,8 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
 }  // namespace
 
 bool quant_supports(DType dtype, int64_t n_tokens) {
-  const bool packed = dtype == DType::kQ4_0 || dtype == DType::kQ8_0 || dtype == DType::kQ4_K ||
-                      dtype == DType::kQ6_K;
+  const bool packed = dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 ||
+                      dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ6_K;
   return packed && n_tokens >= kMinTokens;
 }
 
@@ -396,6 +438,8 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
                        int64_t row_begin, int64_t row_end) {
   switch (w.dtype) {
     case DType::kQ4_0: return matmul_typed<Q4_0Pack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ5_0: return matmul_typed<Q5Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ5_1: return matmul_typed<Q5Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ8_0: return matmul_typed<Q8_0Pack>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K: return matmul_typed<Q4_KPack>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K: return matmul_typed<Q6_KPack>(w, act, n_tokens, y, row_begin, row_end);
