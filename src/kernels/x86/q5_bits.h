@@ -15,18 +15,19 @@
 namespace llmpack::kernels::x86 {
 namespace {  // NOLINT(build/namespaces): a copy per ISA, see above
 
-// Bytes 0..15: the low nibbles of qs, 16..31: the high ones; each ORed with
-// 16 where its bit of qh is set.
+// Bytes 0..15: the low nibbles of qs, 16..31: the high ones (the 16 bytes
+// in both halves, the upper half shifted right by 4); each ORed with 16
+// where its bit of qh is set.
 inline __m256i q5_quants(const uint8_t* qs, const uint8_t* qh) {
-  const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs));
-  const __m128i mask = _mm_set1_epi8(0x0F);
-  const __m256i low = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(raw, 4), mask), _mm_and_si128(raw, mask));
-  uint32_t bits;
+  const __m256i raw = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(qs)));
+  const __m256i low = _mm256_and_si256(_mm256_srlv_epi32(raw, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)),
+                                       _mm256_set1_epi8(0x0F));
+  // the 4 bytes of qh in every dword (one broadcast load); byte i takes byte
+  // i / 8 of them, then keeps bit i % 8 of it: 0xFF where set
+  float bits;
   std::memcpy(&bits, qh, 4);
-  // byte i takes byte i / 8 of the bits (each 128-bit lane has all four),
-  // then keeps bit i % 8 of it: 0xFF where set
   const __m256i spread = _mm256_shuffle_epi8(
-      _mm256_set1_epi32(static_cast<int32_t>(bits)),
+      _mm256_castps_si256(_mm256_set1_ps(bits)),
       _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3));
   const __m256i bit = _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201ULL));
   const __m256i set = _mm256_cmpeq_epi8(_mm256_and_si256(spread, bit), bit);
