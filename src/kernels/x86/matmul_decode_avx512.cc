@@ -1,4 +1,4 @@
-// AVX-512 VNNI decode (one to three tokens) for Q4_0, Q8_0, Q4_K and Q6_K:
+// AVX-512 VNNI decode (one to three tokens) for Q4_0, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K:
 // each row streams once per token, as in the AVX2 decode, but one zmm holds
 // 64 weights (two 32-element blocks) and vpdpbusd replaces AVX2's
 // maddubs + madd + offset subtraction. What bounded the AVX2 decode per core
@@ -11,6 +11,8 @@
 // Per block, with the exact int32 dot s = sum(q * a.q) (|s| < 2^21):
 //   Q4_0: q = nibble, value = d (q - 8):   row . x += d a.d s - 8 d (a.d a.qsum)
 //   Q8_0: q = w + 128 (w xor 0x80):        row . x += d a.d s - 128 d (a.d a.qsum)
+//   Q5_0: q in 0..31, value = d (q - 16):  row . x += d a.d s - 16 d (a.d a.qsum)
+//   Q5_1: q in 0..31, value = d q + m:     row . x += d a.d s + m (a.d a.qsum)
 //   Q4_K: q = nibble, value = d sc q - dmin m: row . x += d sc a.d s - dmin m (a.d a.qsum)
 //   Q6_K: q in 0..63, value = d sc_h (q - 32), per 16-element half h:
 //         row . x += d sc_h a.d s_h - 32 d sc_h (a.d qsum_h)
@@ -21,7 +23,11 @@
 // stories110M Q4_0 tg 272 -> 355 t/s, Llama-3.2-1B Q4_0 25.5 -> 40.
 #include <immintrin.h>
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx512_internal.h"
@@ -74,6 +80,7 @@ struct TokenActs {
 // (add_tail_blocks) and the scale gather use these.
 struct Q4_0Row {
   using Block = BlockQ4_0;
+  static uint16_t offset_f16(const Block& b) { return b.d; }
   // The 8 blocks' f16 scales: words 0, 9, ..., 63 of their 144 bytes.
   alignas(64) static constexpr int16_t kScaleIndex[32] = {0, 9, 18, 27, 36, 45, 54, 63};
   // One block as 32 unsigned bytes in element order: the 16-byte qs
@@ -91,9 +98,16 @@ struct Q4_0Row {
   }
 };
 
+// The rows of dot_rows_32 give: scales8 (the 8 blocks' d), offsets8 (their
+// weights of a.d a.qsum, times -kOffset; Q8_0 and Q5_0: d again, so
+// kOwnOffsets is false and scales8 serves), offset_f16 (one block's), pair
+// and single (the unsigned quants of two blocks, of one).
 struct Q8_0Row {
   using Block = BlockQ8_0;
   static constexpr float kOffset = 128.0f;
+  static constexpr bool kOwnOffsets = false;
+  static uint16_t offset_f16(const Block& b) { return b.d; }
+  static __m256 offsets8(const Block* blk) { return scales8(blk); }
   // Blocks 0..3 have their scales at words 0, 17, 34, 51 of bytes 0..127,
   // blocks 4..7 at the same words of bytes 136..263.
   static __m256 scales8(const Block* blk) {
@@ -110,6 +124,72 @@ struct Q8_0Row {
   }
   static __m256i single(const Block& b) {
     return _mm256_xor_si256(load256(b.qs), _mm256_set1_epi8(static_cast<char>(0x80)));
+  }
+};
+
+// Q5_0 (kHasMin false) and Q5_1: the nibbles as Q4_0's; a byte-masked add
+// puts 16 onto each element whose bit of qh is set (qh moved into a mask
+// register; two blocks' masks joined with kunpackd).
+template <bool kHasMin>
+struct Q5Row {
+  using Block = std::conditional_t<kHasMin, BlockQ5_1, BlockQ5_0>;
+  static constexpr float kOffset = kHasMin ? -1.0f : 16.0f;
+  static constexpr bool kOwnOffsets = kHasMin;
+  static uint16_t offset_f16(const Block& b) {
+    if constexpr (kHasMin)
+      return b.m;
+    else
+      return b.d;
+  }
+  // The f16 at byte kOff of each of 8 blocks (from p = the step + kOff): two
+  // word gathers, blocks 0..3 from [p, p + 128) and blocks 4..7 from
+  // [p + 4kB, p + 4kB + 64) and the 64 bytes that end at the step's end, so
+  // nothing past the 8th block is read.
+  template <int kOff>
+  static __m256 f16x8(const Block* blk) {
+    constexpr int kB = sizeof(Block), kYFrom = 4 * kB - kOff - 64;
+    static_assert(kB % 2 == 0 && kYFrom % 2 == 0 && kYFrom > 0);
+    static constexpr auto kIndex = [] {
+      std::array<std::array<int16_t, 32>, 2> idx{};
+      for (int j = 0; j < 4; ++j) {
+        idx[0][j] = static_cast<int16_t>(j * kB / 2);
+        const int byte = j * kB;
+        idx[1][j] = static_cast<int16_t>(byte + 2 <= 64 ? byte / 2 : 32 + (byte - kYFrom) / 2);
+      }
+      return idx;
+    }();
+    const auto* p = reinterpret_cast<const char*>(blk) + kOff;
+    const __m512i first = _mm512_permutex2var_epi16(load512(p), load512(kIndex[0].data()), load512(p + 64));
+    const __m512i second =
+        _mm512_permutex2var_epi16(load512(p + 4 * kB), load512(kIndex[1].data()), load512(p + 4 * kB + kYFrom));
+    return _mm256_cvtph_ps(_mm_unpacklo_epi64(_mm512_castsi512_si128(first), _mm512_castsi512_si128(second)));
+  }
+  static __m256 scales8(const Block* blk) { return f16x8<offsetof(Block, d)>(blk); }
+  static __m256 offsets8(const Block* blk) {
+    if constexpr (kHasMin)
+      return f16x8<offsetof(BlockQ5_1, m)>(blk);
+    else
+      return scales8(blk);
+  }
+  // qh as a mask: bit i for element i (memcpy: qh lies at an odd multiple of 2)
+  static __mmask32 high_bits(const Block& b) {
+    uint32_t bits;
+    std::memcpy(&bits, b.qh, 4);
+    return _cvtu32_mask32(bits);
+  }
+  static __m256i single(const Block& b) {
+    const __m256i w = _mm256_broadcastsi128_si256(load128(b.qs));
+    const __m256i low =
+        _mm256_and_si256(_mm256_srlv_epi32(w, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
+    return _mm256_mask_add_epi8(low, high_bits(b), low, _mm256_set1_epi8(16));
+  }
+  static __m512i pair(const Block& b0, const Block& b1) {
+    const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(load128(b0.qs)), load128(b1.qs), 1);
+    const __m512i w = _mm512_shuffle_i64x2(_mm512_castsi256_si512(both), _mm512_castsi256_si512(both), 0x50);
+    const __m512i shift = _mm512_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4, 0, 0, 0, 0, 4, 4, 4, 4);
+    const __m512i low = _mm512_and_si512(_mm512_srlv_epi32(w, shift), _mm512_set1_epi8(0x0F));
+    const __mmask64 high = _mm512_kunpackd(high_bits(b1), high_bits(b0));
+    return _mm512_mask_add_epi8(low, high, low, _mm512_set1_epi8(16));
   }
 };
 
@@ -158,10 +238,12 @@ inline void add_tail_blocks(const typename R::Block* row, int64_t n_blocks, int6
     for (int r = 0; r < N; ++r) {
       const typename R::Block* blk = row + r * n_blocks + b;
       const __m128 d = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(blk[0].d | uint32_t{blk[1].d} << 16)));
+      const __m128 wo = _mm_cvtph_ps(_mm_cvtsi32_si128(
+          static_cast<int>(R::offset_f16(blk[0]) | uint32_t{R::offset_f16(blk[1])} << 16)));
       const __m512 scale = _mm512_permutexvar_ps(pair_index, _mm512_zextps128_ps512(_mm_mul_ps(d, ad)));
       const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), R::pair(blk[0], blk[1]), a);
       acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r]);
-      offset[r] = _mm256_add_ps(offset[r], _mm256_zextps128_ps256(_mm_mul_ps(d, adq)));
+      offset[r] = _mm256_add_ps(offset[r], _mm256_zextps128_ps256(_mm_mul_ps(wo, adq)));
     }
   }
   if (b < n_blocks) {
@@ -172,12 +254,12 @@ inline void add_tail_blocks(const typename R::Block* row, int64_t n_blocks, int6
       const float d = f16(blk.d);
       const __m256 dot = _mm256_cvtepi32_ps(_mm256_dpbusd_epi32(_mm256_setzero_si256(), R::single(blk), a));
       acc[r] = _mm512_add_ps(acc[r], _mm512_zextps256_ps512(_mm256_mul_ps(dot, _mm256_set1_ps(d * ad))));
-      offset[r] = _mm256_add_ps(offset[r], _mm256_zextps128_ps256(_mm_set_ss(d * adq)));
+      offset[r] = _mm256_add_ps(offset[r], _mm256_zextps128_ps256(_mm_set_ss(f16(R::offset_f16(blk)) * adq)));
     }
   }
 }
 
-// Q8_0: N rows (row r at row + r * n_blocks) against one token: out[r],
+// Q8_0, Q5_0, Q5_1: N rows (row r at row + r * n_blocks) against one token: out[r],
 // 8 blocks a step in pairs, then the tail (add_tail_blocks).
 template <class R, int N>
 void dot_rows_32(const typename R::Block* row, int64_t n_blocks, const TokenActs& t, int64_t ahead, float* out) {
@@ -195,7 +277,7 @@ void dot_rows_32(const typename R::Block* row, int64_t n_blocks, const TokenActs
       const typename R::Block* blk = row + r * n_blocks + b;
       prefetch(blk, 8 * sizeof(typename R::Block), ahead);
       const __m256 ws = R::scales8(blk);
-      offset[r] = _mm256_fmadd_ps(ws, adq, offset[r]);
+      offset[r] = _mm256_fmadd_ps(R::kOwnOffsets ? R::offsets8(blk) : ws, adq, offset[r]);
       const __m512 scale = _mm512_zextps256_ps512(_mm256_mul_ps(ws, ad));
 #pragma GCC unroll 4
       for (int p = 0; p < 4; ++p) {
@@ -427,6 +509,18 @@ struct Q8_0Dot {
   }
 };
 template <int N>
+struct Q5_0Dot {
+  static void run(const BlockQ5_0* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
+    dot_rows_32<Q5Row<false>, N>(row, n, t, ahead, out);
+  }
+};
+template <int N>
+struct Q5_1Dot {
+  static void run(const BlockQ5_1* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
+    dot_rows_32<Q5Row<true>, N>(row, n, t, ahead, out);
+  }
+};
+template <int N>
 struct Q4_KDot {
   static void run(const BlockQ4_K* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
     dot_rows_q4_k<N>(row, n, t, ahead, out);
@@ -442,8 +536,8 @@ struct Q6_KDot {
 }  // namespace
 
 bool decode_supports(DType dtype, int64_t n_tokens) {
-  const bool typed = dtype == DType::kQ4_0 || dtype == DType::kQ8_0 || dtype == DType::kQ4_K ||
-                     dtype == DType::kQ6_K;
+  const bool typed = dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 ||
+                     dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ6_K;
   return typed && n_tokens >= 1 && n_tokens <= kDecodeMaxTokens;
 }
 
@@ -453,6 +547,10 @@ void matmul_rows_decode(const WeightMatrix& w, const ActBlock* act, int64_t n_to
   switch (w.dtype) {
     case DType::kQ4_0:
       return rows_tokens<BlockQ4_0, Q4_0Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
+    case DType::kQ5_0:
+      return rows_tokens<BlockQ5_0, Q5_0Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
+    case DType::kQ5_1:
+      return rows_tokens<BlockQ5_1, Q5_1Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
     case DType::kQ8_0:
       return rows_tokens<BlockQ8_0, Q8_0Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
     case DType::kQ4_K:
