@@ -378,7 +378,13 @@ inline void tile(const Unit<kKind>* u, int64_t n_units, const ActBlock* act,
     for (int t = 0; t < T; ++t) {
       const __m256 d = _mm256_set1_ps(act[t * n_sub + k].d);
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[t]), _mm256_mul_ps(ws, d), acc[t]);
-      mins[t] = _mm256_fmadd_ps(wm, _mm256_broadcast_ss(sums.dq(t, k)), mins[t]);
+      // five-bit units keep s16 and i32 live across their halves: with the mins'
+      // own 4 accumulators a 4-token tile spilled 4 of them to the stack
+      // (docs/PERFORMANCE.md section 26), so their min term goes into acc
+      if constexpr (kKind == kFiveBit)
+        acc[t] = _mm256_fnmadd_ps(wm, _mm256_broadcast_ss(sums.dq(t, k)), acc[t]);
+      else
+        mins[t] = _mm256_fmadd_ps(wm, _mm256_broadcast_ss(sums.dq(t, k)), mins[t]);
     }
   }
 }
@@ -393,7 +399,7 @@ void tile_store(const Unit<kKind>* u, int64_t n_units, const ActBlock* act, int6
   tile<kKind, T>(u, n_units, act, n_sub, sums, acc, mins);
   #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
-    if constexpr (kKind == kNibble || kKind == kFiveBit) acc[t] = _mm256_sub_ps(acc[t], mins[t]);  // only they fill mins
+    if constexpr (kKind == kNibble) acc[t] = _mm256_sub_ps(acc[t], mins[t]);  // only nibbles fill mins
     float* out = y + t * ld_y;
     if (n_rows == kPanelRows) {
       if (add) acc[t] = _mm256_add_ps(acc[t], _mm256_loadu_ps(out));
