@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "core/half.h"
 #include "kernels/quant_blocks.h"
@@ -91,10 +92,11 @@ void quantize_q5_1(const float* x, int64_t n_blocks, BlockQ5_1* out) {
   }
 }
 
-// Best (scale, min) for x[32] ~ scale * q - min, q in 0..15, min >= 0:
-// tries scales around (max - min) / 15 with min fixed at -min(x, 0), then
-// refits both by least squares for the chosen q.
-void fit_scale_min(const float* x, int n, float* scale, float* min) {
+// Best (scale, min) for x[32] ~ scale * q - min, q in 0..top (15 for Q4_K,
+// 31 for Q5_K), min >= 0: tries scales around (max - min) / top with min
+// fixed at -min(x, 0), then refits both by least squares for the chosen q.
+void fit_scale_min(const float* x, int n, int top, float* scale, float* min) {
+  const float levels = static_cast<float>(top);
   float lo = 0.0f, hi = 0.0f;
   for (int i = 0; i < n; ++i) {
     lo = std::min(lo, x[i]);
@@ -106,13 +108,13 @@ void fit_scale_min(const float* x, int n, float* scale, float* min) {
     return;
   }
   float best_err = INFINITY;
-  float best_scale = (hi - lo) / 15.0f, best_min = -lo;
+  float best_scale = (hi - lo) / levels, best_min = -lo;
   for (int k = -4; k <= 12; ++k) {
-    const float s = (hi - lo) / (15.0f + 0.25f * static_cast<float>(k));
+    const float s = (hi - lo) / (levels * (1.0f + static_cast<float>(k) / 60.0f));
     // least-squares refit of (scale, min) given the levels q this scale picks
     double sq = 0, sqq = 0, sx = 0, sqx = 0;
     for (int i = 0; i < n; ++i) {
-      const int q = clamp_round((x[i] - lo) / s, 0, 15);
+      const int q = clamp_round((x[i] - lo) / s, 0, top);
       sq += q, sqq += double(q) * q, sx += x[i], sqx += double(q) * x[i];
     }
     const double det = n * sqq - sq * sq;
@@ -125,7 +127,7 @@ void fit_scale_min(const float* x, int n, float* scale, float* min) {
     if (fm < 0.0f) fm = 0.0f;  // the format subtracts a non-negative min
     double err = 0;
     for (int i = 0; i < n; ++i) {
-      const int q = clamp_round((x[i] + fm) / fs, 0, 15);
+      const int q = clamp_round((x[i] + fm) / fs, 0, top);
       const double e = fs * q - fm - x[i];
       err += e * e;
     }
@@ -135,16 +137,21 @@ void fit_scale_min(const float* x, int n, float* scale, float* min) {
   *min = best_min;
 }
 
-void quantize_q4_k(const float* x, int64_t n_blocks, BlockQ4_K* out) {
+// Q4_K, and Q5_K (its fifth bit of element 32j + l at bit j of qh[l]).
+template <class Block>
+void quantize_k45(const float* x, int64_t n_blocks, Block* out) {
+  constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
+  constexpr int kTop = kFifthBit ? 31 : 15;
   for (int64_t i = 0; i < n_blocks; ++i, x += kQKK) {
     float scales[8], mins[8];
     float max_scale = 0.0f, max_min = 0.0f;
     for (int j = 0; j < 8; ++j) {
-      fit_scale_min(x + 32 * j, 32, &scales[j], &mins[j]);
+      fit_scale_min(x + 32 * j, 32, kTop, &scales[j], &mins[j]);
       max_scale = std::max(max_scale, scales[j]);
       max_min = std::max(max_min, mins[j]);
     }
     const float d = max_scale / 63.0f, dmin = max_min / 63.0f;
+    out[i] = Block{};
     out[i].d = f32_to_f16(d);
     out[i].dmin = f32_to_f16(dmin);
     const float dq = f16_to_f32(out[i].d), dminq = f16_to_f32(out[i].dmin);
@@ -158,11 +165,14 @@ void quantize_q4_k(const float* x, int64_t n_blocks, BlockQ4_K* out) {
     for (int j = 0; j < 8; ++j) {
       const float s = dq * sc[j], m = dminq * mn[j];
       for (int l = 0; l < 32; ++l)
-        q[32 * j + l] = static_cast<uint8_t>(s > 0 ? clamp_round((x[32 * j + l] + m) / s, 0, 15) : 0);
+        q[32 * j + l] = static_cast<uint8_t>(s > 0 ? clamp_round((x[32 * j + l] + m) / s, 0, kTop) : 0);
     }
     for (int c = 0; c < 4; ++c)
       for (int l = 0; l < 32; ++l)
-        out[i].qs[32 * c + l] = static_cast<uint8_t>(q[64 * c + l] | (q[64 * c + 32 + l] << 4));
+        out[i].qs[32 * c + l] = static_cast<uint8_t>((q[64 * c + l] & 0x0F) | (q[64 * c + 32 + l] & 0x0F) << 4);
+    if constexpr (kFifthBit)
+      for (int j = 0; j < 8; ++j)
+        for (int l = 0; l < 32; ++l) out[i].qh[l] |= static_cast<uint8_t>((q[32 * j + l] >> 4) << j);
   }
 }
 
@@ -236,6 +246,7 @@ bool quantize_supports(DType dtype) {
     case DType::kQ5_0:
     case DType::kQ5_1:
     case DType::kQ4_K:
+    case DType::kQ5_K:
     case DType::kQ6_K:
       return true;
     default:
@@ -272,7 +283,10 @@ size_t quantize_row(DType dtype, const float* src, int64_t n, void* dst) {
       quantize_q5_1(src, n_blocks, static_cast<BlockQ5_1*>(dst));
       break;
     case DType::kQ4_K:
-      quantize_q4_k(src, n_blocks, static_cast<BlockQ4_K*>(dst));
+      quantize_k45(src, n_blocks, static_cast<BlockQ4_K*>(dst));
+      break;
+    case DType::kQ5_K:
+      quantize_k45(src, n_blocks, static_cast<BlockQ5_K*>(dst));
       break;
     case DType::kQ6_K:
       quantize_q6_k(src, n_blocks, static_cast<BlockQ6_K*>(dst));

@@ -1,4 +1,4 @@
-// AVX2 prefill GEMM for Q4_0, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K weights (several tokens at once).
+// AVX2 prefill GEMM for Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights (several tokens at once).
 //
 // Rows are packed, 8 at a time, into a row-interleaved panel on the stack
 // (BLIS-style packing; the weights in memory are never changed): for each
@@ -11,7 +11,7 @@
 //   row . x = sum_units a.d * (ws * sum(q * a.q) - wm * sum(a.q))
 //   Q4_0: q = nibble (0..15), ws = d, wm = 8d
 //   Q5_0: q in 0..31, ws = d, wm = 16d; Q5_1: q in 0..31, ws = d, wm = -m
-//   Q4_K: q = nibble, ws = d * scale_j, wm = dmin * min_j
+//   Q4_K: q = nibble, ws = d * scale_j, wm = dmin * min_j (Q5_K: q in 0..31)
 //   Q6_K: q in 0..63, scales in vpmaddwd, two mins (see Q6_KPack)
 //   Q8_0: q signed, ws = d, no min: |q| * (a.q * sign(q)) (sign trick)
 // With q <= 15 and |a.q| <= 127 a vpmaddubsw lane is at most 2 * 15 * 127 = 3810,
@@ -35,7 +35,7 @@ constexpr int kChunkUnits = 32;    // units of 32 columns packed at once (1024 c
 constexpr int kTile = 4;           // tokens per register tile
 
 // One unit (32 columns) of 8 rows: q[g] is a 32-byte vector whose int32
-// lane r holds row r's elements 4g..4g+3. Layouts: nibbles (Q4_0, Q4_K), five-bit (Q5_0, Q5_1),
+// lane r holds row r's elements 4g..4g+3. Layouts: nibbles (Q4_0, Q4_K), five-bit (Q5_0, Q5_1, Q5_K),
 // signed bytes (Q8_0, sign trick),
 // six-bit with 16-element scales (Q6_K).
 enum Kind { kNibble, kFiveBit, kSigned, kSixBit };
@@ -120,18 +120,32 @@ struct Q8_0Pack {
   }
 };
 
-struct Q4_KPack {
-  static constexpr int kKind = kNibble;
+// Q4_K, and Q5_K (kFifthBit: the same layout plus qh[32]; unit j's fifth
+// bits are bit j of qh[0..31]).
+template <bool kFifthBit>
+struct K45Pack {
+  using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
+  static constexpr int kKind = kFifthBit ? kFiveBit : kNibble;
   static constexpr bool kSplit = false;
-  static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(BlockQ4_K);
+  static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(Block);
   static __m256i expand(const uint8_t* block, int j) {
-    const auto* b = reinterpret_cast<const BlockQ4_K*>(block);
+    const auto* b = reinterpret_cast<const Block*>(block);
     const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs + 32 * (j / 2)));
     const __m256i mask = _mm256_set1_epi8(0x0F);
-    return (j % 2) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask) : _mm256_and_si256(raw, mask);
+    const __m256i q = (j % 2) ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask) : _mm256_and_si256(raw, mask);
+    if constexpr (!kFifthBit) {
+      return q;
+    } else {
+      // bit j of each qh byte to bit 4 (a 16-bit shift; what crosses from the
+      // other byte lands outside 0x10)
+      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qh));
+      const __m256i moved = j < 4 ? _mm256_sll_epi16(qh, _mm_cvtsi32_si128(4 - j))
+                                  : _mm256_srl_epi16(qh, _mm_cvtsi32_si128(j - 4));
+      return _mm256_or_si256(q, _mm256_and_si256(moved, _mm256_set1_epi8(0x10)));
+    }
   }
   static void scales(const uint8_t* block, UnitScales* s) {
-    const auto* b = reinterpret_cast<const BlockQ4_K*>(block);
+    const auto* b = reinterpret_cast<const Block*>(block);
     const float d = half(b->d), dmin = half(b->dmin);
     for (int j = 0; j < 8; ++j) {
       uint8_t sc, mn;
@@ -492,7 +506,7 @@ void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_t
 
 bool packed_supports(DType dtype) {
   return dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 || dtype == DType::kQ8_0 ||
-         dtype == DType::kQ4_K || dtype == DType::kQ6_K;
+         dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K;
 }
 
 void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
@@ -507,7 +521,9 @@ void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_to
     case DType::kQ8_0:
       return matmul_packed_typed<Q8_0Pack>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K:
-      return matmul_packed_typed<Q4_KPack>(w, act, n_tokens, y, row_begin, row_end);
+      return matmul_packed_typed<K45Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ5_K:
+      return matmul_packed_typed<K45Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K:
       return matmul_packed_typed<Q6_KPack>(w, act, n_tokens, y, row_begin, row_end);
     default:

@@ -1,4 +1,4 @@
-// AVX2 matmul for block-quantized weights (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q6_K).
+// AVX2 matmul for block-quantized weights (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K).
 // Activations are first quantized per 32-element block to int8 with one f32
 // scale (ActBlock); each weight sub-block of 32 is unpacked to 32 int8 (or
 // uint8) lanes and dotted with _mm256_maddubs_epi16 + _mm256_madd_epi16.
@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx2_internal.h"
@@ -288,15 +289,21 @@ void decode_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, f
 // and one FMA with the 8 products d * scale_j * a.d_j serve the super-block.
 // The min terms accumulate as one vector FMA per super-block. 1.15x the
 // per-sub-block convert and FMA in L1/L2 (docs/PERFORMANCE.md section 13).
-float q4k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
-  const auto* row = reinterpret_cast<const BlockQ4_K*>(row_bytes);
+// Q5_K (the same layout plus qh[32]): sub-block j's fifth bits are bit j of
+// qh[0..31], moved to bit 4 by one 16-bit shift (bits crossing from the
+// other byte land outside 0x10); q <= 31 keeps the fold tree's int16 lanes,
+// sums of 4 vpmaddubsw lanes, <= 4 * 2 * 31 * 127 = 31496.
+template <class Block>
+float k45_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
+  constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
+  const auto* row = reinterpret_cast<const Block*>(row_bytes);
   const int64_t n_super = n_blocks / 8;
   const ActBlock* act = t.a;
   const float *act_d = t.ad, *act_dsum = t.adq;
   __m256 acc = _mm256_setzero_ps(), macc = _mm256_setzero_ps();
   const __m256i mask = _mm256_set1_epi8(0x0F);
   for (int64_t sb = 0; sb < n_super; ++sb) {
-    const BlockQ4_K& b = row[sb];
+    const Block& b = row[sb];
     prefetch_bytes(reinterpret_cast<const char*>(&b) + kDecodePrefetchBytes, sizeof(b));
     const __m128i sc_mn = x86::q4k_scale_min_bytes(b.scales);
     const __m256i sc_i = _mm256_cvtepu8_epi32(sc_mn), mn_i = _mm256_cvtepu8_epi32(_mm_srli_si128(sc_mn, 8));
@@ -307,7 +314,16 @@ float q4k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
 #pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * c));
-      const __m256i q[2] = {_mm256_and_si256(raw, mask), _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)};
+      __m256i q[2] = {_mm256_and_si256(raw, mask), _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask)};
+      if constexpr (kFifthBit) {
+        const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh));
+        const __m256i bit4 = _mm256_set1_epi8(0x10);
+        for (int h = 0; h < 2; ++h) {
+          const int j = 2 * c + h;  // bit j of qh -> bit 4
+          const __m256i moved = j < 4 ? _mm256_slli_epi16(qh, 4 - j) : _mm256_srli_epi16(qh, j - 4);
+          q[h] = _mm256_or_si256(q[h], _mm256_and_si256(moved, bit4));
+        }
+      }
 #pragma GCC unroll 2
       for (int h = 0; h < 2; ++h) {
         const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[8 * sb + 2 * c + h].q));
@@ -345,7 +361,7 @@ inline __m256i q6k_fold_scale_pick(int g0, int g1) {
 // ql[64h + 32(g & 1) + l] (low nibble for g < 2, high after) and its high 2
 // bits from (qh[32h + l] >> 2g) & 3; 16-element scale s = 8h + 2g + l / 16.
 // The 8 groups' dots are summed in the integer domain into one vector of 8
-// lanes, as in q4k_row: the vpmaddubsw lanes of two groups fold once in int16
+// lanes, as in k45_row: the vpmaddubsw lanes of two groups fold once in int16
 // (sums of 4 products, <= 32004), one vpmaddwd applies their scales, and a
 // 64-bit fold in int32 and the two halves' sum follow; one convert and one
 // FMA with the 8 products d * a.d then serve the super-block. That is 12
@@ -484,7 +500,9 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     case DType::kQ5_1:
       return decode_rows<8 * sizeof(BlockQ5_1), q5_row<true>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K:
-      return decode_rows<sizeof(BlockQ4_K), q4k_row>(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<sizeof(BlockQ4_K), k45_row<BlockQ4_K>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ5_K:
+      return decode_rows<sizeof(BlockQ5_K), k45_row<BlockQ5_K>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K:
       return decode_rows<sizeof(BlockQ6_K), q6k_row>(w, act, n_tokens, y, row_begin, row_end);
     default:

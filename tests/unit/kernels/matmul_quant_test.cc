@@ -141,7 +141,7 @@ QuantizedActs quantize_like_the_kernels(const float* x, int64_t cols) {
 // of `check` would hide a tail block weighted 1% wrong).
 TEST(MatmulQuantTest, DecodeTailsMatchTheQuantizedActivationsExactly) {
   ThreadPool pool(2);
-  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ6_K}) {
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     const int64_t block = dtype_info(dtype)->block_elems;
     const int64_t max_blocks = block == 32 ? 23 : 3;
     for (int64_t n_blocks = 1; n_blocks <= max_blocks; ++n_blocks)
@@ -175,7 +175,7 @@ TEST(MatmulQuantTest, DecodeTailsMatchTheQuantizedActivationsExactly) {
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantTest,
                          ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K,
-                                           DType::kQ6_K),
+                                           DType::kQ5_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // y = w . x of a one-row matrix must equal the dequantized dot exactly (to
@@ -268,7 +268,7 @@ TEST(MatmulQuantTest, Q5DecodeAndPrefillAtTheInt16Limits) {
 // more bytes per token than prefill's (the paired copy), so the size must
 // still grow with the token count. Then a 1-token call in a buffer sized for 4.
 TEST(MatmulQuantTest, ScratchForMoreTokensServesFewer) {
-  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ6_K})
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
     for (int64_t cols : {int64_t{256}, int64_t{2048}, int64_t{29 * 256}})
       for (int64_t n = 1; n < 9; ++n)
         EXPECT_LE(matmul_scratch_bytes(dtype, cols, n), matmul_scratch_bytes(dtype, cols, n + 1))
@@ -288,8 +288,11 @@ TEST(MatmulQuantTest, ScratchForMoreTokensServesFewer) {
   EXPECT_EQ(y_big, y_exact);
 }
 
-// Q5_K has no quantizer; a hand-built block checks its reference matmul.
-TEST(MatmulQuantTest, Q5KReferenceEqualsDequantizedDot) {
+// A hand-built Q5_K super-block (bytes no quantizer chose: every scale, min
+// and fifth-bit pattern the byte sequence gives): the scalar path equals the
+// dequantized dot, each SIMD path the dot with the activations quantized as
+// the kernels do, in decode (1 token) and prefill (6 tokens).
+TEST(MatmulQuantTest, Q5KHandBuiltBlockOnEveryPath) {
   std::vector<uint8_t> block(176);
   for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<uint8_t>(i * 37 + 11);
   const uint16_t d = f32_to_f16(0.01f), dmin = f32_to_f16(0.02f);
@@ -298,15 +301,27 @@ TEST(MatmulQuantTest, Q5KReferenceEqualsDequantizedDot) {
   const WeightMatrix w{DType::kQ5_K, 1, 256, block.data()};
   std::vector<float> wd(256);
   dequantize_row(w, 0, wd.data());
-  const auto x = random_floats(256, 3);
-  double exact = 0;
-  for (int i = 0; i < 256; ++i) exact += double(wd[i]) * x[i];
-  ThreadPool pool(1);
-  float y = 0;
-  std::vector<uint8_t> scratch(matmul_scratch_bytes(DType::kQ5_K, 256, 1));
-  matmul(w, x.data(), 1, &y, scratch.data(), pool);
-  EXPECT_NEAR(y, exact, 1e-4 * std::fabs(exact) + 1e-5);
   EXPECT_NE(wd[0], wd[1]);
+  const auto x1 = random_floats(256, 3);
+  const QuantizedActs a = quantize_like_the_kernels(x1.data(), 256);
+  double exact = 0, exact_q = 0, scale = 0;
+  for (int i = 0; i < 256; ++i) {
+    exact += double(wd[i]) * x1[i];
+    exact_q += double(wd[i]) * a.d[i / 32] * a.q[i];
+    scale += (std::fabs(double(wd[i])) + 1.0) * a.d[i / 32] * 128.0;
+  }
+  ThreadPool pool(1);
+  for (int64_t n_tokens : {1, 6}) {
+    std::vector<float> x;
+    for (int64_t t = 0; t < n_tokens; ++t) x.insert(x.end(), x1.begin(), x1.end());
+    const auto ref = testing::matmul_on_path(KernelPath::kScalar, w, x, n_tokens, pool);
+    for (int64_t t = 0; t < n_tokens; ++t) EXPECT_NEAR(ref[t], exact, 1e-4 * std::fabs(exact) + 1e-5);
+    for (KernelPath p : testing::simd_paths()) {
+      const auto y = testing::matmul_on_path(p, w, x, n_tokens, pool);
+      for (int64_t t = 0; t < n_tokens; ++t)
+        EXPECT_NEAR(y[t], exact_q, 1e-5 * scale) << kernel_path_name(p) << " tokens=" << n_tokens << " t=" << t;
+    }
+  }
 }
 
 }  // namespace
