@@ -1,4 +1,4 @@
-// AVX-512 VNNI decode (one to three tokens) for Q4_0, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K:
+// AVX-512 VNNI decode (one to three tokens) for Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K:
 // each row streams once per token, as in the AVX2 decode, but one zmm holds
 // 64 weights (two 32-element blocks) and vpdpbusd replaces AVX2's
 // maddubs + madd + offset subtraction. What bounded the AVX2 decode per core
@@ -14,6 +14,7 @@
 //   Q5_0: q in 0..31, value = d (q - 16):  row . x += d a.d s - 16 d (a.d a.qsum)
 //   Q5_1: q in 0..31, value = d q + m:     row . x += d a.d s + m (a.d a.qsum)
 //   Q4_K: q = nibble, value = d sc q - dmin m: row . x += d sc a.d s - dmin m (a.d a.qsum)
+//         (Q5_K: the same with q in 0..31)
 //   Q6_K: q in 0..63, value = d sc_h (q - 32), per 16-element half h:
 //         row . x += d sc_h a.d s_h - 32 d sc_h (a.d qsum_h)
 // The offset and min terms use the activation sums prepared once per matmul
@@ -376,8 +377,23 @@ void dot_rows_q4_0(const BlockQ4_0* row, int64_t n_blocks, const TokenActs& t, i
 // Q4_K: bytes 64c..64c+63 of qs hold sub-blocks 4c (low nibbles of the first
 // 32 bytes), 4c+1 (their high nibbles), 4c+2 and 4c+3 (the next 32), so the
 // low nibbles of one zmm are sub-blocks 4c | 4c+2 and the high ones 4c+1 | 4c+3.
-template <int N>
-void dot_rows_q4_k(const BlockQ4_K* row, int64_t n_super, const TokenActs& t, int64_t ahead, float* out) {
+// Q5_K: sub-block j's fifth bits are bit j of qh[0..31]; with qh in both
+// halves of a zmm, one variable 64-bit shift per half moves bits 4c | 4c+2
+// (or 4c+1 | 4c+3) to bit 4: left for c = 0 (by 4 - j), right for c = 1 (by
+// j - 4); what crosses from a neighbouring byte lands outside 0x10.
+template <class Block>
+inline __m512i k45_fifth_bits(const Block& blk, int c, int odd) {
+  const __m512i qh = _mm512_broadcast_i64x4(load256(blk.qh));
+  const int j_lo = 4 * c + odd, j_hi = j_lo + 2;  // the two halves' sub-blocks
+  const __m512i moved =
+      c == 0 ? _mm512_sllv_epi64(qh, _mm512_mask_set1_epi64(_mm512_set1_epi64(4 - j_lo), 0xF0, 4 - j_hi))
+             : _mm512_srlv_epi64(qh, _mm512_mask_set1_epi64(_mm512_set1_epi64(j_lo - 4), 0xF0, j_hi - 4));
+  return _mm512_and_si512(moved, _mm512_set1_epi8(0x10));
+}
+
+template <class Block, int N>
+void dot_rows_k45(const Block* row, int64_t n_super, const TokenActs& t, int64_t ahead, float* out) {
+  constexpr bool kFifthBit = std::is_same_v<Block, BlockQ5_K>;
   const __m512i index[2][2] = {{halves_index(0, 2), halves_index(1, 3)}, {halves_index(4, 6), halves_index(5, 7)}};
   const __m512i mask = _mm512_set1_epi8(0x0F);
   __m512 acc[N];
@@ -393,7 +409,7 @@ void dot_rows_q4_k(const BlockQ4_K* row, int64_t n_super, const TokenActs& t, in
     const __m256 ad = _mm256_loadu_ps(t.ad + b), adq = _mm256_loadu_ps(t.adq + b);
 #pragma GCC unroll 4
     for (int r = 0; r < N; ++r) {
-      const BlockQ4_K& blk = row[r * n_super + sb];
+      const Block& blk = row[r * n_super + sb];
       prefetch(&blk, sizeof(blk), ahead);
       // [8 scales * d | 8 mins * dmin]
       const __m512 d_dmin = _mm512_cvtph_ps(_mm256_mask_set1_epi16(_mm256_set1_epi16(static_cast<int16_t>(blk.d)),
@@ -405,7 +421,11 @@ void dot_rows_q4_k(const BlockQ4_K* row, int64_t n_super, const TokenActs& t, in
 #pragma GCC unroll 2
       for (int c = 0; c < 2; ++c) {
         const __m512i z = load512(blk.qs + 64 * c);
-        const __m512i lo = _mm512_and_si512(z, mask), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), mask);
+        __m512i lo = _mm512_and_si512(z, mask), hi = _mm512_and_si512(_mm512_srli_epi16(z, 4), mask);
+        if constexpr (kFifthBit) {
+          lo = _mm512_or_si512(lo, k45_fifth_bits(blk, c, 0));
+          hi = _mm512_or_si512(hi, k45_fifth_bits(blk, c, 1));
+        }
         const __m512i dot_lo = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, act[c][0]);
         const __m512i dot_hi = _mm512_dpbusd_epi32(_mm512_setzero_si512(), hi, act[c][1]);
         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot_lo), _mm512_permutexvar_ps(index[c][0], scale), acc[r]);
@@ -523,7 +543,13 @@ struct Q5_1Dot {
 template <int N>
 struct Q4_KDot {
   static void run(const BlockQ4_K* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
-    dot_rows_q4_k<N>(row, n, t, ahead, out);
+    dot_rows_k45<BlockQ4_K, N>(row, n, t, ahead, out);
+  }
+};
+template <int N>
+struct Q5_KDot {
+  static void run(const BlockQ5_K* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
+    dot_rows_k45<BlockQ5_K, N>(row, n, t, ahead, out);
   }
 };
 template <int N>
@@ -537,7 +563,8 @@ struct Q6_KDot {
 
 bool decode_supports(DType dtype, int64_t n_tokens) {
   const bool typed = dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 ||
-                     dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ6_K;
+                     dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ5_K ||
+                     dtype == DType::kQ6_K;
   return typed && n_tokens >= 1 && n_tokens <= kDecodeMaxTokens;
 }
 
@@ -555,6 +582,8 @@ void matmul_rows_decode(const WeightMatrix& w, const ActBlock* act, int64_t n_to
       return rows_tokens<BlockQ8_0, Q8_0Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
     case DType::kQ4_K:
       return rows_tokens<BlockQ4_K, Q4_KDot>(w, act, n_tokens, y, row_begin, row_end, n_super);
+    case DType::kQ5_K:
+      return rows_tokens<BlockQ5_K, Q5_KDot>(w, act, n_tokens, y, row_begin, row_end, n_super);
     case DType::kQ6_K:
       return rows_tokens<BlockQ6_K, Q6_KDot>(w, act, n_tokens, y, row_begin, row_end, n_super);
     default:

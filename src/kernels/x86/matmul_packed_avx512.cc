@@ -1,4 +1,4 @@
-// AVX-512 VNNI prefill GEMM for Q4_0, Q5_0, Q5_1, Q8_0, Q4_K and Q6_K weights (several
+// AVX-512 VNNI prefill GEMM for Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights (several
 // tokens at once); the counterpart of x86/matmul_packed_avx2.cc.
 //
 // Rows are packed, 16 at a time, into a row-interleaved panel on the stack
@@ -18,9 +18,10 @@
 //   Q5_1: q in 0..31, value = d q + m:        ws = d, wm = -m, init = 0
 //   Q8_0: q = w + 128 (w xor 0x80):           ws = d, init = -128 qsum
 //   Q4_K: q = nibble, value = d sc q - dmin m: ws = d sc, wm = dmin m, init = 0
+//   (Q5_K: the same with q in 0..31)
 //   Q6_K: q in 0..63, value = d sc_h (q - 32): ws = d sc_h, init = -32 qsum_h
-// so the offsets cost nothing (vpdpbusd accumulates onto init) and only Q4_K
-// and Q5_1 have a float min term.
+// so the offsets cost nothing (vpdpbusd accumulates onto init) and only Q4_K,
+// Q5_K and Q5_1 have a float min term.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -177,12 +178,16 @@ struct Q5Pack {
   }
 };
 
-// Q4_K: bytes 0..15 of a block are d, dmin and the 12 packed scale bytes, so
-// one transpose gives all 16 rows' scales (unpacked as unpack_q4k_scale does).
-struct Q4_KPack {
-  static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(BlockQ4_K);
+// Q4_K, and Q5_K (kFifthBit: the same layout plus qh[32], unit j's fifth
+// bits at bit j of qh[0..31]): bytes 0..15 of a block are d, dmin and the 12
+// packed scale bytes, so one transpose gives all 16 rows' scales (unpacked
+// as unpack_q4k_scale does).
+template <bool kFifthBit>
+struct K45Pack {
+  using Block = std::conditional_t<kFifthBit, BlockQ5_K, BlockQ4_K>;
+  static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(Block);
   static constexpr bool kMin = true, kHalves = false;
-  static void pack_block(const uint8_t* const* src, Unit* u) {
+  static void pack_scales(const uint8_t* const* src, Unit* u) {
     __m512i h[4];  // d | dmin << 16, scales[0..3], scales[4..7], scales[8..11]
     transpose16x4(src, 0, h);
     const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h[0]));
@@ -197,13 +202,33 @@ struct Q4_KPack {
       _mm512_store_ps(u[j + 4].ws[0], _mm512_mul_ps(d, sc));
       _mm512_store_ps(u[j + 4].ws[1], _mm512_mul_ps(dmin, mn));
     }
+  }
+  // Bit j of each byte moved to bit 4 (a 32-bit shift: what crosses from a
+  // neighbouring byte lands outside 0x10).
+  static __m512i fifth_bits(__m512i qh, int j) {
+    const __m512i moved = j < 4 ? _mm512_sll_epi32(qh, _mm_cvtsi32_si128(4 - j))
+                                : _mm512_srl_epi32(qh, _mm_cvtsi32_si128(j - 4));
+    return _mm512_and_si512(moved, _mm512_set1_epi8(0x10));
+  }
+  static void pack_block(const uint8_t* const* src, Unit* u) {
+    pack_scales(src, u);
+    __m512i qh[8];  // group g: qh bytes 4g..4g+3 of each row
+    if constexpr (kFifthBit) {
+      transpose16x4(src, offsetof(BlockQ5_K, qh), qh);
+      transpose16x4(src, offsetof(BlockQ5_K, qh) + 16, qh + 4);
+    }
     for (int c = 0; c < 4; ++c) {  // qs[32c..32c+31]: units 2c (low nibbles), 2c+1 (high)
       __m512i t[8];
-      transpose16x4(src, offsetof(BlockQ4_K, qs) + 32 * c, t);
-      transpose16x4(src, offsetof(BlockQ4_K, qs) + 32 * c + 16, t + 4);
+      transpose16x4(src, offsetof(Block, qs) + 32 * c, t);
+      transpose16x4(src, offsetof(Block, qs) + 32 * c + 16, t + 4);
       for (int g = 0; g < 8; ++g) {
-        _mm512_store_si512(u[2 * c].q[g], nibbles_lo(t[g]));
-        _mm512_store_si512(u[2 * c + 1].q[g], nibbles_hi(t[g]));
+        __m512i lo = nibbles_lo(t[g]), hi = nibbles_hi(t[g]);
+        if constexpr (kFifthBit) {
+          lo = _mm512_or_si512(lo, fifth_bits(qh[g], 2 * c));
+          hi = _mm512_or_si512(hi, fifth_bits(qh[g], 2 * c + 1));
+        }
+        _mm512_store_si512(u[2 * c].q[g], lo);
+        _mm512_store_si512(u[2 * c + 1].q[g], hi);
       }
     }
   }
@@ -430,7 +455,8 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
 
 bool quant_supports(DType dtype, int64_t n_tokens) {
   const bool packed = dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 ||
-                      dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ6_K;
+                      dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ5_K ||
+                      dtype == DType::kQ6_K;
   return packed && n_tokens >= kMinTokens;
 }
 
@@ -441,7 +467,8 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     case DType::kQ5_0: return matmul_typed<Q5Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_1: return matmul_typed<Q5Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ8_0: return matmul_typed<Q8_0Pack>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kQ4_K: return matmul_typed<Q4_KPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ4_K: return matmul_typed<K45Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ5_K: return matmul_typed<K45Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K: return matmul_typed<Q6_KPack>(w, act, n_tokens, y, row_begin, row_end);
     default: return;
   }
