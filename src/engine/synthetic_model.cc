@@ -48,6 +48,7 @@ constexpr TypeName kTypes[] = {
     {SyntheticType::kF32, "f32", "F32"},       {SyntheticType::kF16, "f16", "F16"},
     {SyntheticType::kBF16, "bf16", "BF16"},    {SyntheticType::kQ8_0, "q8_0", "Q8_0"},
     {SyntheticType::kQ4_0, "q4_0", "Q4_0"},    {SyntheticType::kQ4_K_M, "q4_k_m", "Q4_K_M"},
+    {SyntheticType::kQ5_K_M, "q5_k_m", "Q5_K_M"},
 };
 
 std::string lower(std::string_view s) {
@@ -62,10 +63,10 @@ bool use_more_bits(int64_t layer, int64_t n_layers) {
 }
 
 // K-quants need rows of whole 256-element super-blocks; llama.cpp's
-// quantizer falls back to Q5_0 for Q4_K and to Q8_0 for Q6_K.
+// quantizer falls back to Q5_0 for Q4_K, Q5_1 for Q5_K and Q8_0 for Q6_K.
 DType k_quant_or_fallback(DType k_type, int64_t cols) {
   if (cols % kQkK == 0) return k_type;
-  return k_type == DType::kQ6_K ? DType::kQ8_0 : DType::kQ5_0;
+  return k_type == DType::kQ6_K ? DType::kQ8_0 : k_type == DType::kQ5_K ? DType::kQ5_1 : DType::kQ5_0;
 }
 
 // One tensor of the synthetic GGUF, in file order.
@@ -172,6 +173,17 @@ void random_k_quant_row(DType dtype, SplitMix& rng, int64_t cols, uint8_t* dst) 
     }
     return;
   }
+  if (dtype == DType::kQ5_K) {
+    auto* blocks = reinterpret_cast<kernels::BlockQ5_K*>(dst);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      random_bytes(rng, reinterpret_cast<uint8_t*>(&blocks[b]), sizeof(kernels::BlockQ5_K));
+      // as Q4_K with q in 0..31: sd(sc * q) about 442, dmin = 15.5 d
+      const float d = kWeightStddev / 442.0f;
+      blocks[b].d = f32_to_f16(d);
+      blocks[b].dmin = f32_to_f16(15.5f * d);
+    }
+    return;
+  }
   auto* blocks = reinterpret_cast<kernels::BlockQ6_K*>(dst);
   for (int64_t b = 0; b < n_blocks; ++b) {
     random_bytes(rng, reinterpret_cast<uint8_t*>(&blocks[b]), sizeof(kernels::BlockQ6_K));
@@ -193,7 +205,7 @@ Status fill_tensor(const TensorPlan& t, uint64_t seed, std::span<uint8_t> out, T
     for (int64_t r = begin; r < end; ++r) {
       SplitMix rng{seed * 0x100000001B3ull + static_cast<uint64_t>(r)};
       uint8_t* dst = out.data() + r * rb;
-      if (t.dtype == DType::kQ4_K || t.dtype == DType::kQ6_K) {
+      if (t.dtype == DType::kQ4_K || t.dtype == DType::kQ5_K || t.dtype == DType::kQ6_K) {
         random_k_quant_row(t.dtype, rng, t.cols, dst);
         continue;
       }
@@ -285,9 +297,11 @@ DType synthetic_matrix_type(SyntheticType type, std::string_view kind, int64_t l
     case SyntheticType::kQ8_0: return DType::kQ8_0;
     case SyntheticType::kQ4_0:
       return is_output ? k_quant_or_fallback(DType::kQ6_K, cols) : DType::kQ4_0;
-    case SyntheticType::kQ4_K_M: {
+    case SyntheticType::kQ4_K_M:
+    case SyntheticType::kQ5_K_M: {
       const bool more_bits = (kind == "attn_v" || kind == "ffn_down") && use_more_bits(layer, n_layers);
-      return k_quant_or_fallback(is_output || more_bits ? DType::kQ6_K : DType::kQ4_K, cols);
+      const DType base = type == SyntheticType::kQ4_K_M ? DType::kQ4_K : DType::kQ5_K;
+      return k_quant_or_fallback(is_output || more_bits ? DType::kQ6_K : base, cols);
     }
   }
   return DType::kF32;

@@ -41,9 +41,11 @@ struct SyntheticShape {
 //           and attn_v / ffn_down of the layers llama.cpp gives "more bits"
 //           (the first and last eighth and every third in between, about
 //           half): Q6_K.
+//   q5_k_m: the same with Q5_K in place of Q4_K.
 // Matrices whose rows are not a multiple of 256 cannot hold K-quants; like
-// llama.cpp they fall back (Q6_K -> Q8_0, Q4_K -> Q4_0). Norms stay F32.
-enum class SyntheticType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M };
+// llama.cpp they fall back (Q6_K -> Q8_0, Q4_K -> Q5_0, Q5_K -> Q5_1). Norms
+// stay F32.
+enum class SyntheticType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M };
 
 // The shapes known by name: stories110m, smollm2-135m, qwen3-0.6b, llama-3.2-1b.
 const std::vector<SyntheticShape>& synthetic_shapes();

@@ -62,7 +62,7 @@ TEST(SyntheticModel, NamedShapesMatchTheRealModels) {
 }
 
 TEST(SyntheticModel, TypeNamesParseAndUnknownOnesAreRefused) {
-  for (const char* n : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m"}) {
+  for (const char* n : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m", "q5_k_m"}) {
     auto t = parse_synthetic_type(n);
     ASSERT_TRUE(t.ok()) << n;
     EXPECT_EQ(synthetic_type_name(*t), n);
@@ -92,6 +92,9 @@ TEST(SyntheticModel, Q4KMixGivesMoreBitsToOutputAndHalfOfVAndDown) {
   // Rows of 576 cannot hold 256-element super-blocks: llama.cpp's fallbacks.
   EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ4_K_M, "attn_q", 3, 30, 576, true), DType::kQ5_0);
   EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ4_K_M, "attn_v", 0, 30, 576, true), DType::kQ8_0);
+  EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ5_K_M, "attn_q", 3, 30, 576, true), DType::kQ5_1);
+  EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ5_K_M, "attn_q", 3, 16, 2048, true), DType::kQ5_K);
+  EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ5_K_M, "attn_v", 0, 16, 2048, true), DType::kQ6_K);
   EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ4_0, "token_embd", -1, 30, 576, true), DType::kQ8_0);
 }
 
