@@ -23,12 +23,14 @@ Result<DTypePlan> parse_dtype_plan(const std::string& given) {
   else if (d == "q5_0") plan.matrix = DType::kQ5_0;
   else if (d == "q5_1") plan.matrix = DType::kQ5_1;
   else if (d == "q4_k") plan.matrix = DType::kQ4_K;
+  else if (d == "q5_k") plan.matrix = DType::kQ5_K;
   else if (d == "q6_k") plan.matrix = DType::kQ6_K;
-  else if (d == "q4_k_m") {
-    plan.matrix = DType::kQ4_K;
-    plan.q4_k_m = true;
+  else if (d == "q4_k_m" || d == "q5_k_m") {
+    plan.matrix = d == "q4_k_m" ? DType::kQ4_K : DType::kQ5_K;
+    plan.medium_mix = true;
   } else {
-    return error_status("--dtype '" + given + "' is not one of f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q6_k, q4_k_m");
+    return error_status("--dtype '" + given +
+                        "' is not one of f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m, q5_k_m");
   }
   return plan;
 }
@@ -81,7 +83,7 @@ Result<PackageShape> resolve_export_options(const ExportOptions& o) {
 }
 
 uint32_t gguf_file_type(const DTypePlan& plan) {
-  if (plan.q4_k_m) return 15;
+  if (plan.medium_mix) return plan.matrix == DType::kQ4_K ? 15 : 17;  // MOSTLY_Q4_K_M, MOSTLY_Q5_K_M
   switch (plan.matrix) {
     case DType::kF16: return 1;
     case DType::kQ4_0: return 2;
@@ -89,6 +91,7 @@ uint32_t gguf_file_type(const DTypePlan& plan) {
     case DType::kQ5_0: return 8;   // MOSTLY_Q5_0
     case DType::kQ5_1: return 9;   // MOSTLY_Q5_1
     case DType::kQ4_K: return 14;  // llama.cpp's MOSTLY_Q4_K_S: Q4_K matrices
+    case DType::kQ5_K: return 16;  // MOSTLY_Q5_K_S
     case DType::kQ6_K: return 18;  // MOSTLY_Q6_K
     case DType::kBF16: return 32;
     default: return 0;

@@ -31,7 +31,9 @@ struct ExportOptions {
 // q4_k_m asks for Q6_K (output, half the attn_v / ffn_down layers).
 struct DTypePlan {
   bool keep = true;              // --dtype absent: keep the source's types
-  bool q4_k_m = false;
+  // q4_k_m / q5_k_m: llama.cpp's "medium" mixes, Q6_K for the output matrix
+  // and for attn_v / ffn_down of the layers it gives more bits
+  bool medium_mix = false;
   DType matrix = DType::kF32;
   std::string name;              // as given ("q4_k_m")
 };

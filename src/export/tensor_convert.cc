@@ -54,7 +54,7 @@ DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_l
   if (is_vector(t)) return DType::kF32;
   if (plan.keep) return t.dtype;
   DType want = plan.matrix;
-  if (plan.q4_k_m) {
+  if (plan.medium_mix) {
     const int64_t layer = layer_of(t.name);
     const bool v_or_down = t.name.find("attn_v.weight") != std::string::npos ||
                            t.name.find("ffn_down.weight") != std::string::npos;
@@ -65,6 +65,7 @@ DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_l
   *fallback = true;
   // llama.cpp's fallbacks for rows that are not whole super-blocks
   if (want == DType::kQ4_K && fits(DType::kQ5_0, cols)) return DType::kQ5_0;
+  if (want == DType::kQ5_K && fits(DType::kQ5_1, cols)) return DType::kQ5_1;
   if (want == DType::kQ6_K && fits(DType::kQ8_0, cols)) return DType::kQ8_0;
   return DType::kF16;
 }

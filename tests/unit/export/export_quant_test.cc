@@ -2,6 +2,8 @@
 // not fit the type's blocks fall back, with a notice.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "export_test_util.h"
 #include "format/gguf.h"
 
@@ -64,38 +66,44 @@ INSTANTIATE_TEST_SUITE_P(Types, ExportQuant,
                                            QuantCase{"q4_k_m", 2.0f, DType::kQ5_0, DType::kF16}),
                          [](const auto& info) { return std::string(info.param.dtype); });
 
-// Q4_K_M of a model whose rows are not whole 256-element super-blocks (64
-// wide): llama.cpp's quantizer writes its Q4_K matrices as Q5_0 and its Q6_K
+// Q4_K_M (and Q5_K_M) of a model whose rows are not whole 256-element super-blocks (64
+// wide): llama.cpp's quantizer writes its Q4_K matrices as Q5_0 (Q5_K: Q5_1) and its Q6_K
 // ones (attn_v of layers 2 and 4 of 5; ffn_down's 172-wide rows fit no block
 // and the output matrix is the shared embedding) as Q8_0, and so does the
 // exporter, with a notice for each.
 TEST(ExportQuantTypes, Q4_K_MFallsBackAsLlamaCppDoes) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
-  ScratchDir dir;
-  ExportOptions o;
-  o.checkpoint = model;
-  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
-  o.output = dir.file("q.gguf");
-  o.dtype = "q4_k_m";
-  auto report = export_package(o);
-  ASSERT_TRUE(report.ok()) << report.status().message();
-  auto gguf = GgufFile::open(o.output);
-  ASSERT_TRUE(gguf.ok());
-  const auto type_of = [&](const char* name) {
-    const auto* t = (*gguf)->find_tensor(name);
-    EXPECT_NE(t, nullptr) << name;
-    return t ? t->dtype : DType::kF32;
-  };
-  for (const char* name : {"blk.0.attn_q.weight", "blk.1.attn_v.weight", "blk.2.ffn_up.weight", "token_embd.weight"})
-    EXPECT_EQ(type_of(name), DType::kQ5_0) << name;
-  for (const char* name : {"blk.2.attn_v.weight", "blk.4.attn_v.weight"}) EXPECT_EQ(type_of(name), DType::kQ8_0) << name;
-  EXPECT_EQ(report->dtype_counts["q5_0"], 29);  // 6 matrices x 5 layers - 2 attn_v + the embedding (shared)
-  EXPECT_EQ(report->dtype_counts["q8_0"], 2);
-  std::string notices;
-  for (const auto& n : report->notices) notices += n + "\n";
-  EXPECT_NE(notices.find("q5_0"), std::string::npos) << notices;
-  EXPECT_NE(notices.find("q8_0"), std::string::npos) << notices;
-  EXPECT_EQ((*gguf)->get_int("general.file_type"), 15);
+  // q5_k_m: the same with Q5_1 for the Q5_K matrices
+  for (const auto& [dtype, fallback, file_type] :
+       {std::tuple{"q4_k_m", DType::kQ5_0, 15}, std::tuple{"q5_k_m", DType::kQ5_1, 17}}) {
+    ScratchDir dir;
+    ExportOptions o;
+    o.checkpoint = model;
+    o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+    o.output = dir.file("q.gguf");
+    o.dtype = dtype;
+    auto report = export_package(o);
+    ASSERT_TRUE(report.ok()) << report.status().message();
+    auto gguf = GgufFile::open(o.output);
+    ASSERT_TRUE(gguf.ok());
+    const auto type_of = [&](const char* name) {
+      const auto* t = (*gguf)->find_tensor(name);
+      EXPECT_NE(t, nullptr) << name;
+      return t ? t->dtype : DType::kF32;
+    };
+    for (const char* name : {"blk.0.attn_q.weight", "blk.1.attn_v.weight", "blk.2.ffn_up.weight", "token_embd.weight"})
+      EXPECT_EQ(type_of(name), fallback) << dtype << " " << name;
+    for (const char* name : {"blk.2.attn_v.weight", "blk.4.attn_v.weight"})
+      EXPECT_EQ(type_of(name), DType::kQ8_0) << dtype << " " << name;
+    const std::string fallback_name(dtype_name(fallback));
+    EXPECT_EQ(report->dtype_counts[fallback_name], 29) << dtype;  // 6 matrices x 5 layers - 2 attn_v + the embedding
+    EXPECT_EQ(report->dtype_counts["q8_0"], 2) << dtype;
+    std::string notices;
+    for (const auto& n : report->notices) notices += n + "\n";
+    EXPECT_NE(notices.find(fallback_name), std::string::npos) << notices;
+    EXPECT_NE(notices.find("q8_0"), std::string::npos) << notices;
+    EXPECT_EQ((*gguf)->get_int("general.file_type"), file_type) << dtype;
+  }
 }
 
 // Issue 4: greedy text of stories260K exported to Q8_0 equals the f32 text
