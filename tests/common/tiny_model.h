@@ -6,8 +6,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
-#include <stdexcept>
+#include <map>
 #include <optional>
+#include <stdexcept>
 #include <random>
 #include <string>
 #include <vector>
@@ -43,6 +44,8 @@ struct TinyModelSpec {
   bool rope_freq_factors = false;  // a rope_freqs.weight tensor (llama3 frequency scaling)
   // When set, the tokenizer.* keys are copied from this GGUF (vocab_size must match).
   std::string tokenizer_gguf;
+  // Matrices written as zero bytes of another type (for load-time refusals).
+  std::map<std::string, DType> raw_types;
 };
 
 // Keeps tensor bytes alive while the writer borrows them.
@@ -172,6 +175,11 @@ class TinyModelBuilder {
 
   // A [rows, cols] matrix (GGUF ne = {cols, rows}) in the spec's dtype.
   void matrix(GgufWriter& w, const std::string& name, int64_t rows, int64_t cols) {
+    if (auto raw = spec_.raw_types.find(name); raw != spec_.raw_types.end()) {
+      const auto info = dtype_info(raw->second);
+      store(w, name, raw->second, {cols, rows}, std::vector<uint8_t>(static_cast<size_t>(rows * row_bytes(*info, cols))));
+      return;
+    }
     auto v = random_values(rows * cols, 0.0f, spec_.weight_scale);
     std::vector<uint8_t> bytes;
     if (spec_.dtype == DType::kF16) {

@@ -238,6 +238,31 @@ TEST(ProgramContract, ContradictoryKeysAreRefusedNamingThem) {
   }
 }
 
+// A matrix of a GGUF type no kernel takes (Q4_1, Q3_K) is refused at load
+// with the tensor's name, shape and type, and the types that are taken; a
+// Q5_0 matrix (llama.cpp's fallback in Q4_K_M files) loads and runs.
+TEST(Program, MatricesOfTypesNoKernelTakesAreRefusedByName) {
+  for (DType bad : {DType::kQ4_1, DType::kQ3_K}) {
+    testing::TinyModelSpec spec;
+    spec.dim = 256, spec.hidden_dim = 256, spec.n_heads = 4;
+    spec.raw_types["blk.1.attn_k.weight"] = bad;
+    auto loaded = testing::load_tiny_package(spec);
+    ASSERT_FALSE(loaded.ok()) << dtype_name(bad);
+    const std::string& m = loaded.status().message();
+    EXPECT_NE(m.find("blk.1.attn_k.weight"), std::string::npos) << m;
+    EXPECT_NE(m.find("[256, 128]"), std::string::npos) << m;
+    EXPECT_NE(m.find(std::string(dtype_name(bad))), std::string::npos) << m;
+    EXPECT_NE(m.find("q5_0, q5_1, q4_k, q5_k"), std::string::npos) << m;
+  }
+  testing::TinyModelSpec spec;
+  spec.dim = 256, spec.hidden_dim = 256, spec.n_heads = 4;
+  spec.raw_types["blk.1.attn_k.weight"] = DType::kQ5_0;
+  auto loaded = testing::load_tiny_package(spec);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const std::vector<int64_t> tokens = {1, 5, 9};
+  EXPECT_TRUE(loaded->program->forward(tokens, 0).ok());
+}
+
 // S > B is served (the runner chunks by B and warns, R1), not refused.
 TEST(ProgramContract, PublishedSeqLenAboveTheBoundIsServed) {
   testing::TinyModelSpec spec;
