@@ -33,16 +33,21 @@ void quantize_q8_0(const float* x, int64_t n_blocks, BlockQ8_0* out) {
 
 // d = (signed value of largest magnitude) / -8, so that element maps to q = 0
 // and the 16 levels cover [-8d, 7d].
+// The value of largest magnitude among x[0..n), with its sign.
+float signed_max(const float* x, int n) {
+  float amax = 0.0f, vmax = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      vmax = x[j];
+    }
+  }
+  return vmax;
+}
+
 void quantize_q4_0(const float* x, int64_t n_blocks, BlockQ4_0* out) {
   for (int64_t i = 0; i < n_blocks; ++i, x += kQK) {
-    float amax = 0.0f, vmax = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        vmax = x[j];
-      }
-    }
-    const float d = vmax / -8.0f;
+    const float d = signed_max(x, kQK) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     out[i].d = f32_to_f16(d);
     for (int j = 0; j < kQK / 2; ++j) {
@@ -64,14 +69,7 @@ void put_q5(uint8_t* qs, uint8_t* qh, int j, int q) {
 // that element maps to q = 0 and the levels cover [-16d, 15d].
 void quantize_q5_0(const float* x, int64_t n_blocks, BlockQ5_0* out) {
   for (int64_t i = 0; i < n_blocks; ++i, x += kQK) {
-    float amax = 0.0f, vmax = 0.0f;
-    for (int j = 0; j < kQK; ++j) {
-      if (std::fabs(x[j]) > amax) {
-        amax = std::fabs(x[j]);
-        vmax = x[j];
-      }
-    }
-    const float d = vmax / -16.0f;
+    const float d = signed_max(x, kQK) / -16.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     out[i] = BlockQ5_0{};
     out[i].d = f32_to_f16(d);

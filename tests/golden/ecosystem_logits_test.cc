@@ -16,6 +16,15 @@
 namespace llmpack {
 namespace {
 
+// A fixture path's file name with every other character than a letter or
+// digit as '_' (a test name).
+std::string test_name(const std::string& path) {
+  std::string name = path.substr(path.rfind('/') + 1);
+  for (char& ch : name)
+    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
 struct EcoCase {
   const char* file;
   double tolerance;  // max |diff| / max |ref|
@@ -132,13 +141,7 @@ INSTANTIATE_TEST_SUITE_P(Models, QuantizedEcosystemLogits,
                                            QuantEcoCase{"gguf/ecosystem/eco-llama-Q5_K_M.gguf", 1e-5},
                                            QuantEcoCase{"gguf/ecosystem/eco-llama-Q6_K.gguf", 1e-5},
                                            QuantEcoCase{"gguf/ecosystem/stories260K-Q8_0.gguf", 1e-5}),
-                         [](const auto& info) {
-                           std::string name = info.param.file;
-                           name = name.substr(name.rfind('/') + 1);
-                           for (char& ch : name)
-                             if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+                         [](const auto& info) { return test_name(info.param.file); });
 
 INSTANTIATE_TEST_SUITE_P(
     Models, EcosystemLogits,
@@ -147,13 +150,7 @@ INSTANTIATE_TEST_SUITE_P(
                       EcoCase{"gguf/ecosystem/eco-llama-BF16.gguf", 1e-4},
                       EcoCase{"gguf/ecosystem/eco-qwen2-F16.gguf", 1e-4},
                       EcoCase{"gguf/ecosystem/eco-qwen3-F16.gguf", 1e-4}),
-    [](const auto& info) {
-      std::string name = info.param.file;
-      name = name.substr(name.rfind('/') + 1);
-      for (char& ch : name)
-        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-      return name;
-    });
+    [](const auto& info) { return test_name(info.param.file); });
 
 }  // namespace
 }  // namespace llmpack

@@ -260,30 +260,41 @@ struct TileSums {
   }
 };
 
-// One Q6_K unit for T tokens: int16 sums of two groups at a time (q <= 63),
-// then vpmaddwd by the rows' 16-element scales.
-template <int T>
-inline void q6_unit(const Unit<kSixBit>& u, const ActBlock* act, int64_t n_sub, const TileSums& sums, int64_t k,
-                    __m256* acc) {
-  __m256i i32[T], s16[T];
-  const __m256i sc_a = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc16[0]));
-  const __m256i sc_b = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc16[1]));
+// The int32 sums of one unit's 8 groups for T tokens, when q is too wide for
+// all 8 vpmaddubsw results to add up in int16: kFlush of them add up (Q6_K:
+// 2, q <= 63; five-bit: 4, q <= 31), then one vpmaddwd by multiplier(g) (the
+// rows' scales, or ones) takes them to int32.
+template <int T, int kFlush, class Multiplier>
+inline void flushed_sums(const uint8_t (*q)[32], const ActBlock* act, int64_t n_sub, Multiplier multiplier,
+                         __m256i* i32) {
+  __m256i s16[T];
 #pragma GCC unroll 8
   for (int g = 0; g < 8; ++g) {
-    const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q[g]));
+    const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(q[g]));
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       int32_t a4;
       std::memcpy(&a4, act[t * n_sub].q + 4 * g, 4);
       const __m256i p = _mm256_maddubs_epi16(w, _mm256_set1_epi32(a4));
-      s16[t] = (g % 2 == 0) ? p : _mm256_add_epi16(s16[t], p);
-      if (g % 2 == 1) {
-        const __m256i v = _mm256_madd_epi16(s16[t], g < 4 ? sc_a : sc_b);
-        i32[t] = g == 1 ? v : _mm256_add_epi32(i32[t], v);
+      s16[t] = g % kFlush == 0 ? p : _mm256_add_epi16(s16[t], p);
+      if (g % kFlush == kFlush - 1) {
+        const __m256i v = _mm256_madd_epi16(s16[t], multiplier(g));
+        i32[t] = g == kFlush - 1 ? v : _mm256_add_epi32(i32[t], v);
         in_register(i32[t]);
       }
     }
   }
+}
+
+// One Q6_K unit for T tokens: int16 sums of two groups at a time (q <= 63),
+// then vpmaddwd by the rows' 16-element scales.
+template <int T>
+inline void q6_unit(const Unit<kSixBit>& u, const ActBlock* act, int64_t n_sub, const TileSums& sums, int64_t k,
+                    __m256* acc) {
+  __m256i i32[T];
+  const __m256i sc_a = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc16[0]));
+  const __m256i sc_b = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.sc16[1]));
+  flushed_sums<T, 2>(u.q, act, n_sub, [&](int g) { return g < 4 ? sc_a : sc_b; }, i32);
   const __m256 ws = _mm256_load_ps(u.ws), wm = _mm256_load_ps(u.wm), wm_b = _mm256_load_ps(u.wm_b);
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) {
@@ -320,30 +331,6 @@ inline void q8_unit(const Unit<kSigned>& u, const ActBlock* act, int64_t n_sub, 
     acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[t]), _mm256_mul_ps(ws, _mm256_set1_ps(act[t * n_sub].d)), acc[t]);
 }
 
-// The integer sums of one Q5_0 / Q5_1 unit for T tokens: q <= 31, so 4
-// vpmaddubsw results add up in int16 (<= 31496) before each of two vpmaddwd.
-template <int T>
-inline void five_bit_sums(const Unit<kFiveBit>& u, const ActBlock* act, int64_t n_sub, __m256i* i32) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  __m256i s16[T];
-#pragma GCC unroll 8
-  for (int g = 0; g < 8; ++g) {
-    const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q[g]));
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      int32_t a4;
-      std::memcpy(&a4, act[t * n_sub].q + 4 * g, 4);
-      const __m256i p = _mm256_maddubs_epi16(w, _mm256_set1_epi32(a4));
-      s16[t] = g % 4 == 0 ? p : _mm256_add_epi16(s16[t], p);
-      if (g % 4 == 3) {
-        const __m256i v = _mm256_madd_epi16(s16[t], ones);
-        i32[t] = g == 3 ? v : _mm256_add_epi32(i32[t], v);
-        in_register(i32[t]);
-      }
-    }
-  }
-}
-
 // acc[t] (8 rows) += panel . act of token t over n_units units, and mins[t]
 // += the nibble types' min terms (subtracted once, in tile_store); act_t at
 // act + t * n_sub (units of the chunk start at act). The min terms have their
@@ -367,7 +354,8 @@ inline void tile(const Unit<kKind>* u, int64_t n_units, const ActBlock* act,
     }
     __m256i i32[T];
     if constexpr (kKind == kFiveBit) {
-      five_bit_sums<T>(*u, act + k, n_sub, i32);
+      // q <= 31: four vpmaddubsw results add up in int16 (<= 31496)
+      flushed_sums<T, 4>(u->q, act + k, n_sub, [&](int) { return ones; }, i32);
     } else {
       // q <= 15: the 8 products of a unit add up in int16 before one vpmaddwd
       __m256i s16[T];
