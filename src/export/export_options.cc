@@ -20,6 +20,7 @@ Result<DTypePlan> parse_dtype_plan(const std::string& given) {
   else if (d == "bf16") plan.matrix = DType::kBF16;
   else if (d == "q8_0") plan.matrix = DType::kQ8_0;
   else if (d == "q4_0") plan.matrix = DType::kQ4_0;
+  else if (d == "q4_1") plan.matrix = DType::kQ4_1;
   else if (d == "q5_0") plan.matrix = DType::kQ5_0;
   else if (d == "q5_1") plan.matrix = DType::kQ5_1;
   else if (d == "q4_k") plan.matrix = DType::kQ4_K;
@@ -30,7 +31,7 @@ Result<DTypePlan> parse_dtype_plan(const std::string& given) {
     plan.medium_mix = true;
   } else {
     return error_status("--dtype '" + given +
-                        "' is not one of f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m, q5_k_m");
+                        "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m, q5_k_m");
   }
   return plan;
 }
@@ -88,6 +89,7 @@ uint32_t gguf_file_type(const DTypePlan& plan) {
     case DType::kF16: return 1;
     case DType::kQ4_0: return 2;
     case DType::kQ8_0: return 7;
+    case DType::kQ4_1: return 3;   // MOSTLY_Q4_1
     case DType::kQ5_0: return 8;   // MOSTLY_Q5_0
     case DType::kQ5_1: return 9;   // MOSTLY_Q5_1
     case DType::kQ4_K: return 14;  // llama.cpp's MOSTLY_Q4_K_S: Q4_K matrices

@@ -46,6 +46,29 @@ struct BlockQ5_1 {
 };
 static_assert(sizeof(BlockQ5_1) == 24);
 
+// Q4_1: value[i] = q[i] * d + m, q the nibble as in Q4_0 (0..15).
+struct BlockQ4_1 {
+  uint16_t d;  // f16
+  uint16_t m;  // f16
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockQ4_1) == 20);
+
+// Which of the 32-element types with an offset carry a min m (value = d q +
+// m; else d (q - 16)) and a fifth bit (qh): Q4_1, Q5_0, Q5_1.
+template <class Block>
+inline constexpr bool kBlockHasMin = false;
+template <>
+inline constexpr bool kBlockHasMin<BlockQ4_1> = true;
+template <>
+inline constexpr bool kBlockHasMin<BlockQ5_1> = true;
+template <class Block>
+inline constexpr bool kBlockHasQh = false;
+template <>
+inline constexpr bool kBlockHasQh<BlockQ5_0> = true;
+template <>
+inline constexpr bool kBlockHasQh<BlockQ5_1> = true;
+
 // The 5-bit quant of element i (0..31) of a Q5_0 / Q5_1 block.
 inline int q5_quant(const uint8_t* qs, const uint8_t* qh, int i) {
   const uint32_t high = static_cast<uint32_t>(qh[0]) | static_cast<uint32_t>(qh[1]) << 8 |

@@ -77,16 +77,26 @@ void quantize_q5_0(const float* x, int64_t n_blocks, BlockQ5_0* out) {
   }
 }
 
-// value = q * d + m with m the block's minimum and d = (max - min) / 31.
-void quantize_q5_1(const float* x, int64_t n_blocks, BlockQ5_1* out) {
+// Q4_1 and Q5_1: value = q * d + m with m the block's minimum and
+// d = (max - min) / top (15 or 31 levels).
+template <class Block>
+void quantize_with_min(const float* x, int64_t n_blocks, Block* out) {
+  constexpr bool kFifthBit = kBlockHasQh<Block>;
+  constexpr int kTop = kFifthBit ? 31 : 15;
   for (int64_t i = 0; i < n_blocks; ++i, x += kQK) {
     const auto [lo, hi] = std::minmax_element(x, x + kQK);
-    const float d = (*hi - *lo) / 31.0f;
+    const float d = (*hi - *lo) / static_cast<float>(kTop);
     const float id = d > 0.0f ? 1.0f / d : 0.0f;
-    out[i] = BlockQ5_1{};
+    out[i] = Block{};
     out[i].d = f32_to_f16(d);
     out[i].m = f32_to_f16(*lo);
-    for (int j = 0; j < kQK; ++j) put_q5(out[i].qs, out[i].qh, j, clamp_round((x[j] - *lo) * id, 0, 31));
+    for (int j = 0; j < kQK; ++j) {
+      const int q = clamp_round((x[j] - *lo) * id, 0, kTop);
+      if constexpr (kFifthBit)
+        put_q5(out[i].qs, out[i].qh, j, q);
+      else
+        out[i].qs[j % (kQK / 2)] |= static_cast<uint8_t>(q << (j < kQK / 2 ? 0 : 4));
+    }
   }
 }
 
@@ -241,6 +251,7 @@ bool quantize_supports(DType dtype) {
     case DType::kBF16:
     case DType::kQ8_0:
     case DType::kQ4_0:
+    case DType::kQ4_1:
     case DType::kQ5_0:
     case DType::kQ5_1:
     case DType::kQ4_K:
@@ -278,7 +289,10 @@ size_t quantize_row(DType dtype, const float* src, int64_t n, void* dst) {
       quantize_q5_0(src, n_blocks, static_cast<BlockQ5_0*>(dst));
       break;
     case DType::kQ5_1:
-      quantize_q5_1(src, n_blocks, static_cast<BlockQ5_1*>(dst));
+      quantize_with_min(src, n_blocks, static_cast<BlockQ5_1*>(dst));
+      break;
+    case DType::kQ4_1:
+      quantize_with_min(src, n_blocks, static_cast<BlockQ4_1*>(dst));
       break;
     case DType::kQ4_K:
       quantize_k45(src, n_blocks, static_cast<BlockQ4_K*>(dst));

@@ -10,7 +10,7 @@
 
 namespace llmpack::kernels {
 
-// F32, F16, BF16, Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
+// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
 bool quantize_supports(DType dtype);
 
 // Writes n elements of src (n a multiple of the type's block size) as

@@ -25,6 +25,16 @@ void dequant_q4_0(const BlockQ4_0* b, int64_t n_blocks, float* out) {
   }
 }
 
+void dequant_q4_1(const BlockQ4_1* b, int64_t n_blocks, float* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, out += kQK) {
+    const float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+    for (int j = 0; j < kQK / 2; ++j) {
+      out[j] = (b[i].qs[j] & 0x0F) * d + m;
+      out[j + kQK / 2] = (b[i].qs[j] >> 4) * d + m;
+    }
+  }
+}
+
 void dequant_q5_0(const BlockQ5_0* b, int64_t n_blocks, float* out) {
   for (int64_t i = 0; i < n_blocks; ++i, out += kQK) {
     const float d = f16_to_f32(b[i].d);
@@ -96,6 +106,9 @@ bool dequantize_quant(DType dtype, const void* src, int64_t n, float* out) {
       return true;
     case DType::kQ4_0:
       dequant_q4_0(static_cast<const BlockQ4_0*>(src), n / kQK, out);
+      return true;
+    case DType::kQ4_1:
+      dequant_q4_1(static_cast<const BlockQ4_1*>(src), n / kQK, out);
       return true;
     case DType::kQ5_0:
       dequant_q5_0(static_cast<const BlockQ5_0*>(src), n / kQK, out);

@@ -20,6 +20,7 @@ bool supports(DType dtype) {
     case DType::kBF16:
     case DType::kQ8_0:
     case DType::kQ4_0:
+    case DType::kQ4_1:
     case DType::kQ5_0:
     case DType::kQ5_1:
     case DType::kQ4_K:

@@ -1,4 +1,4 @@
-// AVX-512 VNNI decode (one to three tokens) for Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K:
+// AVX-512 VNNI decode (one to three tokens) for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K:
 // each row streams once per token, as in the AVX2 decode, but one zmm holds
 // 64 weights (two 32-element blocks) and vpdpbusd replaces AVX2's
 // maddubs + madd + offset subtraction. What bounded the AVX2 decode per core
@@ -13,6 +13,7 @@
 //   Q8_0: q = w + 128 (w xor 0x80):        row . x += d a.d s - 128 d (a.d a.qsum)
 //   Q5_0: q in 0..31, value = d (q - 16):  row . x += d a.d s - 16 d (a.d a.qsum)
 //   Q5_1: q in 0..31, value = d q + m:     row . x += d a.d s + m (a.d a.qsum)
+//   Q4_1: q = nibble, value = d q + m:     the same
 //   Q4_K: q = nibble, value = d sc q - dmin m: row . x += d sc a.d s - dmin m (a.d a.qsum)
 //         (Q5_K: the same with q in 0..31)
 //   Q6_K: q in 0..63, value = d sc_h (q - 32), per 16-element half h:
@@ -128,12 +129,13 @@ struct Q8_0Row {
   }
 };
 
-// Q5_0 (kHasMin false) and Q5_1: the nibbles as Q4_0's; a byte-masked add
-// puts 16 onto each element whose bit of qh is set (qh moved into a mask
-// register; two blocks' masks joined with kunpackd).
-template <bool kHasMin>
-struct Q5Row {
-  using Block = std::conditional_t<kHasMin, BlockQ5_1, BlockQ5_0>;
+// Q4_1, Q5_0 and Q5_1: the nibbles as Q4_0's; for Q5 a byte-masked add puts
+// 16 onto each element whose bit of qh is set (qh moved into a mask register;
+// two blocks' masks joined with kunpackd).
+template <class Block_>
+struct OffsetRow {
+  using Block = Block_;
+  static constexpr bool kHasMin = kBlockHasMin<Block>, kFifthBit = kBlockHasQh<Block>;
   static constexpr float kOffset = kHasMin ? -1.0f : 16.0f;
   static constexpr bool kOwnOffsets = kHasMin;
   static uint16_t offset_f16(const Block& b) {
@@ -168,7 +170,7 @@ struct Q5Row {
   static __m256 scales8(const Block* blk) { return f16x8<offsetof(Block, d)>(blk); }
   static __m256 offsets8(const Block* blk) {
     if constexpr (kHasMin)
-      return f16x8<offsetof(BlockQ5_1, m)>(blk);
+      return f16x8<offsetof(Block, m)>(blk);
     else
       return scales8(blk);
   }
@@ -182,15 +184,22 @@ struct Q5Row {
     const __m256i w = _mm256_broadcastsi128_si256(load128(b.qs));
     const __m256i low =
         _mm256_and_si256(_mm256_srlv_epi32(w, _mm256_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4)), _mm256_set1_epi8(0x0F));
-    return _mm256_mask_add_epi8(low, high_bits(b), low, _mm256_set1_epi8(16));
+    if constexpr (!kFifthBit)
+      return low;
+    else
+      return _mm256_mask_add_epi8(low, high_bits(b), low, _mm256_set1_epi8(16));
   }
   static __m512i pair(const Block& b0, const Block& b1) {
     const __m256i both = _mm256_inserti128_si256(_mm256_castsi128_si256(load128(b0.qs)), load128(b1.qs), 1);
     const __m512i w = _mm512_shuffle_i64x2(_mm512_castsi256_si512(both), _mm512_castsi256_si512(both), 0x50);
     const __m512i shift = _mm512_setr_epi32(0, 0, 0, 0, 4, 4, 4, 4, 0, 0, 0, 0, 4, 4, 4, 4);
     const __m512i low = _mm512_and_si512(_mm512_srlv_epi32(w, shift), _mm512_set1_epi8(0x0F));
-    const __mmask64 high = _mm512_kunpackd(high_bits(b1), high_bits(b0));
-    return _mm512_mask_add_epi8(low, high, low, _mm512_set1_epi8(16));
+    if constexpr (!kFifthBit) {
+      return low;
+    } else {
+      const __mmask64 high = _mm512_kunpackd(high_bits(b1), high_bits(b0));
+      return _mm512_mask_add_epi8(low, high, low, _mm512_set1_epi8(16));
+    }
   }
 };
 
@@ -531,13 +540,19 @@ struct Q8_0Dot {
 template <int N>
 struct Q5_0Dot {
   static void run(const BlockQ5_0* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
-    dot_rows_32<Q5Row<false>, N>(row, n, t, ahead, out);
+    dot_rows_32<OffsetRow<BlockQ5_0>, N>(row, n, t, ahead, out);
   }
 };
 template <int N>
 struct Q5_1Dot {
   static void run(const BlockQ5_1* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
-    dot_rows_32<Q5Row<true>, N>(row, n, t, ahead, out);
+    dot_rows_32<OffsetRow<BlockQ5_1>, N>(row, n, t, ahead, out);
+  }
+};
+template <int N>
+struct Q4_1Dot {
+  static void run(const BlockQ4_1* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
+    dot_rows_32<OffsetRow<BlockQ4_1>, N>(row, n, t, ahead, out);
   }
 };
 template <int N>
@@ -562,7 +577,7 @@ struct Q6_KDot {
 }  // namespace
 
 bool decode_supports(DType dtype, int64_t n_tokens) {
-  const bool typed = dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 ||
+  const bool typed = dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 ||
                      dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ5_K ||
                      dtype == DType::kQ6_K;
   return typed && n_tokens >= 1 && n_tokens <= kDecodeMaxTokens;
@@ -574,6 +589,8 @@ void matmul_rows_decode(const WeightMatrix& w, const ActBlock* act, int64_t n_to
   switch (w.dtype) {
     case DType::kQ4_0:
       return rows_tokens<BlockQ4_0, Q4_0Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
+    case DType::kQ4_1:
+      return rows_tokens<BlockQ4_1, Q4_1Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
     case DType::kQ5_0:
       return rows_tokens<BlockQ5_0, Q5_0Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
     case DType::kQ5_1:

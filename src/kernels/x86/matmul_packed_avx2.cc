@@ -1,4 +1,4 @@
-// AVX2 prefill GEMM for Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights (several tokens at once).
+// AVX2 prefill GEMM for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights (several tokens at once).
 //
 // Rows are packed, 8 at a time, into a row-interleaved panel on the stack
 // (BLIS-style packing; the weights in memory are never changed): for each
@@ -11,6 +11,7 @@
 //   row . x = sum_units a.d * (ws * sum(q * a.q) - wm * sum(a.q))
 //   Q4_0: q = nibble (0..15), ws = d, wm = 8d
 //   Q5_0: q in 0..31, ws = d, wm = 16d; Q5_1: q in 0..31, ws = d, wm = -m
+//   Q4_1: q = nibble, ws = d, wm = -m
 //   Q4_K: q = nibble, ws = d * scale_j, wm = dmin * min_j (Q5_K: q in 0..31)
 //   Q6_K: q in 0..63, scales in vpmaddwd, two mins (see Q6_KPack)
 //   Q8_0: q signed, ws = d, no min: |q| * (a.q * sign(q)) (sign trick)
@@ -86,16 +87,19 @@ struct Q4_0Pack {
   }
 };
 
-// Q5_0 (kHasMin false) and Q5_1: a block is one unit of unsigned 5-bit q.
-template <bool kHasMin>
-struct Q5Pack {
-  using Block = std::conditional_t<kHasMin, BlockQ5_1, BlockQ5_0>;
-  static constexpr int kKind = kFiveBit;
+// Q4_1 (nibbles), Q5_0 and Q5_1 (five-bit): a block is one unit of unsigned q.
+template <class Block>
+struct OffsetPack {
+  static constexpr bool kHasMin = kBlockHasMin<Block>;
+  static constexpr int kKind = kBlockHasQh<Block> ? kFiveBit : kNibble;
   static constexpr bool kSplit = false;
   static constexpr int kUnitsPerBlock = 1, kBytes = sizeof(Block);
   static __m256i expand(const uint8_t* block, int) {
     const auto* b = reinterpret_cast<const Block*>(block);
-    return x86::q5_quants(b->qs, b->qh);
+    if constexpr (kBlockHasQh<Block>)
+      return x86::q5_quants(b->qs, b->qh);
+    else
+      return x86::q4_quants(b->qs);
   }
   static void scales(const uint8_t* block, UnitScales* s) {
     const auto* b = reinterpret_cast<const Block*>(block);
@@ -493,7 +497,8 @@ void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_t
 }  // namespace
 
 bool packed_supports(DType dtype) {
-  return dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 || dtype == DType::kQ8_0 ||
+  return dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 ||
+         dtype == DType::kQ8_0 ||
          dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K;
 }
 
@@ -503,9 +508,11 @@ void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_to
     case DType::kQ4_0:
       return matmul_packed_typed<Q4_0Pack>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_0:
-      return matmul_packed_typed<Q5Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
+      return matmul_packed_typed<OffsetPack<BlockQ5_0>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_1:
-      return matmul_packed_typed<Q5Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
+      return matmul_packed_typed<OffsetPack<BlockQ5_1>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ4_1:
+      return matmul_packed_typed<OffsetPack<BlockQ4_1>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ8_0:
       return matmul_packed_typed<Q8_0Pack>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K:

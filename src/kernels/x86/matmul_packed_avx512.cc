@@ -1,4 +1,4 @@
-// AVX-512 VNNI prefill GEMM for Q4_0, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights (several
+// AVX-512 VNNI prefill GEMM for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights (several
 // tokens at once); the counterpart of x86/matmul_packed_avx2.cc.
 //
 // Rows are packed, 16 at a time, into a row-interleaved panel on the stack
@@ -16,12 +16,13 @@
 //   Q4_0: q = nibble, value = d (q - 8):      ws = d, init = -8 qsum
 //   Q5_0: q in 0..31, value = d (q - 16):     ws = d, init = -16 qsum
 //   Q5_1: q in 0..31, value = d q + m:        ws = d, wm = -m, init = 0
+//   Q4_1: q = nibble, value = d q + m:         ws = d, wm = -m, init = 0
 //   Q8_0: q = w + 128 (w xor 0x80):           ws = d, init = -128 qsum
 //   Q4_K: q = nibble, value = d sc q - dmin m: ws = d sc, wm = dmin m, init = 0
 //   (Q5_K: the same with q in 0..31)
 //   Q6_K: q in 0..63, value = d sc_h (q - 32): ws = d sc_h, init = -32 qsum_h
 // so the offsets cost nothing (vpdpbusd accumulates onto init) and only Q4_K,
-// Q5_K and Q5_1 have a float min term.
+// Q5_K, Q4_1 and Q5_1 have a float min term.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -139,13 +140,13 @@ struct Q8_0Pack {
   static void token(const ActBlock& a, TokenUnit* tu) { tu->init[0] = -128 * a.qsum; }
 };
 
-// Q5_0 (kHasMin false) and Q5_1: the nibbles as Q4_0's; the fifth bits of a
-// row's elements 4g..4g+3 are bits 4g..4g+3 of its qh (16 + 4g.. for the high
+// Q4_1, Q5_0 and Q5_1: the nibbles as Q4_0's; Q5's fifth bits of a row's
+// elements 4g..4g+3 are bits 4g..4g+3 of its qh (16 + 4g.. for the high
 // nibbles), which one vpermd of a 16-entry table spreads to bit 4 of each
 // byte (vpermd reads only the low 4 bits of each index lane).
-template <bool kHasMin>
-struct Q5Pack {
-  using Block = std::conditional_t<kHasMin, BlockQ5_1, BlockQ5_0>;
+template <class Block>
+struct OffsetPack {
+  static constexpr bool kHasMin = kBlockHasMin<Block>;
   static constexpr int kUnitsPerBlock = 1, kBytes = sizeof(Block);
   static constexpr bool kMin = kHasMin, kHalves = false;
   static __m512i fifth_bits(__m512i qh, int shift) {
@@ -157,16 +158,23 @@ struct Q5Pack {
   static void pack_block(const uint8_t* const* src, Unit* u) {
     __m512i t[4];  // elements 4g.. (low nibbles) and 16 + 4g.. (high)
     transpose16x4(src, offsetof(Block, qs), t);
-    alignas(64) uint32_t bits[kPanelRows];
-    for (int r = 0; r < kPanelRows; ++r) std::memcpy(&bits[r], src[r] + offsetof(Block, qh), 4);
-    const __m512i qh = _mm512_load_si512(bits);
-    for (int g = 0; g < 4; ++g) {
-      _mm512_store_si512(u->q[g], _mm512_or_si512(nibbles_lo(t[g]), fifth_bits(qh, 4 * g)));
-      _mm512_store_si512(u->q[g + 4], _mm512_or_si512(nibbles_hi(t[g]), fifth_bits(qh, 16 + 4 * g)));
+    if constexpr (kBlockHasQh<Block>) {
+      alignas(64) uint32_t bits[kPanelRows];
+      for (int r = 0; r < kPanelRows; ++r) std::memcpy(&bits[r], src[r] + offsetof(Block, qh), 4);
+      const __m512i qh = _mm512_load_si512(bits);
+      for (int g = 0; g < 4; ++g) {
+        _mm512_store_si512(u->q[g], _mm512_or_si512(nibbles_lo(t[g]), fifth_bits(qh, 4 * g)));
+        _mm512_store_si512(u->q[g + 4], _mm512_or_si512(nibbles_hi(t[g]), fifth_bits(qh, 16 + 4 * g)));
+      }
+    } else {
+      for (int g = 0; g < 4; ++g) {
+        _mm512_store_si512(u->q[g], nibbles_lo(t[g]));
+        _mm512_store_si512(u->q[g + 4], nibbles_hi(t[g]));
+      }
     }
     _mm512_store_ps(u->ws[0], f16x16(src, offsetof(Block, d)));
     if constexpr (kHasMin)
-      _mm512_store_ps(u->ws[1], _mm512_sub_ps(_mm512_setzero_ps(), f16x16(src, offsetof(BlockQ5_1, m))));
+      _mm512_store_ps(u->ws[1], _mm512_sub_ps(_mm512_setzero_ps(), f16x16(src, offsetof(Block, m))));
   }
   static void token(const ActBlock& a, TokenUnit* tu) {
     if constexpr (kHasMin) {
@@ -454,7 +462,7 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
 }  // namespace
 
 bool quant_supports(DType dtype, int64_t n_tokens) {
-  const bool packed = dtype == DType::kQ4_0 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 ||
+  const bool packed = dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 ||
                       dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ5_K ||
                       dtype == DType::kQ6_K;
   return packed && n_tokens >= kMinTokens;
@@ -464,8 +472,9 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
                        int64_t row_begin, int64_t row_end) {
   switch (w.dtype) {
     case DType::kQ4_0: return matmul_typed<Q4_0Pack>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kQ5_0: return matmul_typed<Q5Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kQ5_1: return matmul_typed<Q5Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ4_1: return matmul_typed<OffsetPack<BlockQ4_1>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ5_0: return matmul_typed<OffsetPack<BlockQ5_0>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ5_1: return matmul_typed<OffsetPack<BlockQ5_1>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ8_0: return matmul_typed<Q8_0Pack>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K: return matmul_typed<K45Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_K: return matmul_typed<K45Pack<true>>(w, act, n_tokens, y, row_begin, row_end);

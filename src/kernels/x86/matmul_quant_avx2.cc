@@ -1,4 +1,4 @@
-// AVX2 matmul for block-quantized weights (Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K).
+// AVX2 matmul for block-quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K).
 // Activations are first quantized per 32-element block to int8 with one f32
 // scale (ActBlock); each weight sub-block of 32 is unpacked to 32 int8 (or
 // uint8) lanes and dotted with _mm256_maddubs_epi16 + _mm256_madd_epi16.
@@ -212,17 +212,27 @@ float q4_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
   return hsum(_mm256_fmadd_ps(offset, _mm256_set1_ps(-8.0f), acc)) - 8.0f * tail_offset;
 }
 
-// Decode of one Q5_0 (kHasMin false) or Q5_1 row against one token, 8 blocks
-// a step as q8_0_row: q is kept unsigned (0..31; a vpmaddubsw lane is at most
+// The unsigned quants of a Q4_1, Q5_0 or Q5_1 block as 32 bytes.
+template <class Block>
+inline __m256i offset_block_quants(const uint8_t* blk) {
+  const auto* b = reinterpret_cast<const Block*>(blk);
+  if constexpr (kBlockHasQh<Block>)
+    return x86::q5_quants(b->qs, b->qh);
+  else
+    return x86::q4_quants(b->qs);
+}
+
+// Decode of one Q4_1, Q5_0 or Q5_1 row against one token, 8 blocks a step as
+// q8_0_row: q is kept unsigned (0..31; a vpmaddubsw lane is at most
 // 2 * 31 * 127), so row . x = sum_b d_b a.d_b (q_b . a_b) + k sum_b w_b a.d_b qsum_b
-// with k w_b = -16 d_b (Q5_0) or m_b (Q5_1): the offsets go into one vector
-// FMA per step from the activations' d * qsum floats.
-template <bool kHasMin>
-float q5_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
-  constexpr int kB = kHasMin ? sizeof(BlockQ5_1) : sizeof(BlockQ5_0);
-  constexpr int kQh = kHasMin ? offsetof(BlockQ5_1, qh) : offsetof(BlockQ5_0, qh);
-  constexpr int kQs = kHasMin ? offsetof(BlockQ5_1, qs) : offsetof(BlockQ5_0, qs);
+// with k w_b = -16 d_b (Q5_0) or m_b (Q4_1, Q5_1): the offsets go into one
+// vector FMA per step from the activations' d * qsum floats.
+template <class Block>
+float offset_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
+  constexpr bool kHasMin = kBlockHasMin<Block>;
+  constexpr int kB = sizeof(Block);
   constexpr float kOffset = kHasMin ? 1.0f : -16.0f;  // per unit of w_b a.d_b qsum_b
+  constexpr int kW = kHasMin ? 2 : 0;  // the byte of w_b: m (after d), or d
   const ActBlock* act = a.a;
   const __m256i ones = _mm256_set1_epi16(1);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()}, offset = _mm256_setzero_ps();
@@ -231,14 +241,13 @@ float q5_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
     const uint8_t* p = row + b * kB;
     prefetch_bytes(p + kDecodePrefetchBytes, 8 * kB);
     const __m256 d = block_scales<kB>(p);
-    const __m256 w = kHasMin ? block_scales<kB>(p + offsetof(BlockQ5_1, m)) : d;
+    const __m256 w = kHasMin ? block_scales<kB>(p + kW) : d;
     offset = _mm256_fmadd_ps(w, _mm256_loadu_ps(a.adq + b), offset);
     alignas(32) float scale[8];
     _mm256_store_ps(scale, _mm256_mul_ps(d, _mm256_loadu_ps(a.ad + b)));
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
-      const uint8_t* blk = p + j * kB;
-      const __m256i q = x86::q5_quants(blk + kQs, blk + kQh);
+      const __m256i q = offset_block_quants<Block>(p + j * kB);
       const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b + j].q));
       const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(q, aq), ones));
       acc[j & 1] = _mm256_fmadd_ps(dot, _mm256_broadcast_ss(scale + j), acc[j & 1]);
@@ -249,8 +258,8 @@ float q5_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
     const uint8_t* blk = row + b * kB;
     uint16_t d16, w16;
     std::memcpy(&d16, blk, 2);
-    std::memcpy(&w16, blk + (kHasMin ? offsetof(BlockQ5_1, m) : 0), 2);
-    const __m256i q = x86::q5_quants(blk + kQs, blk + kQh);
+    std::memcpy(&w16, blk + kW, 2);
+    const __m256i q = offset_block_quants<Block>(blk);
     const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
     const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(_mm256_maddubs_epi16(q, aq), ones));
     acc[0] = _mm256_fmadd_ps(dot, _mm256_set1_ps(half_to_float(d16) * a.ad[b]), acc[0]);
@@ -496,9 +505,11 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     case DType::kQ4_0:
       return decode_rows<8 * sizeof(BlockQ4_0), q4_0_row>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_0:
-      return decode_rows<8 * sizeof(BlockQ5_0), q5_row<false>>(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<8 * sizeof(BlockQ5_0), offset_row<BlockQ5_0>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_1:
-      return decode_rows<8 * sizeof(BlockQ5_1), q5_row<true>>(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<8 * sizeof(BlockQ5_1), offset_row<BlockQ5_1>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ4_1:
+      return decode_rows<8 * sizeof(BlockQ4_1), offset_row<BlockQ4_1>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K:
       return decode_rows<sizeof(BlockQ4_K), k45_row<BlockQ4_K>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_K:

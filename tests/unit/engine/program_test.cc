@@ -238,11 +238,11 @@ TEST(ProgramContract, ContradictoryKeysAreRefusedNamingThem) {
   }
 }
 
-// A matrix of a GGUF type no kernel takes (Q4_1, Q3_K) is refused at load
+// A matrix of a GGUF type no kernel takes (Q2_K, Q3_K) is refused at load
 // with the tensor's name, shape and type, and the types that are taken; a
 // Q5_0 matrix (llama.cpp's fallback in Q4_K_M files) loads and runs.
 TEST(Program, MatricesOfTypesNoKernelTakesAreRefusedByName) {
-  for (DType bad : {DType::kQ4_1, DType::kQ3_K}) {
+  for (DType bad : {DType::kQ2_K, DType::kQ3_K}) {
     testing::TinyModelSpec spec;
     spec.dim = 256, spec.hidden_dim = 256, spec.n_heads = 4;
     spec.raw_types["blk.1.attn_k.weight"] = bad;

@@ -82,7 +82,7 @@ TEST_P(ExportTypes, LogitsWithinTheTypesErrorOfF32) {
 
 // Bounds: about 1.5x the error measured on this model (f16 7.6e-4, bf16
 // 6.0e-3, q8_0 0.029, q6_k 0.064, q4_k 0.25, q4_k_m 0.23, q4_0 0.31, q5_0
-// 0.16, q5_1 0.14, q5_k 0.13, q5_k_m 0.12; the
+// 0.16, q5_1 0.14, q5_k 0.13, q5_k_m 0.12, q4_1 0.26; the
 // weights' own rounding error grows about 3x through two random layers, and
 // the SIMD paths also round activations to int8). Blocks read or written
 // wrongly give unrelated logits: errors near 1.4.
@@ -94,6 +94,7 @@ INSTANTIATE_TEST_SUITE_P(Types, ExportTypes,
                                            TypeCase{"q4_k", DType::kQ4_K, 0.38, 1e-2},
                                            TypeCase{"q4_k_m", DType::kQ4_K, 0.35, 1e-2},
                                            TypeCase{"q4_0", DType::kQ4_0, 0.45, 1e-2},
+                                           TypeCase{"q4_1", DType::kQ4_1, 0.38, 1e-2},
                                            TypeCase{"q5_0", DType::kQ5_0, 0.25, 1e-2},
                                            TypeCase{"q5_1", DType::kQ5_1, 0.21, 1e-2},
                                            TypeCase{"q5_k", DType::kQ5_K, 0.19, 1e-2},

@@ -141,7 +141,7 @@ QuantizedActs quantize_like_the_kernels(const float* x, int64_t cols) {
 // of `check` would hide a tail block weighted 1% wrong).
 TEST(MatmulQuantTest, DecodeTailsMatchTheQuantizedActivationsExactly) {
   ThreadPool pool(2);
-  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     const int64_t block = dtype_info(dtype)->block_elems;
     const int64_t max_blocks = block == 32 ? 23 : 3;
     for (int64_t n_blocks = 1; n_blocks <= max_blocks; ++n_blocks)
@@ -174,7 +174,7 @@ TEST(MatmulQuantTest, DecodeTailsMatchTheQuantizedActivationsExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantTest,
-                         ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K,
+                         ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K,
                                            DType::kQ5_K, DType::kQ6_K),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
@@ -244,7 +244,7 @@ TEST(MatmulQuantTest, DecodeAtTheInt16Limits) {
 // (lanes up to 2 * 31 * 127 = 7874) per vpmaddwd, the packed prefill four
 // (31496). Every q 31 (qs and qh all ones) or 0, or 31 / 0 by nibble, with
 // activations at +-127, in decode (1 token) and prefill (8 tokens).
-TEST(MatmulQuantTest, Q5DecodeAndPrefillAtTheInt16Limits) {
+TEST(MatmulQuantTest, Q5AndQ4_1DecodeAndPrefillAtTheInt16Limits) {
   const uint16_t one = f32_to_f16(1.0f), minus = f32_to_f16(-3.0f);
   for (DType dtype : {DType::kQ5_0, DType::kQ5_1}) {
     const int64_t bytes = dtype_info(dtype)->block_bytes, quants = bytes - 20;  // qh and qs after d (and m)
@@ -261,6 +261,18 @@ TEST(MatmulQuantTest, Q5DecodeAndPrefillAtTheInt16Limits) {
         expect_exact_at_limits(dtype, row, 32 * n_blocks, what, 8);
       }
   }
+  // Q4_1: nibbles 15 (or 15 / 0), d = 1, m = -3; the packed prefill sums 8
+  // vpmaddubsw results in int16 as for Q4_0
+  for (int64_t n_blocks : {8, 29})
+    for (uint8_t nibbles : {uint8_t{0xFF}, uint8_t{0x0F}}) {
+      std::vector<uint8_t> row(static_cast<size_t>(n_blocks) * 20, nibbles);
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        std::memcpy(row.data() + 20 * b, &one, 2);
+        std::memcpy(row.data() + 20 * b + 2, &minus, 2);
+      }
+      expect_exact_at_limits(DType::kQ4_1, row, 32 * n_blocks, nibbles == 0xFF ? "15s" : "15/0");
+      expect_exact_at_limits(DType::kQ4_1, row, 32 * n_blocks, nibbles == 0xFF ? "15s" : "15/0", 8);
+    }
 }
 
 // Callers size the scratch once for their largest call (the engine: its
@@ -268,7 +280,7 @@ TEST(MatmulQuantTest, Q5DecodeAndPrefillAtTheInt16Limits) {
 // more bytes per token than prefill's (the paired copy), so the size must
 // still grow with the token count. Then a 1-token call in a buffer sized for 4.
 TEST(MatmulQuantTest, ScratchForMoreTokensServesFewer) {
-  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
+  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
     for (int64_t cols : {int64_t{256}, int64_t{2048}, int64_t{29 * 256}})
       for (int64_t n = 1; n < 9; ++n)
         EXPECT_LE(matmul_scratch_bytes(dtype, cols, n), matmul_scratch_bytes(dtype, cols, n + 1))

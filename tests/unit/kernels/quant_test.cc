@@ -46,11 +46,11 @@ struct QuantBound {
 // Measured on this data: f16 0.00021, bf16 0.0017, q8_0 0.0054, q4_0 0.086,
 // q4_k 0.071, q6_k 0.017 (llama.cpp's own quantizer gives the same on the eco
 // fixtures), q5_0 0.043, q5_1 0.038, q5_k 0.036 (llama.cpp's: 0.036 on the
-// eco fixture); bounds carry 10-20% margin.
+// eco fixture), q4_1 0.078; bounds carry 10-20% margin.
 constexpr QuantBound kBounds[] = {
     {DType::kF16, 0.00025}, {DType::kBF16, 0.002}, {DType::kQ8_0, 0.0062},
     {DType::kQ4_0, 0.095},  {DType::kQ4_K, 0.08},  {DType::kQ6_K, 0.02},
-    {DType::kQ5_0, 0.048},  {DType::kQ5_1, 0.043},  {DType::kQ5_K, 0.042},
+    {DType::kQ5_0, 0.048},  {DType::kQ5_1, 0.043},  {DType::kQ5_K, 0.042}, {DType::kQ4_1, 0.09},
 };
 
 TEST(QuantizeTest, ErrorWithinBoundPerType) {
@@ -70,8 +70,8 @@ TEST(QuantizeTest, RejectsUnsupportedAndPartialBlocks) {
   std::vector<uint8_t> out(1024);
   EXPECT_EQ(quantize_row(DType::kQ8_0, x.data(), 48, out.data()), 0u);  // not a multiple of 32
   EXPECT_EQ(quantize_row(DType::kQ4_K, x.data(), 32, out.data()), 0u);
-  EXPECT_FALSE(quantize_supports(DType::kQ4_1));
-  EXPECT_EQ(quantize_row(DType::kQ4_1, x.data(), 256, out.data()), 0u);
+  EXPECT_FALSE(quantize_supports(DType::kQ3_K));
+  EXPECT_EQ(quantize_row(DType::kQ3_K, x.data(), 256, out.data()), 0u);
   EXPECT_EQ(quantize_row(DType::kQ5_K, x.data(), 32, out.data()), 0u);
   EXPECT_EQ(quantize_row(DType::kQ8_0, x.data(), 32, out.data()), 34u);
 }
@@ -94,11 +94,23 @@ TEST(QuantizeTest, RoundTripIsBitExactForQ8_0Q4_0AndQ5_0) {
     const auto q2 = quantize(dtype, dequantize(dtype, q, x.size()));
     EXPECT_EQ(q, q2) << dtype_name(dtype);
   }
-  for (DType dtype : {DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType dtype : {DType::kQ4_1, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     const auto y = dequantize(dtype, quantize(dtype, x), x.size());
     const auto y2 = dequantize(dtype, quantize(dtype, y), x.size());
     EXPECT_LT(rel_rms(y2, y), 0.5 * rel_rms(y, x)) << dtype_name(dtype);
   }
+}
+
+// Q4_1 by hand: d, m, then element i's nibble in qs[i % 16] (low for i < 16).
+TEST(QuantizeTest, Q4_1BlocksDequantizeByTheGgufLayout) {
+  uint8_t block[20] = {};
+  const uint16_t d = f32_to_f16(0.25f), m = f32_to_f16(-1.5f);
+  std::memcpy(block, &d, 2);
+  std::memcpy(block + 2, &m, 2);
+  for (int j = 0; j < 16; ++j) block[4 + j] = static_cast<uint8_t>(j | (15 - j) << 4);
+  std::vector<float> out(32);
+  dequantize_row(WeightMatrix{DType::kQ4_1, 1, 32, block}, 0, out.data());
+  for (int i = 0; i < 32; ++i) EXPECT_EQ(out[i], 0.25f * (i < 16 ? i : 31 - i) - 1.5f) << "element " << i;
 }
 
 // The GGUF layout of Q5_0 and Q5_1 written out by hand: element i's low 4
