@@ -90,7 +90,7 @@ void quantize_activations(const float* x, int64_t cols, ActBlock* out);
 // Writes one token's paired copy (see PairedActs) from its ActBlocks and act
 // floats f (d at f[b], d * qsum at f[n_sub + b]).
 void pair_activations(const ActBlock* act, const float* f, int64_t n_sub, uint8_t* out);
-// Q8_0, Q4_0, Q4_K and Q6_K weights against activations quantized by
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights against activations quantized by
 // quantize_activations: act[t * (w.cols / 32) + b].
 void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
                        int64_t row_begin, int64_t row_end);

@@ -577,9 +577,9 @@ struct Q6_KDot {
 }  // namespace
 
 bool decode_supports(DType dtype, int64_t n_tokens) {
-  const bool typed = dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 ||
-                     dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ5_K ||
-                     dtype == DType::kQ6_K;
+  const bool typed = dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 ||
+                     dtype == DType::kQ5_1 || dtype == DType::kQ8_0 || dtype == DType::kQ4_K ||
+                     dtype == DType::kQ5_K || dtype == DType::kQ6_K;
   return typed && n_tokens >= 1 && n_tokens <= kDecodeMaxTokens;
 }
 

@@ -36,7 +36,7 @@ constexpr int kChunkUnits = 32;    // units of 32 columns packed at once (1024 c
 constexpr int kTile = 4;           // tokens per register tile
 
 // One unit (32 columns) of 8 rows: q[g] is a 32-byte vector whose int32
-// lane r holds row r's elements 4g..4g+3. Layouts: nibbles (Q4_0, Q4_K), five-bit (Q5_0, Q5_1, Q5_K),
+// lane r holds row r's elements 4g..4g+3. Layouts: nibbles (Q4_0, Q4_1, Q4_K), five-bit (Q5_0, Q5_1, Q5_K),
 // signed bytes (Q8_0, sign trick),
 // six-bit with 16-element scales (Q6_K).
 enum Kind { kNibble, kFiveBit, kSigned, kSixBit };

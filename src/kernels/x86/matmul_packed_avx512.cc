@@ -462,8 +462,8 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
 }  // namespace
 
 bool quant_supports(DType dtype, int64_t n_tokens) {
-  const bool packed = dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 ||
-                      dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ5_K ||
+  const bool packed = dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 ||
+                      dtype == DType::kQ5_1 || dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ5_K ||
                       dtype == DType::kQ6_K;
   return packed && n_tokens >= kMinTokens;
 }

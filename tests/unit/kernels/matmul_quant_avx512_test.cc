@@ -187,8 +187,7 @@ TEST_P(MatmulQuantAvx512Test, AutoDecodeFollowsTheCpu) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantAvx512Test,
-                         ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K,
-                                           DType::kQ5_K, DType::kQ6_K),
+                         ::testing::ValuesIn(testing::kBlockTypes),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 }  // namespace

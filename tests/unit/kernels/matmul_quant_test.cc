@@ -141,7 +141,7 @@ QuantizedActs quantize_like_the_kernels(const float* x, int64_t cols) {
 // of `check` would hide a tail block weighted 1% wrong).
 TEST(MatmulQuantTest, DecodeTailsMatchTheQuantizedActivationsExactly) {
   ThreadPool pool(2);
-  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
+  for (DType dtype : testing::kBlockTypes) {
     const int64_t block = dtype_info(dtype)->block_elems;
     const int64_t max_blocks = block == 32 ? 23 : 3;
     for (int64_t n_blocks = 1; n_blocks <= max_blocks; ++n_blocks)
@@ -174,8 +174,7 @@ TEST(MatmulQuantTest, DecodeTailsMatchTheQuantizedActivationsExactly) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulQuantTest,
-                         ::testing::Values(DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K,
-                                           DType::kQ5_K, DType::kQ6_K),
+                         ::testing::ValuesIn(testing::kBlockTypes),
                          [](const auto& info) { return std::string(dtype_name(info.param)); });
 
 // y = w . x of a one-row matrix must equal the dequantized dot exactly (to
@@ -280,7 +279,7 @@ TEST(MatmulQuantTest, Q5AndQ4_1DecodeAndPrefillAtTheInt16Limits) {
 // more bytes per token than prefill's (the paired copy), so the size must
 // still grow with the token count. Then a 1-token call in a buffer sized for 4.
 TEST(MatmulQuantTest, ScratchForMoreTokensServesFewer) {
-  for (DType dtype : {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K})
+  for (DType dtype : testing::kBlockTypes)
     for (int64_t cols : {int64_t{256}, int64_t{2048}, int64_t{29 * 256}})
       for (int64_t n = 1; n < 9; ++n)
         EXPECT_LE(matmul_scratch_bytes(dtype, cols, n), matmul_scratch_bytes(dtype, cols, n + 1))
