@@ -531,29 +531,15 @@ struct Q4_0Dot {
     dot_rows_q4_0<N>(row, n, t, ahead, out);
   }
 };
-template <int N>
-struct Q8_0Dot {
-  static void run(const BlockQ8_0* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
-    dot_rows_32<Q8_0Row, N>(row, n, t, ahead, out);
-  }
-};
-template <int N>
-struct Q5_0Dot {
-  static void run(const BlockQ5_0* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
-    dot_rows_32<OffsetRow<BlockQ5_0>, N>(row, n, t, ahead, out);
-  }
-};
-template <int N>
-struct Q5_1Dot {
-  static void run(const BlockQ5_1* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
-    dot_rows_32<OffsetRow<BlockQ5_1>, N>(row, n, t, ahead, out);
-  }
-};
-template <int N>
-struct Q4_1Dot {
-  static void run(const BlockQ4_1* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
-    dot_rows_32<OffsetRow<BlockQ4_1>, N>(row, n, t, ahead, out);
-  }
+// The pairwise loop's types (Q8_0, Q4_1, Q5_0, Q5_1): Pairwise<R>::Dot.
+template <class R>
+struct Pairwise {
+  template <int N>
+  struct Dot {
+    static void run(const typename R::Block* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
+      dot_rows_32<R, N>(row, n, t, ahead, out);
+    }
+  };
 };
 template <int N>
 struct Q4_KDot {
@@ -590,13 +576,16 @@ void matmul_rows_decode(const WeightMatrix& w, const ActBlock* act, int64_t n_to
     case DType::kQ4_0:
       return rows_tokens<BlockQ4_0, Q4_0Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
     case DType::kQ4_1:
-      return rows_tokens<BlockQ4_1, Q4_1Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
+      return rows_tokens<BlockQ4_1, Pairwise<OffsetRow<BlockQ4_1>>::Dot>(w, act, n_tokens, y, row_begin, row_end,
+                                                                          n_sub);
     case DType::kQ5_0:
-      return rows_tokens<BlockQ5_0, Q5_0Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
+      return rows_tokens<BlockQ5_0, Pairwise<OffsetRow<BlockQ5_0>>::Dot>(w, act, n_tokens, y, row_begin, row_end,
+                                                                          n_sub);
     case DType::kQ5_1:
-      return rows_tokens<BlockQ5_1, Q5_1Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
+      return rows_tokens<BlockQ5_1, Pairwise<OffsetRow<BlockQ5_1>>::Dot>(w, act, n_tokens, y, row_begin, row_end,
+                                                                          n_sub);
     case DType::kQ8_0:
-      return rows_tokens<BlockQ8_0, Q8_0Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
+      return rows_tokens<BlockQ8_0, Pairwise<Q8_0Row>::Dot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
     case DType::kQ4_K:
       return rows_tokens<BlockQ4_K, Q4_KDot>(w, act, n_tokens, y, row_begin, row_end, n_super);
     case DType::kQ5_K:
