@@ -14,7 +14,7 @@ struct Entry {
 };
 
 // Block layouts as GGUF defines them.
-constexpr std::array<Entry, 19> kTable = {{
+constexpr std::array<Entry, 21> kTable = {{
     {DType::kF32, {"f32", 1, 4}},
     {DType::kF16, {"f16", 1, 2}},
     {DType::kQ4_0, {"q4_0", 32, 18}},
@@ -29,6 +29,8 @@ constexpr std::array<Entry, 19> kTable = {{
     {DType::kQ5_K, {"q5_k", 256, 176}},
     {DType::kQ6_K, {"q6_k", 256, 210}},
     {DType::kQ8_K, {"q8_k", 256, 292}},
+    {DType::kIQ4_NL, {"iq4_nl", 32, 18}},
+    {DType::kIQ4_XS, {"iq4_xs", 256, 136}},
     {DType::kI8, {"i8", 1, 1}},
     {DType::kI16, {"i16", 1, 2}},
     {DType::kI32, {"i32", 1, 4}},

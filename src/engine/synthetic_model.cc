@@ -48,7 +48,8 @@ constexpr TypeName kTypes[] = {
     {SyntheticType::kF32, "f32", "F32"},       {SyntheticType::kF16, "f16", "F16"},
     {SyntheticType::kBF16, "bf16", "BF16"},    {SyntheticType::kQ8_0, "q8_0", "Q8_0"},
     {SyntheticType::kQ4_0, "q4_0", "Q4_0"},    {SyntheticType::kQ4_K_M, "q4_k_m", "Q4_K_M"},
-    {SyntheticType::kQ5_K_M, "q5_k_m", "Q5_K_M"},
+    {SyntheticType::kQ5_K_M, "q5_k_m", "Q5_K_M"},  {SyntheticType::kQ3_K_M, "q3_k_m", "Q3_K_M"},
+    {SyntheticType::kIQ4_XS, "iq4_xs", "IQ4_XS"},
 };
 
 std::string lower(std::string_view s) {
@@ -63,10 +64,17 @@ bool use_more_bits(int64_t layer, int64_t n_layers) {
 }
 
 // K-quants need rows of whole 256-element super-blocks; llama.cpp's
-// quantizer falls back to Q5_0 for Q4_K, Q5_1 for Q5_K and Q8_0 for Q6_K.
+// quantizer falls back to Q5_0 for Q4_K, Q5_1 for Q5_K, Q8_0 for Q6_K and
+// IQ4_NL for Q3_K and IQ4_XS.
 DType k_quant_or_fallback(DType k_type, int64_t cols) {
   if (cols % kQkK == 0) return k_type;
-  return k_type == DType::kQ6_K ? DType::kQ8_0 : k_type == DType::kQ5_K ? DType::kQ5_1 : DType::kQ5_0;
+  switch (k_type) {
+    case DType::kQ6_K: return DType::kQ8_0;
+    case DType::kQ5_K: return DType::kQ5_1;
+    case DType::kQ3_K:
+    case DType::kIQ4_XS: return DType::kIQ4_NL;
+    default: return DType::kQ5_0;
+  }
 }
 
 // One tensor of the synthetic GGUF, in file order.
@@ -303,6 +311,16 @@ DType synthetic_matrix_type(SyntheticType type, std::string_view kind, int64_t l
       const DType base = type == SyntheticType::kQ4_K_M ? DType::kQ4_K : DType::kQ5_K;
       return k_quant_or_fallback(is_output || more_bits ? DType::kQ6_K : base, cols);
     }
+    case SyntheticType::kQ3_K_M: {
+      DType t = DType::kQ3_K;
+      if (is_output) t = DType::kQ6_K;
+      else if (kind == "attn_output") t = DType::kQ4_K;
+      else if (kind == "attn_v") t = layer < 2 ? DType::kQ5_K : DType::kQ4_K;
+      else if (kind == "ffn_down") t = layer < n_layers / 16 ? DType::kQ5_K : DType::kQ4_K;
+      return k_quant_or_fallback(t, cols);
+    }
+    case SyntheticType::kIQ4_XS:
+      return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ4_XS, cols);
   }
   return DType::kF32;
 }

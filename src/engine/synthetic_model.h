@@ -42,10 +42,14 @@ struct SyntheticShape {
 //           (the first and last eighth and every third in between, about
 //           half): Q6_K.
 //   q5_k_m: the same with Q5_K in place of Q4_K.
+//   q3_k_m: Q3_K, except the output matrix (Q6_K), attn_output (Q4_K),
+//           attn_v (Q5_K in the first two layers, Q4_K after) and ffn_down
+//           (Q5_K in the first sixteenth of the layers, Q4_K after).
+//   iq4_xs: IQ4_XS, except the output matrix: Q6_K.
 // Matrices whose rows are not a multiple of 256 cannot hold K-quants; like
-// llama.cpp they fall back (Q6_K -> Q8_0, Q4_K -> Q5_0, Q5_K -> Q5_1). Norms
-// stay F32.
-enum class SyntheticType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M };
+// llama.cpp they fall back (Q6_K -> Q8_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q3_K and
+// IQ4_XS -> IQ4_NL). Norms stay F32.
+enum class SyntheticType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M, kQ3_K_M, kIQ4_XS };
 
 // The shapes known by name: stories110m, smollm2-135m, qwen3-0.6b, llama-3.2-1b.
 const std::vector<SyntheticShape>& synthetic_shapes();

@@ -23,15 +23,20 @@ Result<DTypePlan> parse_dtype_plan(const std::string& given) {
   else if (d == "q4_1") plan.matrix = DType::kQ4_1;
   else if (d == "q5_0") plan.matrix = DType::kQ5_0;
   else if (d == "q5_1") plan.matrix = DType::kQ5_1;
+  else if (d == "q2_k") plan.matrix = DType::kQ2_K;
+  else if (d == "q3_k") plan.matrix = DType::kQ3_K;
+  else if (d == "iq4_nl") plan.matrix = DType::kIQ4_NL;
+  else if (d == "iq4_xs") plan.matrix = DType::kIQ4_XS;
   else if (d == "q4_k") plan.matrix = DType::kQ4_K;
   else if (d == "q5_k") plan.matrix = DType::kQ5_K;
   else if (d == "q6_k") plan.matrix = DType::kQ6_K;
-  else if (d == "q4_k_m" || d == "q5_k_m") {
-    plan.matrix = d == "q4_k_m" ? DType::kQ4_K : DType::kQ5_K;
+  else if (d == "q3_k_m" || d == "q4_k_m" || d == "q5_k_m") {
+    plan.matrix = d == "q3_k_m" ? DType::kQ3_K : d == "q4_k_m" ? DType::kQ4_K : DType::kQ5_K;
     plan.medium_mix = true;
   } else {
     return error_status("--dtype '" + given +
-                        "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, q5_k, q6_k, q4_k_m, q5_k_m");
+                        "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, "
+                        "iq4_nl, iq4_xs, q3_k_m, q4_k_m, q5_k_m");
   }
   return plan;
 }
@@ -84,7 +89,8 @@ Result<PackageShape> resolve_export_options(const ExportOptions& o) {
 }
 
 uint32_t gguf_file_type(const DTypePlan& plan) {
-  if (plan.medium_mix) return plan.matrix == DType::kQ4_K ? 15 : 17;  // MOSTLY_Q4_K_M, MOSTLY_Q5_K_M
+  if (plan.medium_mix)  // MOSTLY_Q3_K_M, MOSTLY_Q4_K_M, MOSTLY_Q5_K_M
+    return plan.matrix == DType::kQ3_K ? 12 : plan.matrix == DType::kQ4_K ? 15 : 17;
   switch (plan.matrix) {
     case DType::kF16: return 1;
     case DType::kQ4_0: return 2;
@@ -92,6 +98,10 @@ uint32_t gguf_file_type(const DTypePlan& plan) {
     case DType::kQ4_1: return 3;   // MOSTLY_Q4_1
     case DType::kQ5_0: return 8;   // MOSTLY_Q5_0
     case DType::kQ5_1: return 9;   // MOSTLY_Q5_1
+    case DType::kQ2_K: return 10;  // MOSTLY_Q2_K
+    case DType::kQ3_K: return 11;  // MOSTLY_Q3_K_S
+    case DType::kIQ4_NL: return 25;  // MOSTLY_IQ4_NL
+    case DType::kIQ4_XS: return 30;  // MOSTLY_IQ4_XS
     case DType::kQ4_K: return 14;  // llama.cpp's MOSTLY_Q4_K_S: Q4_K matrices
     case DType::kQ5_K: return 16;  // MOSTLY_Q5_K_S
     case DType::kQ6_K: return 18;  // MOSTLY_Q6_K

@@ -113,6 +113,79 @@ struct BlockQ6_K {
 };
 static_assert(sizeof(BlockQ6_K) == 210);
 
+// 16 sub-blocks of 16, each with a 4-bit scale (low nibble of scales[s]) and
+// a 4-bit min (high nibble); 2-bit quants q in 0..3, value = d * sc_s * q -
+// dmin * m_s. Elements 128n + 32k + l (n = 0, 1; k = 0..3; l = 0..31) are bits
+// 2k, 2k + 1 of qs[32n + l]; sub-block s = 8n + 2k + l / 16 (so the 32-element
+// unit j = 4n + k has sub-blocks 2j and 2j + 1).
+struct BlockQ2_K {
+  uint8_t scales[kQKK / 16];
+  uint8_t qs[kQKK / 4];
+  uint16_t d;     // f16 super-scale of the scales
+  uint16_t dmin;  // f16 super-scale of the mins
+};
+static_assert(sizeof(BlockQ2_K) == 84);
+
+// 16 sub-blocks of 16 with 6-bit scales (see q3k_scale); 3-bit quants:
+// the low 2 bits placed as Q2_K's, the third bit of element 128n + 32k + l at
+// bit 4n + k of hmask[l]. value = d * (sc_s - 32) * (q - 4), where the third
+// bit set means q = low bits + 4 (llama.cpp writes it as "subtract 4 when the
+// bit is clear").
+struct BlockQ3_K {
+  uint8_t hmask[kQKK / 8];
+  uint8_t qs[kQKK / 4];
+  uint8_t scales[12];
+  uint16_t d;  // f16
+};
+static_assert(sizeof(BlockQ3_K) == 110);
+
+// The 6-bit scale (0..63, used as scale - 32) of Q3_K sub-block s (0..15):
+// its low 4 bits are the low nibble of scales[s] for s < 8 and the high
+// nibble of scales[s - 8] after; its high 2 bits are bits 2(s / 4)..+1 of
+// scales[8 + s % 4].
+inline int q3k_scale(const uint8_t* scales, int s) {
+  const int low = s < 8 ? scales[s] & 0x0F : scales[s - 8] >> 4;
+  const int high = (scales[8 + s % 4] >> (2 * (s / 4))) & 3;
+  return low | high << 4;
+}
+
+// Inverse of q3k_scale for 16 scales in 0..63.
+inline void pack_q3k_scales(const uint8_t* scale, uint8_t* scales) {
+  for (int i = 0; i < 12; ++i) scales[i] = 0;
+  for (int s = 0; s < 16; ++s) {
+    scales[s % 8] |= static_cast<uint8_t>((scale[s] & 0x0F) << (s < 8 ? 0 : 4));
+    scales[8 + s % 4] |= static_cast<uint8_t>((scale[s] >> 4) << (2 * (s / 4)));
+  }
+}
+
+// The 16 values a 4-bit IQ4_NL / IQ4_XS index stands for (a fixed non-linear
+// grid, denser near zero; llama.cpp's kvalues_iq4nl).
+inline constexpr int8_t kIQ4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                          1,    13,   25,  38,  53,  69,  89,  113};
+
+// value[i] = d * kIQ4Values[index i], the indices as Q4_0's nibbles.
+struct BlockIQ4_NL {
+  uint16_t d;  // f16
+  uint8_t qs[kQK / 2];
+};
+static_assert(sizeof(BlockIQ4_NL) == 18);
+
+// 8 sub-blocks of 32, each laid out as one IQ4_NL block's indices (qs[16j..]),
+// with a 6-bit scale (see iq4xs_scale): value = d * (scale_j - 32) * kIQ4Values[index].
+struct BlockIQ4_XS {
+  uint16_t d;  // f16
+  uint16_t scales_h;
+  uint8_t scales_l[kQKK / 64];
+  uint8_t qs[kQKK / 2];
+};
+static_assert(sizeof(BlockIQ4_XS) == 136);
+
+// The 6-bit scale (0..63) of IQ4_XS sub-block j: low 4 bits from nibble j % 2
+// of scales_l[j / 2], high 2 bits from bits 2j, 2j + 1 of scales_h.
+inline int iq4xs_scale(const BlockIQ4_XS& b, int j) {
+  return ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0x0F) | ((b.scales_h >> (2 * j)) & 3) << 4;
+}
+
 // 6-bit scale and min of sub-block j (0..7) of a Q4_K / Q5_K block.
 inline void unpack_q4k_scale(const uint8_t* scales, int j, uint8_t* scale, uint8_t* min) {
   if (j < 4) {

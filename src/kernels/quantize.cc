@@ -184,32 +184,33 @@ void quantize_k45(const float* x, int64_t n_blocks, Block* out) {
   }
 }
 
-// Best scale for x[16] ~ scale * q, q in -32..31: candidates around
-// (signed max) / -32, each refit by least squares for its levels.
-float fit_scale_q6(const float* x, int n) {
-  float amax = 0.0f, vmax = 0.0f;
-  for (int i = 0; i < n; ++i)
-    if (std::fabs(x[i]) > amax) amax = std::fabs(x[i]), vmax = x[i];
-  if (amax == 0.0f) return 0.0f;
-  float best = vmax / -32.0f;
+// Best scale for x[n] ~ scale * q, q in lo..hi (lo < 0 < hi; the value of
+// largest magnitude maps to lo): candidates (signed max) / (lo + step k),
+// each refit by least squares for its levels. Q6_K: -32..31, Q3_K: -4..3.
+float fit_scale_signed(const float* x, int n, int lo, int hi, float step) {
+  const float vmax = signed_max(x, n);
+  if (vmax == 0.0f) return 0.0f;
+  float best = vmax / static_cast<float>(lo);
   double best_err = INFINITY;
   for (int k = -6; k <= 6; ++k) {
-    const float s = vmax / (-32.0f + 0.25f * static_cast<float>(k));
+    const float s = vmax / (static_cast<float>(lo) + step * static_cast<float>(k));
     double sqx = 0, sqq = 0;
     for (int i = 0; i < n; ++i) {
-      const int q = clamp_round(x[i] / s, -32, 31);
+      const int q = clamp_round(x[i] / s, lo, hi);
       sqx += double(q) * x[i], sqq += double(q) * q;
     }
     const float fs = sqq > 0 ? static_cast<float>(sqx / sqq) : s;
     double err = 0;
     for (int i = 0; i < n; ++i) {
-      const double e = fs * clamp_round(x[i] / fs, -32, 31) - x[i];
+      const double e = fs * clamp_round(x[i] / fs, lo, hi) - x[i];
       err += e * e;
     }
     if (err < best_err) best_err = err, best = fs;
   }
   return best;
 }
+
+float fit_scale_q6(const float* x, int n) { return fit_scale_signed(x, n, -32, 31, 0.25f); }
 
 void quantize_q6_k(const float* x, int64_t n_blocks, BlockQ6_K* out) {
   for (int64_t i = 0; i < n_blocks; ++i, x += kQKK) {
@@ -242,6 +243,132 @@ void quantize_q6_k(const float* x, int64_t n_blocks, BlockQ6_K* out) {
   }
 }
 
+// Q2_K and Q3_K store element 128n + 32k + l's low 2 bits at bits 2k, 2k + 1
+// of qs[32n + l]; q[256] holds the quants (0..3, or 0..7 for Q3_K).
+void pack_low_bits(const uint8_t* q, uint8_t* qs) {
+  for (int n = 0; n < 2; ++n)
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t* e = q + 128 * n + l;
+      qs[32 * n + l] = static_cast<uint8_t>((e[0] & 3) | (e[32] & 3) << 2 | (e[64] & 3) << 4 | (e[96] & 3) << 6);
+    }
+}
+
+// Q2_K: each sub-block of 16 fitted as scale * q - min (q in 0..3), the 16
+// scales and mins then quantized to 4 bits against d and dmin.
+void quantize_q2_k(const float* x, int64_t n_blocks, BlockQ2_K* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, x += kQKK) {
+    float scales[16], mins[16], max_scale = 0.0f, max_min = 0.0f;
+    for (int s = 0; s < 16; ++s) {
+      fit_scale_min(x + 16 * s, 16, 3, &scales[s], &mins[s]);
+      max_scale = std::max(max_scale, scales[s]);
+      max_min = std::max(max_min, mins[s]);
+    }
+    out[i].d = f32_to_f16(max_scale / 15.0f);
+    out[i].dmin = f32_to_f16(max_min / 15.0f);
+    const float d = f16_to_f32(out[i].d), dmin = f16_to_f32(out[i].dmin);
+    uint8_t q[kQKK];
+    for (int s = 0; s < 16; ++s) {
+      const int sc = d > 0 ? clamp_round(scales[s] / d, 0, 15) : 0;
+      const int mn = dmin > 0 ? clamp_round(mins[s] / dmin, 0, 15) : 0;
+      out[i].scales[s] = static_cast<uint8_t>(sc | mn << 4);
+      const float step = d * sc, m = dmin * mn;
+      for (int l = 0; l < 16; ++l)
+        q[16 * s + l] = static_cast<uint8_t>(step > 0 ? clamp_round((x[16 * s + l] + m) / step, 0, 3) : 0);
+    }
+    pack_low_bits(q, out[i].qs);
+  }
+}
+
+// Q3_K: each sub-block of 16 fitted as scale * q (q in -4..3), the 16 signed
+// scales then quantized to 6 bits (scale - 32 in -32..31) against d.
+void quantize_q3_k(const float* x, int64_t n_blocks, BlockQ3_K* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, x += kQKK) {
+    float scales[16];
+    for (int s = 0; s < 16; ++s) scales[s] = fit_scale_signed(x + 16 * s, 16, -4, 3, 0.125f);
+    out[i].d = f32_to_f16(signed_max(scales, 16) / -32.0f);
+    const float d = f16_to_f32(out[i].d);
+    uint8_t sc[16], q[kQKK];
+    for (int s = 0; s < 16; ++s) {
+      const int scale = d != 0.0f ? clamp_round(scales[s] / d, -32, 31) : 0;
+      sc[s] = static_cast<uint8_t>(scale + 32);
+      const float step = d * static_cast<float>(scale);
+      for (int l = 0; l < 16; ++l)
+        q[16 * s + l] = static_cast<uint8_t>((step != 0.0f ? clamp_round(x[16 * s + l] / step, -4, 3) : 0) + 4);
+    }
+    pack_q3k_scales(sc, out[i].scales);
+    std::memset(out[i].hmask, 0, sizeof(out[i].hmask));
+    for (int e = 0; e < kQKK; ++e)  // e = 128n + 32k + l: bit 4n + k of hmask[l]
+      out[i].hmask[e % 32] |= static_cast<uint8_t>((q[e] >> 2) << (e / 32));
+    pack_low_bits(q, out[i].qs);
+  }
+}
+
+// The index of the IQ4 grid value nearest v.
+int nearest_iq4(float v) {
+  int best = 0;
+  for (int k = 1; k < 16; ++k)
+    if (std::fabs(v - kIQ4Values[k]) < std::fabs(v - kIQ4Values[best])) best = k;
+  return best;
+}
+
+// Best d for x[32] ~ d * kIQ4Values[index]: candidates mapping the value of
+// largest magnitude to around -127 (the grid's widest end), each refit by
+// least squares for the indices it picks.
+float fit_scale_iq4(const float* x) {
+  const float vmax = signed_max(x, kQK);
+  if (vmax == 0.0f) return 0.0f;
+  float best = vmax / -127.0f;
+  double best_err = INFINITY;
+  for (int k = -8; k <= 8; ++k) {
+    const float s = vmax / (-127.0f + 2.0f * static_cast<float>(k));
+    double sxv = 0, svv = 0;
+    for (int i = 0; i < kQK; ++i) {
+      const double v = kIQ4Values[nearest_iq4(x[i] / s)];
+      sxv += v * x[i], svv += v * v;
+    }
+    const float fs = svv > 0 ? static_cast<float>(sxv / svv) : s;
+    double err = 0;
+    for (int i = 0; i < kQK; ++i) {
+      const double e = fs * kIQ4Values[nearest_iq4(x[i] / fs)] - x[i];
+      err += e * e;
+    }
+    if (err < best_err) best_err = err, best = fs;
+  }
+  return best;
+}
+
+// The 16 index bytes of 32 elements at step d (Q4_0's nibble order).
+void put_iq4_indices(const float* x, float d, uint8_t* qs) {
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  for (int j = 0; j < kQK / 2; ++j)
+    qs[j] = static_cast<uint8_t>(nearest_iq4(x[j] * id) | nearest_iq4(x[j + kQK / 2] * id) << 4);
+}
+
+void quantize_iq4_nl(const float* x, int64_t n_blocks, BlockIQ4_NL* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, x += kQK) {
+    out[i].d = f32_to_f16(fit_scale_iq4(x));
+    put_iq4_indices(x, f16_to_f32(out[i].d), out[i].qs);
+  }
+}
+
+// IQ4_XS: each sub-block of 32 fitted as IQ4_NL, the 8 signed scales then
+// quantized to 6 bits (scale - 32 in -32..31) against d.
+void quantize_iq4_xs(const float* x, int64_t n_blocks, BlockIQ4_XS* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, x += kQKK) {
+    float scales[8];
+    for (int j = 0; j < 8; ++j) scales[j] = fit_scale_iq4(x + 32 * j);
+    out[i] = BlockIQ4_XS{};
+    out[i].d = f32_to_f16(signed_max(scales, 8) / -32.0f);
+    const float d = f16_to_f32(out[i].d);
+    for (int j = 0; j < 8; ++j) {
+      const int ls = (d != 0.0f ? clamp_round(scales[j] / d, -32, 31) : 0) + 32;
+      out[i].scales_l[j / 2] |= static_cast<uint8_t>((ls & 0x0F) << (4 * (j % 2)));
+      out[i].scales_h = static_cast<uint16_t>(out[i].scales_h | (ls >> 4) << (2 * j));
+      put_iq4_indices(x + 32 * j, d * static_cast<float>(ls - 32), out[i].qs + 16 * j);
+    }
+  }
+}
+
 }  // namespace
 
 bool quantize_supports(DType dtype) {
@@ -257,6 +384,10 @@ bool quantize_supports(DType dtype) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
       return true;
     default:
       return false;
@@ -302,6 +433,18 @@ size_t quantize_row(DType dtype, const float* src, int64_t n, void* dst) {
       break;
     case DType::kQ6_K:
       quantize_q6_k(src, n_blocks, static_cast<BlockQ6_K*>(dst));
+      break;
+    case DType::kQ2_K:
+      quantize_q2_k(src, n_blocks, static_cast<BlockQ2_K*>(dst));
+      break;
+    case DType::kQ3_K:
+      quantize_q3_k(src, n_blocks, static_cast<BlockQ3_K*>(dst));
+      break;
+    case DType::kIQ4_NL:
+      quantize_iq4_nl(src, n_blocks, static_cast<BlockIQ4_NL*>(dst));
+      break;
+    case DType::kIQ4_XS:
+      quantize_iq4_xs(src, n_blocks, static_cast<BlockIQ4_XS*>(dst));
       break;
     default:
       return 0;

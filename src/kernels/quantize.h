@@ -1,6 +1,6 @@
 // Quantizers: f32 rows into the GGUF block layouts (quant_blocks.h), used by
-// the exporter. Round-to-nearest; Q4_K, Q5_K and Q6_K search their sub-block scales
-// for the least squared error.
+// the exporter. Round-to-nearest; the K-quants and IQ4 types search their
+// sub-block scales for the least squared error.
 #pragma once
 
 #include <cstddef>
@@ -10,7 +10,8 @@
 
 namespace llmpack::kernels {
 
-// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K.
+// F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K,
+// IQ4_NL, IQ4_XS.
 bool quantize_supports(DType dtype);
 
 // Writes n elements of src (n a multiple of the type's block size) as

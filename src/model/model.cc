@@ -50,8 +50,8 @@ Result<kernels::WeightMatrix> Model::bind_matrix(const std::string& name, int64_
   if (!kernels::matmul_supports(t->dtype))
     return error_status("tensor '" + name + "' " + shape_string(t->ne) + " has type " +
                         std::string(dtype_name(t->dtype)) +
-                        ", which this build cannot multiply (it takes f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q4_k, "
-                        "q5_k and q6_k)");
+                        ", which this build cannot multiply (it takes f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, "
+                        "q3_k, q4_k, q5_k, q6_k, iq4_nl and iq4_xs)");
   weight_bytes_ += t->n_bytes;
   return kernels::WeightMatrix{t->dtype, rows, cols, t->data};
 }

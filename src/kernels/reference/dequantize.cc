@@ -97,6 +97,59 @@ void dequant_q6_k(const BlockQ6_K* b, int64_t n_blocks, float* out) {
   }
 }
 
+// Q2_K and Q3_K: element 128n + 32k + l's low 2 bits are bits 2k, 2k + 1 of
+// qs[32n + l]; its sub-block of 16 is 8n + 2k + l / 16.
+int low_bits(const uint8_t* qs, int n, int k, int l) { return (qs[32 * n + l] >> (2 * k)) & 3; }
+
+void dequant_q2_k(const BlockQ2_K* b, int64_t n_blocks, float* out) {
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
+    for (int n = 0; n < 2; ++n)
+      for (int k = 0; k < 4; ++k, out += 32)
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t sc = b[i].scales[8 * n + 2 * k + l / 16];
+          out[l] = d * (sc & 0x0F) * low_bits(b[i].qs, n, k, l) - dmin * (sc >> 4);
+        }
+  }
+}
+
+void dequant_q3_k(const BlockQ3_K* b, int64_t n_blocks, float* out) {
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    for (int n = 0; n < 2; ++n)
+      for (int k = 0; k < 4; ++k, out += 32)
+        for (int l = 0; l < 32; ++l) {
+          const int scale = q3k_scale(b[i].scales, 8 * n + 2 * k + l / 16) - 32;
+          const int third = (b[i].hmask[l] >> (4 * n + k)) & 1;
+          out[l] = d * scale * (low_bits(b[i].qs, n, k, l) + 4 * third - 4);
+        }
+  }
+}
+
+void dequant_iq4_nl(const BlockIQ4_NL* b, int64_t n_blocks, float* out) {
+  for (int64_t i = 0; i < n_blocks; ++i, out += kQK) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < kQK / 2; ++j) {
+      out[j] = d * kIQ4Values[b[i].qs[j] & 0x0F];
+      out[j + kQK / 2] = d * kIQ4Values[b[i].qs[j] >> 4];
+    }
+  }
+}
+
+void dequant_iq4_xs(const BlockIQ4_XS* b, int64_t n_blocks, float* out) {
+  for (int64_t i = 0; i < n_blocks; ++i) {
+    const float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < 8; ++j, out += kQK) {
+      const float dj = d * (iq4xs_scale(b[i], j) - 32);
+      const uint8_t* qs = b[i].qs + 16 * j;
+      for (int l = 0; l < kQK / 2; ++l) {
+        out[l] = dj * kIQ4Values[qs[l] & 0x0F];
+        out[l + kQK / 2] = dj * kIQ4Values[qs[l] >> 4];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool dequantize_quant(DType dtype, const void* src, int64_t n, float* out) {
@@ -124,6 +177,18 @@ bool dequantize_quant(DType dtype, const void* src, int64_t n, float* out) {
       return true;
     case DType::kQ6_K:
       dequant_q6_k(static_cast<const BlockQ6_K*>(src), n / kQKK, out);
+      return true;
+    case DType::kQ2_K:
+      dequant_q2_k(static_cast<const BlockQ2_K*>(src), n / kQKK, out);
+      return true;
+    case DType::kQ3_K:
+      dequant_q3_k(static_cast<const BlockQ3_K*>(src), n / kQKK, out);
+      return true;
+    case DType::kIQ4_NL:
+      dequant_iq4_nl(static_cast<const BlockIQ4_NL*>(src), n / kQK, out);
+      return true;
+    case DType::kIQ4_XS:
+      dequant_iq4_xs(static_cast<const BlockIQ4_XS*>(src), n / kQKK, out);
       return true;
     default:
       return false;

@@ -26,6 +26,10 @@ bool supports(DType dtype) {
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
       return true;
     default:
       return false;

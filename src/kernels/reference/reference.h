@@ -17,7 +17,8 @@ bool supports(DType dtype);
 // data `src` into out[n].
 void dequantize_elems(DType dtype, const void* src, int64_t n, float* out);
 
-// The block types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K); false for other types.
+// The block types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL,
+// IQ4_XS); false for other types.
 bool dequantize_quant(DType dtype, const void* src, int64_t n, float* out);
 
 // sum_c row[c] * x[c] over n elements of one packed weight row.

@@ -83,6 +83,12 @@ inline TokenActs token_acts(const ActBlock* act, int64_t n_tokens, int64_t n_sub
   return {act + t * n_sub, f, f + n_sub, f + 2 * n_sub, paired_acts(act, n_tokens, n_sub, t)};
 }
 
+// Decode of one Q2_K / Q3_K (Block) or IQ4_XS row of n_blocks 32-element
+// blocks against one token (x86/matmul_lowbit_avx2.cc).
+template <class Block>
+float k23_row(const uint8_t* row, int64_t n_blocks, const TokenActs& t);
+float iq4xs_row(const uint8_t* row, int64_t n_blocks, const TokenActs& t);
+
 // Quantizes one token's activations x[cols] (cols a multiple of 32) into
 // out[cols / 32].
 void quantize_activations(const float* x, int64_t cols, ActBlock* out);
@@ -90,12 +96,13 @@ void quantize_activations(const float* x, int64_t cols, ActBlock* out);
 // Writes one token's paired copy (see PairedActs) from its ActBlocks and act
 // floats f (d at f[b], d * qsum at f[n_sub + b]).
 void pair_activations(const ActBlock* act, const float* f, int64_t n_sub, uint8_t* out);
-// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K and Q6_K weights against activations quantized by
+// Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS weights
+// against activations quantized by
 // quantize_activations: act[t * (w.cols / 32) + b].
 void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
                        int64_t row_begin, int64_t row_end);
 
-// Prefill path of matmul_rows_quant for Q4_0, Q8_0, Q4_K and Q6_K: rows packed 8 at a
+// Prefill path of matmul_rows_quant (every type it takes): rows packed 8 at a
 // time into row-interleaved panels on the stack, tiles of 8 rows x 4 tokens.
 bool packed_supports(DType dtype);
 void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,

@@ -12,9 +12,23 @@ bool is_float(DType dtype) {
 }
 
 bool is_quant(DType dtype) {
-  return dtype == DType::kQ8_0 || dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 ||
-         dtype == DType::kQ5_1 ||
-         dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K;
+  switch (dtype) {
+    case DType::kQ8_0:
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
+      return true;
+    default:
+      return false;
+  }
 }
 
 }  // namespace

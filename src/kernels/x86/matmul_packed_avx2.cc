@@ -1,4 +1,5 @@
-// AVX2 prefill GEMM for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights (several tokens at once).
+// AVX2 prefill GEMM for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and
+// IQ4_XS weights (several tokens at once).
 //
 // Rows are packed, 8 at a time, into a row-interleaved panel on the stack
 // (BLIS-style packing; the weights in memory are never changed): for each
@@ -13,8 +14,8 @@
 //   Q5_0: q in 0..31, ws = d, wm = 16d; Q5_1: q in 0..31, ws = d, wm = -m
 //   Q4_1: q = nibble, ws = d, wm = -m
 //   Q4_K: q = nibble, ws = d * scale_j, wm = dmin * min_j (Q5_K: q in 0..31)
-//   Q6_K: q in 0..63, scales in vpmaddwd, two mins (see Q6_KPack)
-//   Q8_0: q signed, ws = d, no min: |q| * (a.q * sign(q)) (sign trick)
+//   Q6_K: q in 0..63, scales in vpmaddwd, two mins (see Q6_KPack); Q2_K, Q3_K too (K23Pack)
+//   Q8_0: q signed, ws = d, no min: |q| * (a.q * sign(q)) (sign trick); IQ4_NL, IQ4_XS too
 // With q <= 15 and |a.q| <= 127 a vpmaddubsw lane is at most 2 * 15 * 127 = 3810,
 // so the 8 products of a nibble unit add up in int16 (<= 30480) before one vpmaddwd;
 // with q <= 31 (2 * 31 * 127 = 7874 a lane) four do (<= 31496).
@@ -24,6 +25,7 @@
 
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx2_internal.h"
+#include "kernels/x86/lowbit_quants.h"
 #include "kernels/x86/q5_bits.h"
 #include "kernels/x86/simd_avx2.h"
 
@@ -188,6 +190,70 @@ struct Q6_KPack {
       s[j].sc_a = sc[0], s[j].sc_b = sc[1];
       s[j].wm = 32.0f * d * sc[0];
       s[j].wm_b = 32.0f * d * sc[1];
+    }
+  }
+};
+
+// IQ4_NL (a block is one unit) and IQ4_XS (8 units of 32 with 6-bit scales):
+// the grid values looked up by vpshufb are signed, so they go as Q8_0's do.
+struct IQ4_NLPack {
+  static constexpr int kKind = kSigned;
+  static constexpr bool kSplit = false;
+  static constexpr int kUnitsPerBlock = 1, kBytes = sizeof(BlockIQ4_NL);
+  static __m256i expand(const uint8_t* block, int) {
+    return x86::iq4_values(reinterpret_cast<const BlockIQ4_NL*>(block)->qs, x86::iq4_table());
+  }
+  static void scales(const uint8_t* block, UnitScales* s) {
+    s[0].ws = half(reinterpret_cast<const BlockIQ4_NL*>(block)->d);
+  }
+};
+
+struct IQ4_XSPack {
+  static constexpr int kKind = kSigned;
+  static constexpr bool kSplit = false;
+  static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(BlockIQ4_XS);
+  static __m256i expand(const uint8_t* block, int j) {
+    return x86::iq4_values(reinterpret_cast<const BlockIQ4_XS*>(block)->qs + 16 * j, x86::iq4_table());
+  }
+  static void scales(const uint8_t* block, UnitScales* s) {
+    const auto* b = reinterpret_cast<const BlockIQ4_XS*>(block);
+    const float d = half(b->d);
+    for (int j = 0; j < 8; ++j) s[j].ws = d * static_cast<float>(iq4xs_scale(*b, j) - 32);
+  }
+};
+
+// Q2_K and Q3_K: 16-element sub-blocks as Q6_K's (two int16 scales per row
+// and unit in vpmaddwd, two min terms), with unsigned q: Q2_K's 0..3, value
+// d sc q - dmin m; Q3_K's 0..7, value d (sc - 32) (q - 4).
+template <class Block>
+struct K23Pack {
+  static constexpr bool kQ3 = std::is_same_v<Block, BlockQ3_K>;
+  static constexpr int kKind = kSixBit;
+  static constexpr bool kSplit = true;
+  static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(Block);
+  static __m256i expand(const uint8_t* block, int j) {
+    const auto* b = reinterpret_cast<const Block*>(block);
+    if constexpr (kQ3)
+      return x86::q3k_quants(*b, j);
+    else
+      return x86::k23_low_bits(b->qs, j);
+  }
+  static void scales(const uint8_t* block, UnitScales* s) {
+    const auto* b = reinterpret_cast<const Block*>(block);
+    const float d = half(b->d);
+    for (int j = 0; j < 8; ++j) {
+      s[j].ws = d;
+      if constexpr (kQ3) {
+        s[j].sc_a = static_cast<int16_t>(q3k_scale(b->scales, 2 * j) - 32);
+        s[j].sc_b = static_cast<int16_t>(q3k_scale(b->scales, 2 * j + 1) - 32);
+        s[j].wm = 4.0f * d * s[j].sc_a;
+        s[j].wm_b = 4.0f * d * s[j].sc_b;
+      } else {
+        const float dmin = half(b->dmin);
+        s[j].sc_a = b->scales[2 * j] & 0x0F, s[j].sc_b = b->scales[2 * j + 1] & 0x0F;
+        s[j].wm = dmin * static_cast<float>(b->scales[2 * j] >> 4);
+        s[j].wm_b = dmin * static_cast<float>(b->scales[2 * j + 1] >> 4);
+      }
     }
   }
 };
@@ -497,9 +563,23 @@ void matmul_packed_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_t
 }  // namespace
 
 bool packed_supports(DType dtype) {
-  return dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 || dtype == DType::kQ5_1 ||
-         dtype == DType::kQ8_0 ||
-         dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K;
+  switch (dtype) {
+    case DType::kQ4_0:
+    case DType::kQ4_1:
+    case DType::kQ5_0:
+    case DType::kQ5_1:
+    case DType::kQ8_0:
+    case DType::kQ2_K:
+    case DType::kQ3_K:
+    case DType::kQ4_K:
+    case DType::kQ5_K:
+    case DType::kQ6_K:
+    case DType::kIQ4_NL:
+    case DType::kIQ4_XS:
+      return true;
+    default:
+      return false;
+  }
 }
 
 void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
@@ -521,6 +601,14 @@ void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_to
       return matmul_packed_typed<K45Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K:
       return matmul_packed_typed<Q6_KPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ2_K:
+      return matmul_packed_typed<K23Pack<BlockQ2_K>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ3_K:
+      return matmul_packed_typed<K23Pack<BlockQ3_K>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ4_NL:
+      return matmul_packed_typed<IQ4_NLPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ4_XS:
+      return matmul_packed_typed<IQ4_XSPack>(w, act, n_tokens, y, row_begin, row_end);
     default:
       return;
   }

@@ -1,5 +1,6 @@
-// AVX-512 VNNI prefill GEMM for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K weights (several
-// tokens at once); the counterpart of x86/matmul_packed_avx2.cc.
+// AVX-512 VNNI prefill GEMM for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and
+// IQ4_XS weights (several tokens at once); the counterpart of x86/matmul_packed_avx2.cc (which
+// also takes Q2_K's prefill: its per-half mins do not fit this file's units).
 //
 // Rows are packed, 16 at a time, into a row-interleaved panel on the stack
 // (the weights in memory are never changed): for each 32-column unit, int32
@@ -21,6 +22,8 @@
 //   Q4_K: q = nibble, value = d sc q - dmin m: ws = d sc, wm = dmin m, init = 0
 //   (Q5_K: the same with q in 0..31)
 //   Q6_K: q in 0..63, value = d sc_h (q - 32): ws = d sc_h, init = -32 qsum_h
+//   Q3_K: q in 0..7, value = d (sc_h - 32) (q - 4): ws = d (sc_h - 32), init = -4 qsum_h
+//   IQ4_NL / IQ4_XS: q = grid value + 128:    ws = d (d (scale - 32)), init = -128 qsum
 // so the offsets cost nothing (vpdpbusd accumulates onto init) and only Q4_K,
 // Q5_K, Q4_1 and Q5_1 have a float min term.
 #include <immintrin.h>
@@ -284,6 +287,82 @@ struct Q6_KPack {
   }
 };
 
+// IQ4_NL (a block is one unit) and IQ4_XS (8 units of 32): the indices'
+// grid values (vpshufb of kIQ4Values) are signed, so they go as Q8_0's do
+// (w + 128, init -128 qsum). IQ4_XS's bytes 0..7 are d | scales_h << 16 and
+// scales_l: one transpose gives all 16 rows' 6-bit scales.
+template <bool kSuper>
+struct IQ4Pack {
+  using Block = std::conditional_t<kSuper, BlockIQ4_XS, BlockIQ4_NL>;
+  static constexpr int kUnitsPerBlock = kSuper ? 8 : 1, kBytes = sizeof(Block);
+  static constexpr bool kMin = false, kHalves = false;
+  // the grid values + 128 of the nibbles of t (elements 4g.. or 16 + 4g..)
+  static __m512i values(__m512i nibbles) {
+    const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values)));
+    return _mm512_xor_si512(_mm512_shuffle_epi8(table, nibbles), _mm512_set1_epi8(static_cast<char>(0x80)));
+  }
+  static void pack_unit(const uint8_t* const* src, int off, Unit* u) {
+    __m512i t[4];
+    transpose16x4(src, off, t);
+    for (int g = 0; g < 4; ++g) {
+      _mm512_store_si512(u->q[g], values(nibbles_lo(t[g])));
+      _mm512_store_si512(u->q[g + 4], values(nibbles_hi(t[g])));
+    }
+  }
+  static void pack_block(const uint8_t* const* src, Unit* u) {
+    if constexpr (!kSuper) {
+      pack_unit(src, offsetof(BlockIQ4_NL, qs), u);
+      _mm512_store_ps(u->ws[0], f16x16(src, offsetof(BlockIQ4_NL, d)));
+    } else {
+      __m512i h[4];  // d | scales_h << 16, scales_l[0..3], ...
+      transpose16x4(src, 0, h);
+      const __m512 d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(h[0]));
+      for (int j = 0; j < 8; ++j) {
+        const __m512i low = _mm512_and_si512(_mm512_srli_epi32(h[1], 4 * j), _mm512_set1_epi32(0x0F));
+        const __m512i high = _mm512_and_si512(_mm512_srli_epi32(h[0], 16 + 2 * j), _mm512_set1_epi32(3));
+        const __m512i ls = _mm512_sub_epi32(_mm512_or_si512(low, _mm512_slli_epi32(high, 4)), _mm512_set1_epi32(32));
+        _mm512_store_ps(u[j].ws[0], _mm512_mul_ps(d, _mm512_cvtepi32_ps(ls)));
+        pack_unit(src, offsetof(BlockIQ4_XS, qs) + 16 * j, u + j);
+      }
+    }
+  }
+  static void token(const ActBlock& a, TokenUnit* tu) { tu->init[0] = -128 * a.qsum; }
+};
+
+// Q3_K unit j = 4n + k: q in 0..7 (value d (sc - 32) (q - 4)), the low 2 bits
+// (qs[32n + l] >> 2k) & 3 and the third bit j of hmask[l] moved to bit 2; the
+// 16-element halves take scales 2j and 2j + 1 (ws[h]) and init -4 qsum_h.
+struct Q3_KPack {
+  static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(BlockQ3_K);
+  static constexpr bool kMin = false, kHalves = true;
+  static void pack_block(const uint8_t* const* src, Unit* u) {
+    const __m512 d = f16x16(src, offsetof(BlockQ3_K, d));
+    alignas(64) float sc[16][kPanelRows];  // sub-block s of row r, less 32
+    for (int r = 0; r < kPanelRows; ++r)
+      for (int s = 0; s < 16; ++s)
+        sc[s][r] = static_cast<float>(q3k_scale(src[r] + offsetof(BlockQ3_K, scales), s) - 32);
+    __m512i hm[8], qs[16];  // group g: bytes 4g..4g+3 of each row's hmask / qs[32n..]
+    transpose16x4(src, offsetof(BlockQ3_K, hmask), hm);
+    transpose16x4(src, offsetof(BlockQ3_K, hmask) + 16, hm + 4);
+    for (int i = 0; i < 4; ++i) transpose16x4(src, offsetof(BlockQ3_K, qs) + 16 * i, qs + 4 * i);
+    for (int j = 0; j < 8; ++j) {
+      _mm512_store_ps(u[j].ws[0], _mm512_mul_ps(d, _mm512_load_ps(sc[2 * j])));
+      _mm512_store_ps(u[j].ws[1], _mm512_mul_ps(d, _mm512_load_ps(sc[2 * j + 1])));
+      const int n = j / 4, k = j % 4;
+      for (int g = 0; g < 8; ++g) {
+        const __m512i low = _mm512_and_si512(_mm512_srli_epi32(qs[8 * n + g], 2 * k), _mm512_set1_epi8(3));
+        // bit j to bit 2 (32-bit shifts: what crosses from a neighbour byte lands outside 0x04)
+        const __m512i moved = j < 2 ? _mm512_slli_epi32(hm[g], 2 - j) : _mm512_srli_epi32(hm[g], j - 2);
+        _mm512_store_si512(u[j].q[g], _mm512_or_si512(low, _mm512_and_si512(moved, _mm512_set1_epi8(4))));
+      }
+    }
+  }
+  static void token(const ActBlock& a, TokenUnit* tu) {
+    tu->init[0] = -4 * a.qsum_lo;
+    tu->init[1] = -4 * (a.qsum - a.qsum_lo);
+  }
+};
+
 // Stands in for the blocks of rows past the matrix (zero quants and scales).
 alignas(64) constexpr uint8_t kZeroBlock[256] = {};
 static_assert(sizeof(BlockQ6_K) <= sizeof(kZeroBlock));
@@ -463,8 +542,9 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
 
 bool quant_supports(DType dtype, int64_t n_tokens) {
   const bool packed = dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 ||
-                      dtype == DType::kQ5_1 || dtype == DType::kQ8_0 || dtype == DType::kQ4_K || dtype == DType::kQ5_K ||
-                      dtype == DType::kQ6_K;
+                      dtype == DType::kQ5_1 || dtype == DType::kQ8_0 || dtype == DType::kQ3_K || dtype == DType::kQ4_K ||
+                      dtype == DType::kQ5_K || dtype == DType::kQ6_K || dtype == DType::kIQ4_NL ||
+                      dtype == DType::kIQ4_XS;
   return packed && n_tokens >= kMinTokens;
 }
 
@@ -479,6 +559,9 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     case DType::kQ4_K: return matmul_typed<K45Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_K: return matmul_typed<K45Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K: return matmul_typed<Q6_KPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ3_K: return matmul_typed<Q3_KPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ4_NL: return matmul_typed<IQ4Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ4_XS: return matmul_typed<IQ4Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
     default: return;
   }
 }

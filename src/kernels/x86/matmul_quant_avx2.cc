@@ -1,4 +1,5 @@
-// AVX2 matmul for block-quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K).
+// AVX2 matmul for block-quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K,
+// IQ4_NL here; Q2_K, Q3_K and IQ4_XS decode in matmul_lowbit_avx2.cc).
 // Activations are first quantized per 32-element block to int8 with one f32
 // scale (ActBlock); each weight sub-block of 32 is unpacked to 32 int8 (or
 // uint8) lanes and dotted with _mm256_maddubs_epi16 + _mm256_madd_epi16.
@@ -15,6 +16,7 @@
 
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx2_internal.h"
+#include "kernels/x86/lowbit_quants.h"
 #include "kernels/x86/q4k_scales.h"
 #include "kernels/x86/q5_bits.h"
 #include "kernels/x86/simd_avx2.h"
@@ -49,6 +51,16 @@ struct Q8_0Dec {
   static void unpack(const uint8_t* p, Sub* s) {
     const auto* b = reinterpret_cast<const BlockQ8_0*>(p);
     s[0].q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b->qs));
+    s[0].ws = half_to_float(b->d);
+  }
+};
+
+// IQ4_NL: the indices looked up in the grid (one vpshufb), then as Q8_0.
+struct IQ4_NLDec {
+  static constexpr int kBytes = sizeof(BlockIQ4_NL);
+  static void unpack(const uint8_t* p, Sub* s) {
+    const auto* b = reinterpret_cast<const BlockIQ4_NL*>(p);
+    s[0].q = x86::iq4_values(b->qs, x86::iq4_table());
     s[0].ws = half_to_float(b->d);
   }
 };
@@ -97,16 +109,17 @@ inline __m256 q4_0_scales_paired(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_or_si128(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
 }
 
-// Decode of one Q8_0 row against one token's activations, 8 blocks a step:
+// Decode of one Q8_0 (or IQ4_NL) row against one token's activations, 8 blocks a step:
 // row . x = sum_b ws_b a.d_b (q_b . a_b). The 8 weight scales of a step are
 // converted together (one vcvtph2ps) and multiplied by the 8 activation
 // scales (act_floats), so a block costs its load, one integer dot, one
 // convert and one FMA. Two accumulators: with one, each FMA waited for the
 // previous one's result.
-float q8_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
+template <class Dec>
+float signed_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
   const ActBlock* act = a.a;
   const float* act_d = a.ad;
-  constexpr int kB = Q8_0Dec::kBytes;
+  constexpr int kB = Dec::kBytes;
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   int64_t b = 0;
   for (; b + 8 <= n_blocks; b += 8) {
@@ -118,7 +131,7 @@ float q8_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
 #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) {
       Sub s;
-      Q8_0Dec::unpack(p + j * kB, &s);
+      Dec::unpack(p + j * kB, &s);
       const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b + j].q));
       const __m256 prod = _mm256_cvtepi32_ps(idot<false>(s, aq));
       acc[j & 1] = _mm256_fmadd_ps(prod, _mm256_broadcast_ss(scale + j), acc[j & 1]);
@@ -126,7 +139,7 @@ float q8_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
   }
   for (; b < n_blocks; ++b) {  // the last n_blocks % 8, one at a time
     Sub s;
-    Q8_0Dec::unpack(row + b * kB, &s);
+    Dec::unpack(row + b * kB, &s);
     const __m256i aq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[b].q));
     const __m256 prod = _mm256_cvtepi32_ps(idot<false>(s, aq));
     acc[0] = _mm256_fmadd_ps(prod, _mm256_set1_ps(s.ws * act_d[b]), acc[0]);
@@ -501,7 +514,15 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
   }
   switch (w.dtype) {
     case DType::kQ8_0:
-      return decode_rows<8 * sizeof(BlockQ8_0), q8_0_row>(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<8 * sizeof(BlockQ8_0), signed_row<Q8_0Dec>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ4_NL:
+      return decode_rows<8 * sizeof(BlockIQ4_NL), signed_row<IQ4_NLDec>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ4_XS:
+      return decode_rows<sizeof(BlockIQ4_XS), iq4xs_row>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ2_K:
+      return decode_rows<sizeof(BlockQ2_K), k23_row<BlockQ2_K>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ3_K:
+      return decode_rows<sizeof(BlockQ3_K), k23_row<BlockQ3_K>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_0:
       return decode_rows<8 * sizeof(BlockQ4_0), q4_0_row>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_0:

@@ -238,11 +238,13 @@ TEST(ProgramContract, ContradictoryKeysAreRefusedNamingThem) {
   }
 }
 
-// A matrix of a GGUF type no kernel takes (Q2_K, Q3_K) is refused at load
+// A matrix of a GGUF type no kernel takes (Q8_1, Q8_K: types of ggml's
+// intermediate activations, not of weights) is refused at load
 // with the tensor's name, shape and type, and the types that are taken; a
-// Q5_0 matrix (llama.cpp's fallback in Q4_K_M files) loads and runs.
+// Q5_0 matrix (llama.cpp's fallback in Q4_K_M files) and the low-bit types
+// of Q2_K / Q3_K_* / IQ4_* files load and run.
 TEST(Program, MatricesOfTypesNoKernelTakesAreRefusedByName) {
-  for (DType bad : {DType::kQ2_K, DType::kQ3_K}) {
+  for (DType bad : {DType::kQ8_1, DType::kQ8_K}) {
     testing::TinyModelSpec spec;
     spec.dim = 256, spec.hidden_dim = 256, spec.n_heads = 4;
     spec.raw_types["blk.1.attn_k.weight"] = bad;
@@ -252,15 +254,17 @@ TEST(Program, MatricesOfTypesNoKernelTakesAreRefusedByName) {
     EXPECT_NE(m.find("blk.1.attn_k.weight"), std::string::npos) << m;
     EXPECT_NE(m.find("[256, 128]"), std::string::npos) << m;
     EXPECT_NE(m.find(std::string(dtype_name(bad))), std::string::npos) << m;
-    EXPECT_NE(m.find("q5_0, q5_1, q4_k, q5_k"), std::string::npos) << m;
+    EXPECT_NE(m.find("q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl and iq4_xs"), std::string::npos) << m;
   }
-  testing::TinyModelSpec spec;
-  spec.dim = 256, spec.hidden_dim = 256, spec.n_heads = 4;
-  spec.raw_types["blk.1.attn_k.weight"] = DType::kQ5_0;
-  auto loaded = testing::load_tiny_package(spec);
-  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
-  const std::vector<int64_t> tokens = {1, 5, 9};
-  EXPECT_TRUE(loaded->program->forward(tokens, 0).ok());
+  for (DType good : {DType::kQ5_0, DType::kQ2_K, DType::kQ3_K, DType::kIQ4_NL, DType::kIQ4_XS}) {
+    testing::TinyModelSpec spec;
+    spec.dim = 256, spec.hidden_dim = 256, spec.n_heads = 4;
+    spec.raw_types["blk.1.attn_k.weight"] = good;
+    auto loaded = testing::load_tiny_package(spec);
+    ASSERT_TRUE(loaded.ok()) << dtype_name(good) << ": " << loaded.status().message();
+    const std::vector<int64_t> tokens = {1, 5, 9};
+    EXPECT_TRUE(loaded->program->forward(tokens, 0).ok()) << dtype_name(good);
+  }
 }
 
 // S > B is served (the runner chunks by B and warns, R1), not refused.

@@ -62,13 +62,13 @@ TEST(SyntheticModel, NamedShapesMatchTheRealModels) {
 }
 
 TEST(SyntheticModel, TypeNamesParseAndUnknownOnesAreRefused) {
-  for (const char* n : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m", "q5_k_m"}) {
+  for (const char* n : {"f32", "f16", "bf16", "q8_0", "q4_0", "q4_k_m", "q5_k_m", "q3_k_m", "iq4_xs"}) {
     auto t = parse_synthetic_type(n);
     ASSERT_TRUE(t.ok()) << n;
     EXPECT_EQ(synthetic_type_name(*t), n);
   }
   EXPECT_EQ(synthetic_type_label(*parse_synthetic_type("Q4_K_M")), "Q4_K_M");
-  auto bad = parse_synthetic_type("q3_k");
+  auto bad = parse_synthetic_type("q2_k");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("q4_k_m"), std::string::npos);
 }
@@ -96,6 +96,26 @@ TEST(SyntheticModel, Q4KMixGivesMoreBitsToOutputAndHalfOfVAndDown) {
   EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ5_K_M, "attn_q", 3, 16, 2048, true), DType::kQ5_K);
   EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ5_K_M, "attn_v", 0, 16, 2048, true), DType::kQ6_K);
   EXPECT_EQ(synthetic_matrix_type(SyntheticType::kQ4_0, "token_embd", -1, 30, 576, true), DType::kQ8_0);
+}
+
+// llama.cpp's Q3_K_M: Q3_K, Q6_K output, Q4_K attn_output, attn_v Q5_K in
+// layers 0-1 and Q4_K after, ffn_down Q5_K in the first n / 16 layers and Q4_K
+// after; IQ4_XS with a Q6_K output. Rows of 576 or 960 fall back to IQ4_NL.
+TEST(SyntheticModel, Q3KMAndIQ4XSMixes) {
+  const SyntheticType m = SyntheticType::kQ3_K_M;
+  EXPECT_EQ(synthetic_matrix_type(m, "attn_q", 5, 32, 2048, true), DType::kQ3_K);
+  EXPECT_EQ(synthetic_matrix_type(m, "ffn_up", 5, 32, 2048, true), DType::kQ3_K);
+  EXPECT_EQ(synthetic_matrix_type(m, "token_embd", -1, 32, 2048, true), DType::kQ6_K);
+  EXPECT_EQ(synthetic_matrix_type(m, "token_embd", -1, 32, 2048, false), DType::kQ3_K);
+  EXPECT_EQ(synthetic_matrix_type(m, "attn_output", 5, 32, 2048, true), DType::kQ4_K);
+  EXPECT_EQ(synthetic_matrix_type(m, "attn_v", 1, 32, 2048, true), DType::kQ5_K);
+  EXPECT_EQ(synthetic_matrix_type(m, "attn_v", 2, 32, 2048, true), DType::kQ4_K);
+  EXPECT_EQ(synthetic_matrix_type(m, "ffn_down", 1, 32, 8192, true), DType::kQ5_K);
+  EXPECT_EQ(synthetic_matrix_type(m, "ffn_down", 2, 32, 8192, true), DType::kQ4_K);
+  EXPECT_EQ(synthetic_matrix_type(m, "attn_q", 5, 30, 576, true), DType::kIQ4_NL);
+  EXPECT_EQ(synthetic_matrix_type(SyntheticType::kIQ4_XS, "attn_q", 5, 30, 2048, true), DType::kIQ4_XS);
+  EXPECT_EQ(synthetic_matrix_type(SyntheticType::kIQ4_XS, "attn_q", 5, 30, 576, true), DType::kIQ4_NL);
+  EXPECT_EQ(synthetic_matrix_type(SyntheticType::kIQ4_XS, "output", -1, 30, 2048, false), DType::kQ6_K);
 }
 
 TEST(SyntheticModel, BuildsTheNamedShapeWithTheMixAndRuns) {

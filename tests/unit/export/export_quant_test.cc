@@ -106,6 +106,42 @@ TEST(ExportQuantTypes, Q4_K_MFallsBackAsLlamaCppDoes) {
   }
 }
 
+// Q3_K_M of the same 64-wide model: its Q3_K matrices become IQ4_NL, its Q4_K
+// ones (attn_output, attn_v of layers 2-4) Q5_0 and its Q5_K ones (attn_v of
+// layers 0-1) Q5_1, as llama.cpp writes them; ffn_down (172 wide) fits no
+// block and stays f16.
+TEST(ExportQuantTypes, Q3_K_MFallsBackAsLlamaCppDoes) {
+  LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
+  ScratchDir dir;
+  ExportOptions o;
+  o.checkpoint = model;
+  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+  o.output = dir.file("q.gguf");
+  o.dtype = "q3_k_m";
+  auto report = export_package(o);
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  auto gguf = GgufFile::open(o.output);
+  ASSERT_TRUE(gguf.ok());
+  const auto type_of = [&](const std::string& name) {
+    const auto* t = (*gguf)->find_tensor(name);
+    EXPECT_NE(t, nullptr) << name;
+    return t ? t->dtype : DType::kF32;
+  };
+  for (const char* name : {"blk.0.attn_q.weight", "blk.3.ffn_up.weight", "blk.4.ffn_gate.weight", "token_embd.weight"})
+    EXPECT_EQ(type_of(name), DType::kIQ4_NL) << name;
+  for (int layer = 0; layer < 5; ++layer) {
+    const std::string blk = "blk." + std::to_string(layer) + ".";
+    EXPECT_EQ(type_of(blk + "attn_output.weight"), DType::kQ5_0) << layer;
+    EXPECT_EQ(type_of(blk + "attn_v.weight"), layer < 2 ? DType::kQ5_1 : DType::kQ5_0) << layer;
+    EXPECT_EQ(type_of(blk + "ffn_down.weight"), DType::kF16) << layer;
+  }
+  EXPECT_EQ((*gguf)->get_int("general.file_type"), 12);
+  auto loaded = testing::load(o.output);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const std::vector<int64_t> tokens = {1, 403, 407};
+  EXPECT_TRUE(loaded->program->forward(tokens, 0).ok());
+}
+
 // Issue 4: greedy text of stories260K exported to Q8_0 equals the f32 text
 // (llama2.c's reference ids) for the first 64 tokens.
 TEST(ExportQuantTypes, Q8_0GreedyEqualsF32ForFirst64Tokens) {

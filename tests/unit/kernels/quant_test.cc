@@ -46,11 +46,13 @@ struct QuantBound {
 // Measured on this data: f16 0.00021, bf16 0.0017, q8_0 0.0054, q4_0 0.086,
 // q4_k 0.071, q6_k 0.017 (llama.cpp's own quantizer gives the same on the eco
 // fixtures), q5_0 0.043, q5_1 0.038, q5_k 0.036 (llama.cpp's: 0.036 on the
-// eco fixture), q4_1 0.078; bounds carry 10-20% margin.
+// eco fixture), q4_1 0.078, q2_k 0.270, q3_k 0.144, iq4_nl 0.0744, iq4_xs
+// 0.0751; bounds carry 10-20% margin.
 constexpr QuantBound kBounds[] = {
     {DType::kF16, 0.00025}, {DType::kBF16, 0.002}, {DType::kQ8_0, 0.0062},
     {DType::kQ4_0, 0.095},  {DType::kQ4_K, 0.08},  {DType::kQ6_K, 0.02},
     {DType::kQ5_0, 0.048},  {DType::kQ5_1, 0.043},  {DType::kQ5_K, 0.042}, {DType::kQ4_1, 0.09},
+    {DType::kQ2_K, 0.30},   {DType::kQ3_K, 0.16},  {DType::kIQ4_NL, 0.082}, {DType::kIQ4_XS, 0.083},
 };
 
 TEST(QuantizeTest, ErrorWithinBoundPerType) {
@@ -70,8 +72,10 @@ TEST(QuantizeTest, RejectsUnsupportedAndPartialBlocks) {
   std::vector<uint8_t> out(1024);
   EXPECT_EQ(quantize_row(DType::kQ8_0, x.data(), 48, out.data()), 0u);  // not a multiple of 32
   EXPECT_EQ(quantize_row(DType::kQ4_K, x.data(), 32, out.data()), 0u);
-  EXPECT_FALSE(quantize_supports(DType::kQ3_K));
-  EXPECT_EQ(quantize_row(DType::kQ3_K, x.data(), 256, out.data()), 0u);
+  EXPECT_FALSE(quantize_supports(DType::kQ8_K));  // a GGUF type no model file stores
+  EXPECT_EQ(quantize_row(DType::kQ8_K, x.data(), 256, out.data()), 0u);
+  EXPECT_EQ(quantize_row(DType::kQ3_K, x.data(), 32, out.data()), 0u);
+  EXPECT_EQ(quantize_row(DType::kIQ4_XS, x.data(), 32, out.data()), 0u);
   EXPECT_EQ(quantize_row(DType::kQ5_K, x.data(), 32, out.data()), 0u);
   EXPECT_EQ(quantize_row(DType::kQ8_0, x.data(), 32, out.data()), 34u);
 }

@@ -18,7 +18,8 @@ namespace llmpack::kernels::testing {
 
 // Every block-quantized weight type the kernels take.
 inline constexpr DType kBlockTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
-                                        DType::kQ5_1, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K};
+                                        DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
+                                        DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS};
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
