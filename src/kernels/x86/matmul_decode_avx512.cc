@@ -1,4 +1,5 @@
-// AVX-512 VNNI decode (one to three tokens) for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K and Q6_K:
+// AVX-512 VNNI decode (one to three tokens) for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K,
+// IQ4_NL and IQ4_XS (Q2_K decodes on the AVX2 kernel):
 // each row streams once per token, as in the AVX2 decode, but one zmm holds
 // 64 weights (two 32-element blocks) and vpdpbusd replaces AVX2's
 // maddubs + madd + offset subtraction. What bounded the AVX2 decode per core
@@ -33,6 +34,7 @@
 
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx512_internal.h"
+#include "kernels/x86/lowbit_quants.h"
 #include "kernels/x86/q4k_scales.h"
 
 namespace llmpack::kernels::avx512 {
@@ -99,6 +101,27 @@ struct Q4_0Row {
     return _mm512_and_si512(_mm512_srlv_epi32(w, shift), _mm512_set1_epi8(0x0F));
   }
 };
+
+// IQ4_NL: Q4_0's layout, each nibble an index into the grid; the grid
+// values + 128 (unsigned for vpdpbusd; the offset is -128 d a.d a.qsum).
+inline __m512i iq4_table512() {
+  const __m128i t = _mm_xor_si128(load128(kIQ4Values), _mm_set1_epi8(static_cast<char>(0x80)));
+  return _mm512_broadcast_i32x4(t);
+}
+struct IQ4_NLRow {
+  using Block = BlockIQ4_NL;
+  static uint16_t offset_f16(const Block& b) { return b.d; }
+  static __m256i single(const Block& b) {
+    const __m256i nibbles = Q4_0Row::single(reinterpret_cast<const BlockQ4_0&>(b));
+    return _mm256_shuffle_epi8(_mm512_castsi512_si256(iq4_table512()), nibbles);
+  }
+  static __m512i pair(const Block& b0, const Block& b1) {
+    const __m512i nibbles =
+        Q4_0Row::pair(reinterpret_cast<const BlockQ4_0&>(b0), reinterpret_cast<const BlockQ4_0&>(b1));
+    return _mm512_shuffle_epi8(iq4_table512(), nibbles);
+  }
+};
+static_assert(sizeof(BlockIQ4_NL) == sizeof(BlockQ4_0) && offsetof(BlockIQ4_NL, qs) == offsetof(BlockQ4_0, qs));
 
 // The rows of dot_rows_32 give: scales8 (the 8 blocks' d), offsets8 (their
 // weights of a.d a.qsum, times -kOffset; Q8_0 and Q5_0: d again, so
@@ -343,9 +366,14 @@ inline void act_quad(const ActBlock* a, int64_t b, __m512i& lo, __m512i& hi) {
   hi = _mm512_permutex2var_epi64(p0, _mm512_setr_epi64(2, 3, 6, 7, 10, 11, 14, 15), p1);
 }
 
-template <int N>
+// IQ4_NL (kIQ4) runs the same loop on its blocks, the nibbles looked up in
+// the grid + 128 and the offset -128 (IQ4_NLRow).
+template <int N, bool kIQ4 = false>
 void dot_rows_q4_0(const BlockQ4_0* row, int64_t n_blocks, const TokenActs& t, int64_t ahead, float* out) {
   static const Q4_0Quads quads;
+  using Tail = std::conditional_t<kIQ4, IQ4_NLRow, Q4_0Row>;
+  constexpr float kOffset = kIQ4 ? 128.0f : 8.0f;
+  const __m512i table = iq4_table512();
   const __m512i mask = _mm512_set1_epi8(0x0F);
   const __m512i quad_index[2] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
                                  _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)};
@@ -372,14 +400,16 @@ void dot_rows_q4_0(const BlockQ4_0* row, int64_t n_blocks, const TokenActs& t, i
                              _mm512_permutex2var_epi16(z1, quads.second, z2)};
 #pragma GCC unroll 2
       for (int g = 0; g < 2; ++g) {
-        const __m512i lo = _mm512_and_si512(qs[g], mask), hi = _mm512_and_si512(_mm512_srli_epi16(qs[g], 4), mask);
+        __m512i lo = _mm512_and_si512(qs[g], mask), hi = _mm512_and_si512(_mm512_srli_epi16(qs[g], 4), mask);
+        if constexpr (kIQ4) lo = _mm512_shuffle_epi8(table, lo), hi = _mm512_shuffle_epi8(table, hi);
         const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, act_lo[g]), hi, act_hi[g]);
         acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(quad_index[g], scale), acc[r]);
       }
     }
   }
-  add_tail_blocks<Q4_0Row, N>(row, n_blocks, b, t, acc, offset);
-  for (int r = 0; r < N; ++r) acc[r] = _mm512_fmadd_ps(_mm512_zextps256_ps512(offset[r]), _mm512_set1_ps(-8.0f), acc[r]);
+  add_tail_blocks<Tail, N>(reinterpret_cast<const typename Tail::Block*>(row), n_blocks, b, t, acc, offset);
+  for (int r = 0; r < N; ++r)
+    acc[r] = _mm512_fmadd_ps(_mm512_zextps256_ps512(offset[r]), _mm512_set1_ps(-kOffset), acc[r]);
   reduce_rows<N>(acc, out);
 }
 
@@ -499,6 +529,102 @@ void dot_rows_q6_k(const BlockQ6_K* row, int64_t n_super, const TokenActs& t, in
   reduce_rows<N>(acc, out);
 }
 
+// Q3_K, laid out for it as Q6_K is above: a zmm holds units j, j + 1 (one act
+// pair; 128-bit lane i = 16-element scale group 2j + i), q in 0..7 = the low
+// 2 bits (qs[32n..] >> 2k, both units' shifts in one vpsrlvw) plus 4 where
+// bit j (or j + 1) of hmask[l] is set (vptestmb against both bits, then a
+// masked add); value d (sc - 32) (q - 4), so the offset is -4 d (sc - 32) (a.d qsum_h).
+template <int N>
+void dot_rows_q3_k(const BlockQ3_K* row, int64_t n_super, const TokenActs& t, int64_t ahead, float* out) {
+  const __m512i block_of_group = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
+  __m512 acc[N], offset[N];
+  for (int r = 0; r < N; ++r) acc[r] = offset[r] = _mm512_setzero_ps();
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    const int64_t b = 8 * sb;
+    __m512i act[4];
+    for (int k = 0; k < 4; ++k) act[k] = act_pair(t.a, b + 2 * k, b + 2 * k + 1);
+    const __m512 act_scale = _mm512_permutexvar_ps(block_of_group, _mm512_zextps256_ps512(_mm256_loadu_ps(t.ad + b)));
+    const __m512 half_sums = _mm512_loadu_ps(t.hs + 16 * sb);
+#pragma GCC unroll 4
+    for (int r = 0; r < N; ++r) {
+      const BlockQ3_K& blk = row[r * n_super + sb];
+      prefetch(&blk, sizeof(blk), ahead);
+      const __m512 group_scale =
+          _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(x86::q3k_scale_bytes(blk))), _mm512_set1_ps(f16(blk.d)));
+      offset[r] = _mm512_fmadd_ps(group_scale, half_sums, offset[r]);
+      const __m512 scale = _mm512_mul_ps(group_scale, act_scale);
+      const __m512i hm = _mm512_broadcast_i64x4(load256(blk.hmask));
+#pragma GCC unroll 4
+      for (int p = 0; p < 4; ++p) {  // units 2p, 2p + 1
+        const int n = p / 2, k = 2 * (p % 2);
+        const __m512i qs = _mm512_broadcast_i64x4(load256(blk.qs + 32 * n));
+        const __m512i shifts = _mm512_mask_set1_epi16(_mm512_set1_epi16(static_cast<int16_t>(2 * k)),
+                                                      0xFFFF0000u, static_cast<int16_t>(2 * k + 2));
+        __m512i q = _mm512_and_si512(_mm512_srlv_epi16(qs, shifts), _mm512_set1_epi8(3));
+        const __m512i bits = _mm512_mask_set1_epi8(_mm512_set1_epi8(static_cast<char>(1 << (2 * p))),
+                                                   0xFFFFFFFF00000000ull, static_cast<char>(1 << (2 * p + 1)));
+        q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hm, bits), q, _mm512_set1_epi8(4));
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, act[p]);
+        const __m512i groups = _mm512_add_epi32(_mm512_set1_epi32(4 * p),
+                                                _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(groups, scale), acc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < N; ++r) acc[r] = _mm512_fmadd_ps(offset[r], _mm512_set1_ps(-4.0f), acc[r]);
+  reduce_rows<N>(acc, out);
+}
+
+// IQ4_XS: qs[64c..64c+63] hold units 4c..4c+3, 16 bytes each (128-bit lane
+// j = unit 4c + j; low nibbles its elements 0..15, high 16..31): Q4_0's
+// quads, with the activations of act_quad, the grid + 128 looked up, the 8
+// 6-bit scales unpacked as one vector, and the offset -128.
+template <int N>
+void dot_rows_iq4_xs(const BlockIQ4_XS* row, int64_t n_super, const TokenActs& t, int64_t ahead, float* out) {
+  const __m512i mask = _mm512_set1_epi8(0x0F), table = iq4_table512();
+  const __m512i quad_index[2] = {_mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                 _mm512_setr_epi32(4, 4, 4, 4, 5, 5, 5, 5, 6, 6, 6, 6, 7, 7, 7, 7)};
+  __m512 acc[N];
+  __m256 offset[N];
+  for (int r = 0; r < N; ++r) acc[r] = _mm512_setzero_ps(), offset[r] = _mm256_setzero_ps();
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    const int64_t b = 8 * sb;
+    __m512i act_lo[2], act_hi[2];
+    act_quad(t.a, b, act_lo[0], act_hi[0]);
+    act_quad(t.a, b + 4, act_lo[1], act_hi[1]);
+    const __m256 ad = _mm256_loadu_ps(t.ad + b), adq = _mm256_loadu_ps(t.adq + b);
+#pragma GCC unroll 4
+    for (int r = 0; r < N; ++r) {
+      const BlockIQ4_XS& blk = row[r * n_super + sb];
+      prefetch(&blk, sizeof(blk), ahead);
+      uint32_t low;
+      std::memcpy(&low, blk.scales_l, 4);
+      const __m256i lo4 = _mm256_and_si256(
+          _mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(low)), _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28)),
+          _mm256_set1_epi32(0x0F));
+      const __m256i hi2 = _mm256_and_si256(
+          _mm256_srlv_epi32(_mm256_set1_epi32(blk.scales_h), _mm256_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14)),
+          _mm256_set1_epi32(3));
+      const __m256 ws = _mm256_mul_ps(
+          _mm256_cvtepi32_ps(_mm256_sub_epi32(_mm256_or_si256(lo4, _mm256_slli_epi32(hi2, 4)), _mm256_set1_epi32(32))),
+          _mm256_set1_ps(f16(blk.d)));
+      offset[r] = _mm256_fmadd_ps(ws, adq, offset[r]);
+      const __m512 scale = _mm512_zextps256_ps512(_mm256_mul_ps(ws, ad));
+#pragma GCC unroll 2
+      for (int c = 0; c < 2; ++c) {
+        const __m512i z = load512(blk.qs + 64 * c);
+        const __m512i lo = _mm512_shuffle_epi8(table, _mm512_and_si512(z, mask));
+        const __m512i hi = _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(z, 4), mask));
+        const __m512i dot = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, act_lo[c]), hi, act_hi[c]);
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_permutexvar_ps(quad_index[c], scale), acc[r]);
+      }
+    }
+  }
+  for (int r = 0; r < N; ++r)
+    acc[r] = _mm512_fmadd_ps(_mm512_zextps256_ps512(offset[r]), _mm512_set1_ps(-128.0f), acc[r]);
+  reduce_rows<N>(acc, out);
+}
+
 // Rows per call: four share each activation load and one reduction tree.
 constexpr int kRowTile = 4;
 
@@ -554,6 +680,24 @@ struct Q5_KDot {
   }
 };
 template <int N>
+struct IQ4_NLDot {
+  static void run(const BlockIQ4_NL* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
+    dot_rows_q4_0<N, true>(reinterpret_cast<const BlockQ4_0*>(row), n, t, ahead, out);
+  }
+};
+template <int N>
+struct Q3_KDot {
+  static void run(const BlockQ3_K* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
+    dot_rows_q3_k<N>(row, n, t, ahead, out);
+  }
+};
+template <int N>
+struct IQ4_XSDot {
+  static void run(const BlockIQ4_XS* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
+    dot_rows_iq4_xs<N>(row, n, t, ahead, out);
+  }
+};
+template <int N>
 struct Q6_KDot {
   static void run(const BlockQ6_K* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
     dot_rows_q6_k<N>(row, n, t, ahead, out);
@@ -565,7 +709,8 @@ struct Q6_KDot {
 bool decode_supports(DType dtype, int64_t n_tokens) {
   const bool typed = dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 ||
                      dtype == DType::kQ5_1 || dtype == DType::kQ8_0 || dtype == DType::kQ4_K ||
-                     dtype == DType::kQ5_K || dtype == DType::kQ6_K;
+                     dtype == DType::kQ5_K || dtype == DType::kQ6_K || dtype == DType::kQ3_K ||
+                     dtype == DType::kIQ4_NL || dtype == DType::kIQ4_XS;
   return typed && n_tokens >= 1 && n_tokens <= kDecodeMaxTokens;
 }
 
@@ -592,6 +737,12 @@ void matmul_rows_decode(const WeightMatrix& w, const ActBlock* act, int64_t n_to
       return rows_tokens<BlockQ5_K, Q5_KDot>(w, act, n_tokens, y, row_begin, row_end, n_super);
     case DType::kQ6_K:
       return rows_tokens<BlockQ6_K, Q6_KDot>(w, act, n_tokens, y, row_begin, row_end, n_super);
+    case DType::kQ3_K:
+      return rows_tokens<BlockQ3_K, Q3_KDot>(w, act, n_tokens, y, row_begin, row_end, n_super);
+    case DType::kIQ4_NL:
+      return rows_tokens<BlockIQ4_NL, IQ4_NLDot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
+    case DType::kIQ4_XS:
+      return rows_tokens<BlockIQ4_XS, IQ4_XSDot>(w, act, n_tokens, y, row_begin, row_end, n_super);
     default:
       return;
   }
