@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cctype>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -163,6 +164,33 @@ void random_bytes(SplitMix& rng, uint8_t* out, size_t n) {
   }
 }
 
+// The low-bit types as random blocks too, their f16 scales set so that the
+// weights' spread is about kWeightStddev: Q2_K w = d sc q - dmin m (sc, m in
+// 0..15, q in 0..3: sd(sc q) about 12, dmin = 1.5 d centres the mean); Q3_K
+// w = d (sc - 32) (q - 4) (sd 18.5 and 2.3); IQ4 w = d (scale - 32) v with v
+// the grid's values (rms 67.4; IQ4_NL has no sub-block scale).
+void random_low_bit_row(DType dtype, SplitMix& rng, int64_t cols, uint8_t* dst) {
+  const auto info = *dtype_info(dtype);
+  const int64_t n_blocks = cols / info.block_elems;
+  random_bytes(rng, dst, static_cast<size_t>(n_blocks * info.block_bytes));
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    uint8_t* p = dst + b * info.block_bytes;
+    const auto put = [&](size_t offset, float v) {
+      const uint16_t h = f32_to_f16(v);
+      std::memcpy(p + offset, &h, 2);
+    };
+    switch (dtype) {
+      case DType::kQ2_K:
+        put(offsetof(kernels::BlockQ2_K, d), kWeightStddev / 12.0f);
+        put(offsetof(kernels::BlockQ2_K, dmin), 1.5f * kWeightStddev / 12.0f);
+        break;
+      case DType::kQ3_K: put(offsetof(kernels::BlockQ3_K, d), kWeightStddev / (18.5f * 2.3f)); break;
+      case DType::kIQ4_XS: put(offsetof(kernels::BlockIQ4_XS, d), kWeightStddev / (18.5f * 67.4f)); break;
+      default: put(offsetof(kernels::BlockIQ4_NL, d), kWeightStddev / 67.4f); break;
+    }
+  }
+}
+
 // K-quant rows written as random blocks: the quantizers' scale search costs
 // about a microsecond per weight (minutes for a 1B model), and speed does not
 // depend on the values. Scales are chosen so the weights' spread is about
@@ -192,16 +220,26 @@ void random_k_quant_row(DType dtype, SplitMix& rng, int64_t cols, uint8_t* dst) 
     }
     return;
   }
-  auto* blocks = reinterpret_cast<kernels::BlockQ6_K*>(dst);
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    random_bytes(rng, reinterpret_cast<uint8_t*>(&blocks[b]), sizeof(kernels::BlockQ6_K));
-    // w = d * scale * (q - 32), q in 0..63 (sd 18.5), scales kept in -16..15 (sd 9.2).
-    for (auto& sc : blocks[b].scales) sc = static_cast<int8_t>((sc & 31) - 16);
-    blocks[b].d = f32_to_f16(kWeightStddev / (18.5f * 9.2f));
+  if (dtype == DType::kQ6_K) {
+    auto* blocks = reinterpret_cast<kernels::BlockQ6_K*>(dst);
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      random_bytes(rng, reinterpret_cast<uint8_t*>(&blocks[b]), sizeof(kernels::BlockQ6_K));
+      // w = d * scale * (q - 32), q in 0..63 (sd 18.5), scales kept in -16..15 (sd 9.2).
+      for (auto& sc : blocks[b].scales) sc = static_cast<int8_t>((sc & 31) - 16);
+      blocks[b].d = f32_to_f16(kWeightStddev / (18.5f * 9.2f));
+    }
+    return;
   }
+  random_low_bit_row(dtype, rng, cols, dst);
 }
 
-// Writes one tensor's rows in parallel: random f32 values, quantized per row.
+bool is_random_block_type(DType t) {
+  return t == DType::kQ2_K || t == DType::kQ3_K || t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K ||
+         t == DType::kIQ4_NL || t == DType::kIQ4_XS;
+}
+
+// Writes one tensor's rows in parallel: random f32 values, quantized per row
+// (or random blocks: is_random_block_type).
 Status fill_tensor(const TensorPlan& t, uint64_t seed, std::span<uint8_t> out, ThreadPool& pool) {
   if (out.size() != t.bytes())
     return error_status("synthetic tensor '" + t.name + "': " + std::to_string(out.size()) +
@@ -213,7 +251,7 @@ Status fill_tensor(const TensorPlan& t, uint64_t seed, std::span<uint8_t> out, T
     for (int64_t r = begin; r < end; ++r) {
       SplitMix rng{seed * 0x100000001B3ull + static_cast<uint64_t>(r)};
       uint8_t* dst = out.data() + r * rb;
-      if (t.dtype == DType::kQ4_K || t.dtype == DType::kQ5_K || t.dtype == DType::kQ6_K) {
+      if (is_random_block_type(t.dtype)) {
         random_k_quant_row(t.dtype, rng, t.cols, dst);
         continue;
       }

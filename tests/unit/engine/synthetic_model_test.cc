@@ -9,6 +9,7 @@
 
 #include "engine/llama_program.h"
 #include "engine/synthetic_model.h"
+#include "kernels/kernels.h"
 #include "format/gguf.h"
 
 namespace llmpack {
@@ -200,6 +201,36 @@ TEST(SyntheticModel, ShapesThatCannotBeBuiltAreRefused) {
   s = *find_synthetic_shape("stories110m");
   s.n_kv_heads = 5;
   EXPECT_FALSE(build_synthetic_model(s, SyntheticType::kF32, SyntheticOptions{1, 64, 1}, pool).ok());
+}
+
+}  // namespace
+}  // namespace llmpack
+
+namespace llmpack {
+namespace {
+
+// The K-quant and low-bit matrices are written as random blocks (the
+// quantizers' searches would take minutes on the 1B shape); their scales are
+// set so the weights spread like the other types' (standard deviation about
+// 0.02 around zero).
+TEST(SyntheticModel, RandomBlockWeightsSpreadLikeTheOthers) {
+  for (SyntheticType type : {SyntheticType::kQ4_K_M, SyntheticType::kQ3_K_M, SyntheticType::kIQ4_XS}) {
+    auto model = build("llama-3.2-1b", type, 1, 256, 3);
+    ASSERT_TRUE(model);
+    for (const char* name : {"blk.0.ffn_up.weight", "blk.0.attn_v.weight"}) {
+      const GgufTensorInfo* t = model->gguf()->find_tensor(name);
+      ASSERT_NE(t, nullptr);
+      const int64_t cols = t->ne[0], rows = 64;
+      std::vector<float> w(static_cast<size_t>(rows * cols));
+      for (int64_t r = 0; r < rows; ++r)
+        kernels::dequantize_row(kernels::WeightMatrix{t->dtype, t->ne[1], cols, t->data}, r, w.data() + r * cols);
+      double sum = 0, sq = 0;
+      for (float v : w) sum += v, sq += double(v) * v;
+      const double mean = sum / w.size(), sd = std::sqrt(sq / w.size() - mean * mean);
+      EXPECT_NEAR(sd, 0.02, 0.006) << synthetic_type_name(type) << " " << name << " " << dtype_name(t->dtype);
+      EXPECT_LT(std::fabs(mean), 0.006) << synthetic_type_name(type) << " " << name;
+    }
+  }
 }
 
 }  // namespace
