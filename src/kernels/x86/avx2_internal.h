@@ -83,10 +83,8 @@ inline TokenActs token_acts(const ActBlock* act, int64_t n_tokens, int64_t n_sub
   return {act + t * n_sub, f, f + n_sub, f + 2 * n_sub, paired_acts(act, n_tokens, n_sub, t)};
 }
 
-// Decode of one Q2_K / Q3_K (Block) or IQ4_XS row of n_blocks 32-element
-// blocks against one token (x86/matmul_lowbit_avx2.cc).
-template <class Block>
-float k23_row(const uint8_t* row, int64_t n_blocks, const TokenActs& t);
+// Decode of one IQ4_XS row of n_blocks 32-element blocks against one token
+// (x86/matmul_lowbit_avx2.cc).
 float iq4xs_row(const uint8_t* row, int64_t n_blocks, const TokenActs& t);
 
 // Quantizes one token's activations x[cols] (cols a multiple of 32) into

@@ -1,5 +1,5 @@
-// AVX2 matmul for block-quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K,
-// IQ4_NL here; Q2_K, Q3_K and IQ4_XS decode in matmul_lowbit_avx2.cc).
+// AVX2 matmul for block-quantized weights (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K, IQ4_NL here; IQ4_XS decode in matmul_lowbit_avx2.cc).
 // Activations are first quantized per 32-element block to int8 with one f32
 // scale (ActBlock); each weight sub-block of 32 is unpacked to 32 int8 (or
 // uint8) lanes and dotted with _mm256_maddubs_epi16 + _mm256_madd_epi16.
@@ -406,63 +406,125 @@ inline __m256i q6k_fold_scale_pick(int g0, int g1) {
   return _mm256_set_m128i(lane(1), lane(0));
 }
 
-// Q6_K decode, one token: q kept unsigned (0..63), so maddubs takes it
-// without the sign trick (pairs stay below 2 * 63 * 127 < 2^15), and the -32
-// offset is applied once per super-block in float from the activations'
-// 16-element half sums (act_floats): 32 d sum_g sc_g (a.d qsum_g), two FMAs
-// for 16 groups instead of three operations per sub-block.
-// Half h of a block: group g (0..3) of 32 elements takes its low 4 bits from
-// ql[64h + 32(g & 1) + l] (low nibble for g < 2, high after) and its high 2
-// bits from (qh[32h + l] >> 2g) & 3; 16-element scale s = 8h + 2g + l / 16.
+// Q6_K, Q3_K and Q2_K decode, one token: 16 sub-blocks of 16 elements with
+// int8 scales (Q6_K's scales, Q3_K's 6-bit scales less 32, Q2_K's 4-bit ones),
+// and unsigned quants q (Q6_K 0..63, Q3_K 0..7, Q2_K 0..3), so maddubs takes
+// q without the sign trick. The offset term (Q6_K: -32 d sc_s, Q3_K: -4 d sc_s,
+// Q2_K: -dmin m_s per sub-block s) is applied once per super-block in float
+// from the activations' 16-element half sums (act_floats): two FMAs for 16
+// sub-blocks instead of three operations per sub-block.
+// Half h of a block (128 elements) is 4 groups g of 32 (unit 4h + g); the
+// source type gives their quants (Q6_K: low 4 bits from ql[64h + 32(g & 1) + l],
+// low nibble for g < 2, high after, high 2 bits from (qh[32h + l] >> 2g) & 3;
+// Q3_K and Q2_K: bits 2g, 2g + 1 of qs[32h + l], Q3_K's third bit g + 4h of
+// hmask[l]); sub-block scale s = 8h + 2g + l / 16.
 // The 8 groups' dots are summed in the integer domain into one vector of 8
 // lanes, as in k45_row: the vpmaddubsw lanes of two groups fold once in int16
-// (sums of 4 products, <= 32004), one vpmaddwd applies their scales, and a
-// 64-bit fold in int32 and the two halves' sum follow; one convert and one
-// FMA with the 8 products d * a.d then serve the super-block. That is 12
-// multiply-port instructions a super-block where a vpmaddwd, convert and FMA
-// per group took 16 plus 8 converts and 8 FMAs: 1.02-1.15x in the decode
-// driver, both orders (docs/PERFORMANCE.md section 17).
-float q6k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
-  const auto* row = reinterpret_cast<const BlockQ6_K*>(row_bytes);
+// (sums of 4 products, <= 4 * 63 * 127 = 32004), one vpmaddwd applies their
+// scales, and a 64-bit fold in int32 and the two halves' sum follow; one
+// convert and one FMA with the 8 products d * a.d then serve the super-block.
+// That is 12 multiply-port instructions a super-block where a vpmaddwd, convert
+// and FMA per group took 16 plus 8 converts and 8 FMAs: 1.02-1.15x for Q6_K in
+// the decode driver, both orders (docs/PERFORMANCE.md section 17); Q3_K and
+// Q2_K 1.06-1.08x a vpmaddwd, convert and FMA per group (section 28).
+struct Q6_KSub16 {
+  using Block = BlockQ6_K;
+  static constexpr float kOffset = -32.0f;
+  static __m128i scales(const Block& b) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)); }
+  static __m128i offsets(const Block& b) { return scales(b); }
+  static float offset_scale(const Block& b) { return half_to_float(b.d); }
+  static void quants(const Block& b, int h, __m256i* q) {
+    const __m256i mask4 = _mm256_set1_epi8(0x0F), mask_hi = _mm256_set1_epi8(0x30);
+    const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
+    const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
+    const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
+    const __m256i lows[4] = {_mm256_and_si256(ql0, mask4), _mm256_and_si256(ql1, mask4),
+                             _mm256_and_si256(_mm256_srli_epi16(ql0, 4), mask4),
+                             _mm256_and_si256(_mm256_srli_epi16(ql1, 4), mask4)};
+    // bits 2g, 2g + 1 of each qh byte moved to bits 4, 5 by one 16-bit shift
+    // (bits crossing from the next byte land outside the mask)
+    const __m256i at4[4] = {_mm256_slli_epi16(qh, 4), _mm256_slli_epi16(qh, 2), qh, _mm256_srli_epi16(qh, 2)};
+    for (int g = 0; g < 4; ++g) q[g] = _mm256_or_si256(lows[g], _mm256_and_si256(at4[g], mask_hi));
+  }
+};
+
+// Q3_K (kQ3) and Q2_K: the low 2 bits of group g are bits 2g, 2g + 1 of
+// qs[32h + l]; Q3_K adds 4 where bit 4h + g of hmask[l] is set (moved to bit 2
+// by one 16-bit shift: what crosses from the other byte lands outside 0x04).
+template <bool kQ3>
+struct K23Sub16 {
+  using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
+  static constexpr float kOffset = kQ3 ? -4.0f : -1.0f;
+  static __m128i scales(const Block& b) {
+    if constexpr (kQ3)
+      return x86::q3k_scale_bytes(b);
+    else
+      return x86::q2k_scale_bytes(b);
+  }
+  static __m128i offsets(const Block& b) {
+    if constexpr (kQ3)
+      return scales(b);
+    else  // the 4-bit mins, high nibbles of scales[]
+      return _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)), 4),
+                           _mm_set1_epi8(0x0F));
+  }
+  static float offset_scale(const Block& b) {
+    if constexpr (kQ3)
+      return half_to_float(b.d);
+    else
+      return half_to_float(b.dmin);
+  }
+  static void quants(const Block& b, int h, __m256i* q) {
+    const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * h));
+    const __m256i three = _mm256_set1_epi8(3);
+    q[0] = _mm256_and_si256(raw, three);
+    q[1] = _mm256_and_si256(_mm256_srli_epi16(raw, 2), three);
+    q[2] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), three);
+    q[3] = _mm256_and_si256(_mm256_srli_epi16(raw, 6), three);
+    if constexpr (kQ3) {
+      const __m256i hm = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.hmask));
+      const __m256i four = _mm256_set1_epi8(4);
+      // bit 4h + g to bit 2
+      const __m256i moved[4] = {h == 0 ? _mm256_slli_epi16(hm, 2) : _mm256_srli_epi16(hm, 2),
+                                h == 0 ? _mm256_slli_epi16(hm, 1) : _mm256_srli_epi16(hm, 3),
+                                h == 0 ? hm : _mm256_srli_epi16(hm, 4), _mm256_srli_epi16(hm, h == 0 ? 1 : 5)};
+      for (int g = 0; g < 4; ++g) q[g] = _mm256_or_si256(q[g], _mm256_and_si256(moved[g], four));
+    }
+  }
+};
+
+template <class Src>
+float sub16_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
+  using Block = typename Src::Block;
+  const auto* row = reinterpret_cast<const Block*>(row_bytes);
   const int64_t n_super = n_blocks / 8;
   const ActBlock* act = t.a;
   const float *ad = t.ad, *half_sums = t.hs;
-  const __m256i mask4 = _mm256_set1_epi8(0x0F), mask_hi = _mm256_set1_epi8(0x30);
   __m256 acc = _mm256_setzero_ps(), offset = _mm256_setzero_ps();
   for (int64_t sb = 0; sb < n_super; ++sb) {
-    const BlockQ6_K& b = row[sb];
+    const Block& b = row[sb];
     prefetch_bytes(reinterpret_cast<const char*>(&b) + kDecodePrefetchBytes, sizeof(b));
     const float d = half_to_float(b.d);
-    const __m128i sc = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales));
-    const __m256 sc_lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc));
-    const __m256 sc_hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)));
+    const __m128i sc = Src::scales(b), off = Src::offsets(b);
+    const __m256 os = _mm256_set1_ps(Src::offset_scale(b));
+    const __m256 off_lo = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(off));
+    const __m256 off_hi = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(off, 8)));
     const float* hs = half_sums + 16 * sb;
-    offset = _mm256_fmadd_ps(_mm256_mul_ps(sc_lo, _mm256_set1_ps(d)), _mm256_loadu_ps(hs), offset);
-    offset = _mm256_fmadd_ps(_mm256_mul_ps(sc_hi, _mm256_set1_ps(d)), _mm256_loadu_ps(hs + 8), offset);
+    offset = _mm256_fmadd_ps(_mm256_mul_ps(off_lo, os), _mm256_loadu_ps(hs), offset);
+    offset = _mm256_fmadd_ps(_mm256_mul_ps(off_hi, os), _mm256_loadu_ps(hs + 8), offset);
     // the half's 8 int16 scales in both 128-bit lanes, for one vpshufb per fold
     const __m256i s16 = _mm256_cvtepi8_epi16(sc);
     const __m256i half_scales[2] = {_mm256_permute2x128_si256(s16, s16, 0x00),
                                     _mm256_permute2x128_si256(s16, s16, 0x11)};
     __m256i half_dots[2];  // per 128-bit lane: groups 0..3 of half h, that lane's 16 elements
     for (int h = 0; h < 2; ++h) {
-      const __m256i ql0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h));
-      const __m256i ql1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.ql + 64 * h + 32));
-      const __m256i qh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qh + 32 * h));
-      const __m256i lows[4] = {_mm256_and_si256(ql0, mask4), _mm256_and_si256(ql1, mask4),
-                               _mm256_and_si256(_mm256_srli_epi16(ql0, 4), mask4),
-                               _mm256_and_si256(_mm256_srli_epi16(ql1, 4), mask4)};
+      __m256i q[4];
+      Src::quants(b, h, q);
       __m256i p[4];  // group g: 16 int16 lanes, sums of 2 products (<= 2 * 63 * 127 = 16002)
 #pragma GCC unroll 4
       for (int g = 0; g < 4; ++g) {
-        // bits 2g, 2g + 1 of each qh byte moved to bits 4, 5 by one 16-bit
-        // shift (bits crossing from the next byte land outside the mask)
-        const __m256i at4 = g == 0 ? _mm256_slli_epi16(qh, 4)
-                            : g == 1 ? _mm256_slli_epi16(qh, 2)
-                            : g == 2 ? qh
-                                     : _mm256_srli_epi16(qh, 2);
-        const __m256i q = _mm256_or_si256(lows[g], _mm256_and_si256(at4, mask_hi));
         const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(act[8 * sb + 4 * h + g].q));
-        p[g] = _mm256_maddubs_epi16(q, a);
+        p[g] = _mm256_maddubs_epi16(q[g], a);
       }
       __m256i scaled[2];  // groups (0, 1) and (2, 3): int32 elements [g0 g1 g0 g1] per lane
 #pragma GCC unroll 2
@@ -479,7 +541,7 @@ float q6k_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
     acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(_mm256_loadu_ps(ad + 8 * sb), _mm256_set1_ps(d)),
                           acc);
   }
-  return hsum(_mm256_fmadd_ps(offset, _mm256_set1_ps(-32.0f), acc));
+  return hsum(_mm256_fmadd_ps(offset, _mm256_set1_ps(Src::kOffset), acc));
 }
 
 }  // namespace
@@ -552,9 +614,9 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     case DType::kIQ4_XS:
       return decode_rows<sizeof(BlockIQ4_XS), iq4xs_row>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ2_K:
-      return decode_rows<sizeof(BlockQ2_K), k23_row<BlockQ2_K>>(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<sizeof(BlockQ2_K), sub16_row<K23Sub16<false>>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ3_K:
-      return decode_rows<sizeof(BlockQ3_K), k23_row<BlockQ3_K>>(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<sizeof(BlockQ3_K), sub16_row<K23Sub16<true>>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_0:
       return decode_rows<8 * sizeof(BlockQ4_0), q4_0_row>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_0:
@@ -568,7 +630,7 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     case DType::kQ5_K:
       return decode_rows<sizeof(BlockQ5_K), k45_row<BlockQ5_K>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K:
-      return decode_rows<sizeof(BlockQ6_K), q6k_row>(w, act, n_tokens, y, row_begin, row_end);
+      return decode_rows<sizeof(BlockQ6_K), sub16_row<Q6_KSub16>>(w, act, n_tokens, y, row_begin, row_end);
     default:
       return;
   }
