@@ -47,13 +47,13 @@ inline __m256i q3k_quants(const BlockQ3_K& b, int j) {
 
 // The 16 sub-block scales of a Q2_K (low nibbles of scales[]) or Q3_K
 // (q3k_scale - 32) block as 16 signed bytes.
-inline __m128i q2k_scale_bytes(const BlockQ2_K& b) {
+inline __m128i k23_scale_bytes(const BlockQ2_K& b) {
   return _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(b.scales)), _mm_set1_epi8(0x0F));
 }
 // Q3_K's 12 scale bytes read as three little-endian words w and remixed into
 // the four words of 16 bytes: low nibbles of w0, w1 (sub-blocks 0..7), high
 // nibbles (8..15), each with its 2 high bits from w2 (see q3k_scale).
-inline __m128i q3k_scale_bytes(const BlockQ3_K& b) {
+inline __m128i k23_scale_bytes(const BlockQ3_K& b) {
   uint32_t w[3];
   std::memcpy(w, b.scales, 12);
   const uint32_t lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;

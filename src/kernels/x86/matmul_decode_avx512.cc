@@ -1,5 +1,5 @@
-// AVX-512 VNNI decode (one to three tokens) for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K,
-// IQ4_NL and IQ4_XS (Q2_K decodes on the AVX2 kernel):
+// AVX-512 VNNI decode (one to three tokens) for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K,
+// Q6_K, IQ4_NL and IQ4_XS:
 // each row streams once per token, as in the AVX2 decode, but one zmm holds
 // 64 weights (two 32-element blocks) and vpdpbusd replaces AVX2's
 // maddubs + madd + offset subtraction. What bounded the AVX2 decode per core
@@ -529,13 +529,16 @@ void dot_rows_q6_k(const BlockQ6_K* row, int64_t n_super, const TokenActs& t, in
   reduce_rows<N>(acc, out);
 }
 
-// Q3_K, laid out for it as Q6_K is above: a zmm holds units j, j + 1 (one act
-// pair; 128-bit lane i = 16-element scale group 2j + i), q in 0..7 = the low
-// 2 bits (qs[32n..] >> 2k, both units' shifts in one vpsrlvw) plus 4 where
-// bit j (or j + 1) of hmask[l] is set (vptestmb against both bits, then a
-// masked add); value d (sc - 32) (q - 4), so the offset is -4 d (sc - 32) (a.d qsum_h).
-template <int N>
-void dot_rows_q3_k(const BlockQ3_K* row, int64_t n_super, const TokenActs& t, int64_t ahead, float* out) {
+// Q3_K and Q2_K (kQ3 false), laid out for it as Q6_K is above: a zmm holds
+// units j, j + 1 (one act pair; 128-bit lane i = 16-element scale group 2j + i),
+// q = the low 2 bits (qs[32n..] >> 2k, both units' shifts in one vpsrlvw),
+// for Q3_K plus 4 where bit j (or j + 1) of hmask[l] is set (vptestmb against
+// both bits, then a masked add). Q3_K: value d (sc - 32) (q - 4), so the offset
+// is -4 d (sc - 32) (a.d qsum_h); Q2_K: value d sc q - dmin m, the offset
+// -dmin m (a.d qsum_h).
+template <int N, bool kQ3>
+void dot_rows_k23(const std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>* row, int64_t n_super, const TokenActs& t,
+                  int64_t ahead, float* out) {
   const __m512i block_of_group = _mm512_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7);
   __m512 acc[N], offset[N];
   for (int r = 0; r < N; ++r) acc[r] = offset[r] = _mm512_setzero_ps();
@@ -547,13 +550,18 @@ void dot_rows_q3_k(const BlockQ3_K* row, int64_t n_super, const TokenActs& t, in
     const __m512 half_sums = _mm512_loadu_ps(t.hs + 16 * sb);
 #pragma GCC unroll 4
     for (int r = 0; r < N; ++r) {
-      const BlockQ3_K& blk = row[r * n_super + sb];
+      const auto& blk = row[r * n_super + sb];
       prefetch(&blk, sizeof(blk), ahead);
-      const __m512 group_scale =
-          _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(x86::q3k_scale_bytes(blk))), _mm512_set1_ps(f16(blk.d)));
-      offset[r] = _mm512_fmadd_ps(group_scale, half_sums, offset[r]);
+      const __m128i sc8 = x86::k23_scale_bytes(blk);
+      const __m512 group_scale = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(sc8)), _mm512_set1_ps(f16(blk.d)));
+      if constexpr (kQ3) {
+        offset[r] = _mm512_fmadd_ps(group_scale, half_sums, offset[r]);
+      } else {
+        const __m128i mins = _mm_and_si128(_mm_srli_epi16(load128(blk.scales), 4), _mm_set1_epi8(0x0F));
+        const __m512 min_scale = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(mins)), _mm512_set1_ps(f16(blk.dmin)));
+        offset[r] = _mm512_fmadd_ps(min_scale, half_sums, offset[r]);
+      }
       const __m512 scale = _mm512_mul_ps(group_scale, act_scale);
-      const __m512i hm = _mm512_broadcast_i64x4(load256(blk.hmask));
 #pragma GCC unroll 4
       for (int p = 0; p < 4; ++p) {  // units 2p, 2p + 1
         const int n = p / 2, k = 2 * (p % 2);
@@ -561,9 +569,12 @@ void dot_rows_q3_k(const BlockQ3_K* row, int64_t n_super, const TokenActs& t, in
         const __m512i shifts = _mm512_mask_set1_epi16(_mm512_set1_epi16(static_cast<int16_t>(2 * k)),
                                                       0xFFFF0000u, static_cast<int16_t>(2 * k + 2));
         __m512i q = _mm512_and_si512(_mm512_srlv_epi16(qs, shifts), _mm512_set1_epi8(3));
-        const __m512i bits = _mm512_mask_set1_epi8(_mm512_set1_epi8(static_cast<char>(1 << (2 * p))),
-                                                   0xFFFFFFFF00000000ull, static_cast<char>(1 << (2 * p + 1)));
-        q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hm, bits), q, _mm512_set1_epi8(4));
+        if constexpr (kQ3) {
+          const __m512i hm = _mm512_broadcast_i64x4(load256(blk.hmask));
+          const __m512i bits = _mm512_mask_set1_epi8(_mm512_set1_epi8(static_cast<char>(1 << (2 * p))),
+                                                     0xFFFFFFFF00000000ull, static_cast<char>(1 << (2 * p + 1)));
+          q = _mm512_mask_add_epi8(q, _mm512_test_epi8_mask(hm, bits), q, _mm512_set1_epi8(4));
+        }
         const __m512i dot = _mm512_dpbusd_epi32(_mm512_setzero_si512(), q, act[p]);
         const __m512i groups = _mm512_add_epi32(_mm512_set1_epi32(4 * p),
                                                 _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3));
@@ -571,7 +582,7 @@ void dot_rows_q3_k(const BlockQ3_K* row, int64_t n_super, const TokenActs& t, in
       }
     }
   }
-  for (int r = 0; r < N; ++r) acc[r] = _mm512_fmadd_ps(offset[r], _mm512_set1_ps(-4.0f), acc[r]);
+  for (int r = 0; r < N; ++r) acc[r] = _mm512_fmadd_ps(offset[r], _mm512_set1_ps(kQ3 ? -4.0f : -1.0f), acc[r]);
   reduce_rows<N>(acc, out);
 }
 
@@ -688,7 +699,13 @@ struct IQ4_NLDot {
 template <int N>
 struct Q3_KDot {
   static void run(const BlockQ3_K* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
-    dot_rows_q3_k<N>(row, n, t, ahead, out);
+    dot_rows_k23<N, true>(row, n, t, ahead, out);
+  }
+};
+template <int N>
+struct Q2_KDot {
+  static void run(const BlockQ2_K* row, int64_t n, const TokenActs& t, int64_t ahead, float* out) {
+    dot_rows_k23<N, false>(row, n, t, ahead, out);
   }
 };
 template <int N>
@@ -710,7 +727,7 @@ bool decode_supports(DType dtype, int64_t n_tokens) {
   const bool typed = dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 ||
                      dtype == DType::kQ5_1 || dtype == DType::kQ8_0 || dtype == DType::kQ4_K ||
                      dtype == DType::kQ5_K || dtype == DType::kQ6_K || dtype == DType::kQ3_K ||
-                     dtype == DType::kIQ4_NL || dtype == DType::kIQ4_XS;
+                     dtype == DType::kQ2_K || dtype == DType::kIQ4_NL || dtype == DType::kIQ4_XS;
   return typed && n_tokens >= 1 && n_tokens <= kDecodeMaxTokens;
 }
 
@@ -739,6 +756,8 @@ void matmul_rows_decode(const WeightMatrix& w, const ActBlock* act, int64_t n_to
       return rows_tokens<BlockQ6_K, Q6_KDot>(w, act, n_tokens, y, row_begin, row_end, n_super);
     case DType::kQ3_K:
       return rows_tokens<BlockQ3_K, Q3_KDot>(w, act, n_tokens, y, row_begin, row_end, n_super);
+    case DType::kQ2_K:
+      return rows_tokens<BlockQ2_K, Q2_KDot>(w, act, n_tokens, y, row_begin, row_end, n_super);
     case DType::kIQ4_NL:
       return rows_tokens<BlockIQ4_NL, IQ4_NLDot>(w, act, n_tokens, y, row_begin, row_end, n_sub);
     case DType::kIQ4_XS:

@@ -455,12 +455,7 @@ template <bool kQ3>
 struct K23Sub16 {
   using Block = std::conditional_t<kQ3, BlockQ3_K, BlockQ2_K>;
   static constexpr float kOffset = kQ3 ? -4.0f : -1.0f;
-  static __m128i scales(const Block& b) {
-    if constexpr (kQ3)
-      return x86::q3k_scale_bytes(b);
-    else
-      return x86::q2k_scale_bytes(b);
-  }
+  static __m128i scales(const Block& b) { return x86::k23_scale_bytes(b); }
   static __m128i offsets(const Block& b) {
     if constexpr (kQ3)
       return scales(b);
