@@ -11,25 +11,9 @@ bool is_float(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
 }
 
-bool is_quant(DType dtype) {
-  switch (dtype) {
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS:
-      return true;
-    default:
-      return false;
-  }
-}
+// Every quantized type has decode kernels and a packed prefill: the packed
+// path's list is the list.
+bool is_quant(DType dtype) { return packed_supports(dtype); }
 
 }  // namespace
 
