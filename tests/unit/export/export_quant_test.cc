@@ -66,6 +66,16 @@ INSTANTIATE_TEST_SUITE_P(Types, ExportQuant,
                                            QuantCase{"q4_k_m", 2.0f, DType::kQ5_0, DType::kF16}),
                          [](const auto& info) { return std::string(info.param.dtype); });
 
+// Options exporting stories260K (llama2.c, with its tok512 tokenizer) to `output` as `dtype`.
+ExportOptions stories260k_export(const std::string& model, const std::string& output, const std::string& dtype) {
+  ExportOptions o;
+  o.checkpoint = model;
+  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+  o.output = output;
+  o.dtype = dtype;
+  return o;
+}
+
 // Q4_K_M (and Q5_K_M) of a model whose rows are not whole 256-element super-blocks (64
 // wide): llama.cpp's quantizer writes its Q4_K matrices as Q5_0 (Q5_K: Q5_1) and its Q6_K
 // ones (attn_v of layers 2 and 4 of 5; ffn_down's 172-wide rows fit no block
@@ -77,11 +87,7 @@ TEST(ExportQuantTypes, Q4_K_MFallsBackAsLlamaCppDoes) {
   for (const auto& [dtype, fallback, file_type] :
        {std::tuple{"q4_k_m", DType::kQ5_0, 15}, std::tuple{"q5_k_m", DType::kQ5_1, 17}}) {
     ScratchDir dir;
-    ExportOptions o;
-    o.checkpoint = model;
-    o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
-    o.output = dir.file("q.gguf");
-    o.dtype = dtype;
+    const ExportOptions o = stories260k_export(model, dir.file("q.gguf"), dtype);
     auto report = export_package(o);
     ASSERT_TRUE(report.ok()) << report.status().message();
     auto gguf = GgufFile::open(o.output);
@@ -113,11 +119,7 @@ TEST(ExportQuantTypes, Q4_K_MFallsBackAsLlamaCppDoes) {
 TEST(ExportQuantTypes, Q3_K_MFallsBackAsLlamaCppDoes) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
   ScratchDir dir;
-  ExportOptions o;
-  o.checkpoint = model;
-  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
-  o.output = dir.file("q.gguf");
-  o.dtype = "q3_k_m";
+  const ExportOptions o = stories260k_export(model, dir.file("q.gguf"), "q3_k_m");
   auto report = export_package(o);
   ASSERT_TRUE(report.ok()) << report.status().message();
   auto gguf = GgufFile::open(o.output);
@@ -147,11 +149,7 @@ TEST(ExportQuantTypes, Q3_K_MFallsBackAsLlamaCppDoes) {
 TEST(ExportQuantTypes, Q8_0GreedyEqualsF32ForFirst64Tokens) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
   ScratchDir dir;
-  ExportOptions o;
-  o.checkpoint = model;
-  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
-  o.output = dir.file("q8.gguf");
-  o.dtype = "q8_0";
+  const ExportOptions o = stories260k_export(model, dir.file("q8.gguf"), "q8_0");
   ASSERT_TRUE(export_package(o).ok());
   auto pkg = testing::load(o.output);
   ASSERT_TRUE(pkg.ok()) << pkg.status().message();
@@ -163,11 +161,7 @@ TEST(ExportQuantTypes, FloatTypesKeepEveryMatrixAndGreedyIds) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
   for (const char* dtype : {"f16", "bf16"}) {
     ScratchDir dir;
-    ExportOptions o;
-    o.checkpoint = model;
-    o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
-    o.output = dir.file("out.gguf");
-    o.dtype = dtype;
+    const ExportOptions o = stories260k_export(model, dir.file("out.gguf"), dtype);
     auto report = export_package(o);
     ASSERT_TRUE(report.ok()) << report.status().message();
     EXPECT_TRUE(report->notices.empty()) << dtype;
