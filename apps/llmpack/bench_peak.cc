@@ -1,6 +1,9 @@
 #include "bench_peak.h"
 
+#if defined(__x86_64__) || defined(__i386__)
+#define LLMPACK_PEAK_X86 1
 #include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -8,6 +11,7 @@
 #include <vector>
 
 namespace llmpack::cli {
+#if defined(LLMPACK_PEAK_X86)
 namespace {
 
 constexpr int kAcc = 12;           // independent accumulators: covers FMA latency x 2 pipes
@@ -127,5 +131,11 @@ ComputePeak measure_compute_peak(bool avx512, int threads, double seconds, int p
   }
   return peak;
 }
+
+#else  // no x86 loops: the peak is not measured on this CPU (isa stays "")
+
+ComputePeak measure_compute_peak(bool, int, double, int) { return {}; }
+
+#endif
 
 }  // namespace llmpack::cli

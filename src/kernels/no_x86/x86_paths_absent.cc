@@ -1,0 +1,81 @@
+// Builds for CPUs that are not x86 (aarch64 phones and boards, Apple
+// silicon): the AVX2 and AVX-512 kernels are not compiled there (their files
+// need x86 intrinsics), and this file gives dispatch the same entry points,
+// saying that no SIMD path takes anything. cpu_supports() is false for both
+// paths on such a CPU, so the active path is always the scalar reference and
+// the kernel entries below are never reached; if one were, it stops the
+// process rather than return a wrong product.
+#include <cstdio>
+#include <cstdlib>
+
+#include "kernels/x86/avx2.h"
+#include "kernels/x86/avx512.h"
+#include "kernels/x86/rope_x86.h"
+
+namespace llmpack::kernels {
+namespace {
+
+[[noreturn]] void no_simd_path(const char* entry) {
+  std::fprintf(stderr, "llmpack: internal error: %s called on a CPU without x86 kernels\n", entry);
+  std::abort();
+}
+
+}  // namespace
+
+namespace avx2 {
+
+bool supports(DType) { return false; }
+size_t scratch_bytes(DType, int64_t, int64_t) { return 0; }
+bool attention_tokens_supports(int64_t) { return false; }
+size_t attention_tokens_scratch_floats(int64_t) { return 0; }
+
+void prepare_activations(DType, const float*, int64_t, int64_t, int64_t, int64_t, void*) {
+  no_simd_path("avx2::prepare_activations");
+}
+void matmul_rows(const WeightMatrix&, const float*, int64_t, float*, const void*, int64_t, int64_t) {
+  no_simd_path("avx2::matmul_rows");
+}
+void rmsnorm(float*, const float*, const float*, int64_t, float) { no_simd_path("avx2::rmsnorm"); }
+void softmax(float*, int64_t) { no_simd_path("avx2::softmax"); }
+void swiglu(float*, const float*, const float*, int64_t) { no_simd_path("avx2::swiglu"); }
+void attention_head(const float*, const float*, const float*, int64_t, int64_t, int64_t, float, float*, float*) {
+  no_simd_path("avx2::attention_head");
+}
+void attention_head_f16(const float*, const uint16_t*, const uint16_t*, int64_t, int64_t, int64_t, float, float*,
+                        float*) {
+  no_simd_path("avx2::attention_head_f16");
+}
+void attention_head_q8_0(const float*, const void*, const void*, int64_t, int64_t, int64_t, int64_t, float, float*,
+                         float*) {
+  no_simd_path("avx2::attention_head_q8_0");
+}
+void attention_query_group(const float*, int64_t, const KvHead&, int64_t, int64_t, float, float*, float*) {
+  no_simd_path("avx2::attention_query_group");
+}
+void attention_tokens(const float*, int64_t, int64_t, int64_t, int64_t, const KvHead&, int64_t, float, float*,
+                      float*, int64_t) {
+  no_simd_path("avx2::attention_tokens");
+}
+const float* attention_block_rows(const KvHead&, const void*, int64_t, int, int64_t, float*, bool, int64_t*) {
+  no_simd_path("avx2::attention_block_rows");
+}
+void rope_rotate(float*, const float*, const float*, int64_t, bool) { no_simd_path("avx2::rope_rotate"); }
+
+}  // namespace avx2
+
+namespace avx512 {
+
+bool supports(DType, int64_t, bool) { return false; }
+bool attention_tokens_supports(int64_t) { return false; }
+size_t attention_tokens_scratch_floats(int64_t) { return 0; }
+
+void matmul_rows(const WeightMatrix&, const float*, int64_t, float*, const void*, int64_t, int64_t) {
+  no_simd_path("avx512::matmul_rows");
+}
+void attention_tokens(const float*, int64_t, int64_t, int64_t, int64_t, const KvHead&, int64_t, float, float*,
+                      float*, int64_t) {
+  no_simd_path("avx512::attention_tokens");
+}
+
+}  // namespace avx512
+}  // namespace llmpack::kernels
