@@ -8,6 +8,7 @@
 #endif
 #include <limits>
 
+#include "kernels/arm/neon.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
 #include "kernels/x86/avx2.h"
@@ -45,6 +46,15 @@ bool cpu_has_avx512() {
 #endif
 }
 
+// Advanced SIMD (NEON) is part of the base AArch64 ISA: every 64-bit ARM CPU has it.
+bool cpu_has_neon() {
+#if defined(__aarch64__)
+  return true;
+#else
+  return false;
+#endif
+}
+
 // The CPU family of an AMD CPU, 0 for other vendors. Family 19h is Zen 3 and
 // Zen 4 (of those only Zen 4 has AVX-512, and it splits each 512-bit
 // instruction into two 256-bit halves); 1Ah is Zen 5, which runs them whole,
@@ -76,6 +86,7 @@ bool path_built(KernelPath path) {
 KernelPath best_path() {
   if (path_built(KernelPath::kAvx512) && cpu_has_avx512()) return KernelPath::kAvx512;
   if (path_built(KernelPath::kAvx2) && cpu_has_avx2()) return KernelPath::kAvx2;
+  if (path_built(KernelPath::kNeon) && cpu_has_neon()) return KernelPath::kNeon;
   return KernelPath::kScalar;
 }
 
@@ -89,8 +100,12 @@ std::atomic<KernelPath>& path_state() {
 }
 
 // The AVX-512 path runs the AVX2 kernels wherever it has none of its own.
-bool use_avx2() { return path_state().load(std::memory_order_relaxed) != KernelPath::kScalar; }
+bool use_avx2() {
+  const KernelPath path = path_state().load(std::memory_order_relaxed);
+  return path == KernelPath::kAvx2 || path == KernelPath::kAvx512;
+}
 bool use_avx512() { return path_state().load(std::memory_order_relaxed) == KernelPath::kAvx512; }
+bool use_neon() { return path_state().load(std::memory_order_relaxed) == KernelPath::kNeon; }
 
 std::atomic<Avx512Decode>& avx512_decode_state() {
   static std::atomic<Avx512Decode> state{Avx512Decode::kAuto};
@@ -138,6 +153,8 @@ bool cpu_supports(KernelPath path) {
       return cpu_has_avx2();
     case KernelPath::kAvx512:
       return cpu_has_avx512();
+    case KernelPath::kNeon:
+      return cpu_has_neon();
   }
   return false;
 }
@@ -187,16 +204,31 @@ std::string_view kernel_path_name(KernelPath path) {
       return "avx2";
     case KernelPath::kAvx512:
       return "avx512";
+    case KernelPath::kNeon:
+      return "neon";
   }
   return "unknown";
 }
 
 bool matmul_supports(DType dtype) { return ref::supports(dtype); }
 
+bool simd_matmul_takes(KernelPath path, DType dtype) {
+  switch (path) {
+    case KernelPath::kScalar:
+      return false;
+    case KernelPath::kAvx2:
+    case KernelPath::kAvx512:
+      return avx2::supports(dtype);
+    case KernelPath::kNeon:
+      return neon::supports(dtype);
+  }
+  return false;
+}
+
 size_t matmul_scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
-  // Sized for the SIMD path even when the scalar one is active, so a path
+  // Sized for the SIMD paths even when the scalar one is active, so a path
   // switch never finds the buffer too small.
-  return avx2::scratch_bytes(dtype, cols, n_tokens);
+  return std::max(avx2::scratch_bytes(dtype, cols, n_tokens), neon::scratch_bytes(dtype, cols, n_tokens));
 }
 
 namespace {
@@ -213,15 +245,23 @@ void fill_nan(float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = std::numeric_limits<float>::quiet_NaN();
 }
 
+// The scratch the active SIMD path's preparation of the activations fills (0:
+// it prepares nothing for this type).
+size_t simd_scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
+  if (use_neon()) return neon::scratch_bytes(dtype, cols, n_tokens);
+  return avx2::scratch_bytes(dtype, cols, n_tokens);
+}
+
 // Whether the SIMD kernels take w (else the scalar reference does).
 bool simd_takes(const WeightMatrix& w, int64_t n_tokens, const void* scratch) {
-  return use_avx2() && avx2::supports(w.dtype) &&
-         (avx2::scratch_bytes(w.dtype, w.cols, n_tokens) == 0 || scratch != nullptr);
+  const bool takes = use_neon() ? neon::supports(w.dtype) : use_avx2() && avx2::supports(w.dtype);
+  return takes && (simd_scratch_bytes(w.dtype, w.cols, n_tokens) == 0 || scratch != nullptr);
 }
 
 // Rows [b, e) of y = w · x on the SIMD path, after prepare().
 void simd_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                const void* scratch, int64_t b, int64_t e) {
+  if (use_neon()) return neon::matmul_rows(w, x, n_tokens, y, scratch, b, e);
   if (use_avx512() && avx512::supports(w.dtype, n_tokens, avx512_decode_in_use()))
     return avx512::matmul_rows(w, x, n_tokens, y, scratch, b, e);
   avx2::matmul_rows(w, x, n_tokens, y, scratch, b, e);
@@ -230,8 +270,10 @@ void simd_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y
 // Quantizes the activations for the integer kernels (nothing for float weights).
 void prepare(DType dtype, const float* x, int64_t cols, int64_t n_tokens, void* scratch,
              ThreadPool& pool) {
-  if (avx2::scratch_bytes(dtype, cols, n_tokens) == 0) return;
+  if (simd_scratch_bytes(dtype, cols, n_tokens) == 0) return;
+  const bool neon = use_neon();
   pool.parallel_for(n_tokens, [&](int, int64_t b, int64_t e) {
+    if (neon) return neon::prepare_activations(dtype, x, cols, n_tokens, b, e, scratch);
     avx2::prepare_activations(dtype, x, cols, n_tokens, b, e, scratch);
   });
 }
@@ -256,13 +298,13 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
                   void* scratch, ThreadPool& pool) {
   if (n_tokens <= 0 || outputs.empty()) return;
   // The activations are prepared once: every quantized type reads the same
-  // preparation (avx2::prepare_activations), float types none.
+  // preparation (avx2:: or neon::prepare_activations), float types none.
   DType prep = DType::kF32;
   bool grouped = outputs.size() <= kMaxGroup;
   for (const MatmulOutput& o : outputs) {
     grouped = grouped && o.w.rows > 0 && o.w.cols == outputs[0].w.cols && matmul_input_ok(o.w) &&
               simd_takes(o.w, n_tokens, scratch);
-    if (avx2::scratch_bytes(o.w.dtype, o.w.cols, n_tokens) > 0) prep = o.w.dtype;
+    if (simd_scratch_bytes(o.w.dtype, o.w.cols, n_tokens) > 0) prep = o.w.dtype;
   }
   if (!grouped) {
     for (const MatmulOutput& o : outputs) matmul(o.w, x, n_tokens, o.y, scratch, pool);
@@ -294,6 +336,7 @@ void dequantize_row(const WeightMatrix& w, int64_t r, float* out) {
 }
 
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps) {
+  if (use_neon()) return neon::rmsnorm(out, x, weight, n, eps);
   if (use_avx2()) return avx2::rmsnorm(out, x, weight, n, eps);
   ref::rmsnorm(out, x, weight, n, eps);
 }
@@ -301,17 +344,20 @@ void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float e
 // rope: kernels/rope.cc (cos/sin reused across the heads of a position).
 
 void softmax(float* x, int64_t n) {
+  if (use_neon()) return neon::softmax(x, n);
   if (use_avx2()) return avx2::softmax(x, n);
   ref::softmax(x, n);
 }
 
 void swiglu(float* out, const float* gate, const float* up, int64_t n) {
+  if (use_neon()) return neon::swiglu(out, gate, up, n);
   if (use_avx2()) return avx2::swiglu(out, gate, up, n);
   ref::swiglu(out, gate, up, n);
 }
 
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
                     int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out) {
+  if (use_neon()) return neon::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
   if (use_avx2()) return avx2::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
   ref::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
 }

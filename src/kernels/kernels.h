@@ -1,6 +1,7 @@
 // The compute kernels of the forward pass. Each has a scalar reference (the
-// truth) in kernels/reference/ and SIMD paths (kernels/x86/) chosen at run time
-// from the CPU's features; LLMPACK_FORCE_SCALAR or set_kernel_path() forces a path.
+// truth) in kernels/reference/ and SIMD paths (kernels/x86/ on x86-64,
+// kernels/arm/ on aarch64) chosen at run time from the CPU's features;
+// LLMPACK_FORCE_SCALAR or set_kernel_path() forces a path.
 #pragma once
 
 #include <cstddef>
@@ -13,7 +14,10 @@
 
 namespace llmpack::kernels {
 
-enum class KernelPath { kScalar, kAvx2, kAvx512 };
+// kNeon: aarch64's Advanced SIMD (kernels/arm/neon.h); the operations it has
+// no kernel for (some weight types, compact-cache and prefill attention,
+// rope) run the scalar reference on that path.
+enum class KernelPath { kScalar, kAvx2, kAvx512, kNeon };
 // The path in use (the best the CPU supports unless forced).
 KernelPath active_kernel_path();
 // Forces a path (tests compare each path with the scalar one). Returns false
@@ -60,6 +64,11 @@ struct WeightMatrix {
 
 // Whether matmul supports weights of this type.
 bool matmul_supports(DType dtype);
+
+// Whether `path` multiplies weights of this type with kernels of its own
+// (which quantize the activations to int8 blocks for the block types); false:
+// on that path the scalar reference multiplies them (and always for kScalar).
+bool simd_matmul_takes(KernelPath path, DType dtype);
 
 // Scratch bytes matmul needs for n_tokens rows of `cols` activations (for
 // example to quantize activations); callers allocate it once at load (P6).

@@ -50,7 +50,7 @@ void rope(float* x, int64_t head_dim, int64_t rot_dim, int64_t pos, const float*
   if (half <= 0 || half > kMaxHalf) return ref::rope(x, head_dim, rot_dim, pos, inv_freq, style);
   const RopeTable& t = table_for(pos, half, inv_freq);
   const bool adjacent = style == RopeStyle::kAdjacentPairs;
-  if (active_kernel_path() != KernelPath::kScalar)  // AVX2 and AVX-512 paths
+  if (active_kernel_path() == KernelPath::kAvx2 || active_kernel_path() == KernelPath::kAvx512)
     return avx2::rope_rotate(x, t.cos, t.sin, half, adjacent);
   for (int64_t i = 0; i < half; ++i) {
     const int64_t a = adjacent ? 2 * i : i;

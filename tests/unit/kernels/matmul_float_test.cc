@@ -167,17 +167,33 @@ TEST(DispatchTest, PathsAreConsistent) {
   EXPECT_TRUE(set_kernel_path(KernelPath::kScalar));
   EXPECT_EQ(active_kernel_path(), KernelPath::kScalar);
   EXPECT_EQ(kernel_path_name(KernelPath::kAvx2), "avx2");
-  if (!cpu_supports(KernelPath::kAvx2)) {
-    EXPECT_FALSE(set_kernel_path(KernelPath::kAvx2));
+  EXPECT_EQ(kernel_path_name(KernelPath::kNeon), "neon");
+  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon}) {
+    if (!cpu_supports(p)) {
+      EXPECT_FALSE(set_kernel_path(p)) << kernel_path_name(p);
+    }
   }
+  // The scalar path has no SIMD kernels; the SIMD paths have them for the
+  // types of the Q4_K_M / Q8_0 / F16 files users download.
+  for (DType d : testing::kBlockTypes) EXPECT_FALSE(simd_matmul_takes(KernelPath::kScalar, d));
+  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon}) {
+    if (!cpu_supports(p)) continue;
+    for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K})
+      EXPECT_TRUE(simd_matmul_takes(p, d)) << kernel_path_name(p) << " " << dtype_name(d);
+  }
+  // x86 and ARM paths never both exist on one CPU.
+  EXPECT_FALSE(cpu_supports(KernelPath::kAvx2) && cpu_supports(KernelPath::kNeon));
+#if defined(__aarch64__)
+  EXPECT_TRUE(cpu_supports(KernelPath::kNeon));  // Advanced SIMD is in the base AArch64 ISA
+#endif
 #if !defined(LLMPACK_FORCE_SCALAR)
   // The SIMD comparisons below only mean something where a SIMD path runs.
-  if (cpu_supports(KernelPath::kAvx2)) {
+  if (cpu_supports(KernelPath::kAvx2) || cpu_supports(KernelPath::kNeon)) {
     EXPECT_FALSE(testing::simd_paths().empty());
   }
 #endif
 #if defined(LLMPACK_FORCE_SCALAR)
-  EXPECT_FALSE(set_kernel_path(KernelPath::kAvx2));
+  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon}) EXPECT_FALSE(set_kernel_path(p));
 #endif
 }
 

@@ -138,7 +138,9 @@ QuantizedActs quantize_like_the_kernels(const float* x, int64_t cols) {
 // SIMD path against the exact dot of the dequantized weights and the
 // activations quantized as above, so only float rounding is allowed (about
 // 1e-5 of the largest intermediate sums, where the activation rounding bound
-// of `check` would hide a tail block weighted 1% wrong).
+// of `check` would hide a tail block weighted 1% wrong). A path without a
+// kernel for the type (simd_matmul_takes false) must give the reference's
+// exact dot of the unquantized activations instead.
 TEST(MatmulQuantTest, DecodeTailsMatchTheQuantizedActivationsExactly) {
   ThreadPool pool(2);
   for (DType dtype : testing::kBlockTypes) {
@@ -155,12 +157,13 @@ TEST(MatmulQuantTest, DecodeTailsMatchTheQuantizedActivationsExactly) {
         for (int64_t r = 0; r < rows; ++r) dequantize_row(w, r, wd.data() + r * cols);
         for (KernelPath p : testing::simd_paths()) {
           const auto y = testing::matmul_on_path(p, w, x, n_tokens, pool);
+          const bool quantizes = simd_matmul_takes(p, dtype);
           for (int64_t t = 0; t < n_tokens; ++t) {
             const QuantizedActs a = quantize_like_the_kernels(x.data() + t * cols, cols);
             for (int64_t r = 0; r < rows; ++r) {
               double exact = 0, scale = 0;
               for (int64_t c = 0; c < cols; ++c) {
-                exact += double(wd[r * cols + c]) * a.d[c / 32] * a.q[c];
+                exact += double(wd[r * cols + c]) * (quantizes ? a.d[c / 32] * a.q[c] : double(x[t * cols + c]));
                 scale += (std::fabs(double(wd[r * cols + c])) + 1.0) * a.d[c / 32] * 128.0;
               }
               ASSERT_NEAR(y[t * rows + r], exact, 1e-5 * scale)
@@ -302,7 +305,8 @@ TEST(MatmulQuantTest, ScratchForMoreTokensServesFewer) {
 // A hand-built Q5_K super-block (bytes no quantizer chose: every scale, min
 // and fifth-bit pattern the byte sequence gives): the scalar path equals the
 // dequantized dot, each SIMD path the dot with the activations quantized as
-// the kernels do, in decode (1 token) and prefill (6 tokens).
+// the kernels do, in decode (1 token) and prefill (6 tokens); a path without
+// a Q5_K kernel, the unquantized dot as the reference.
 TEST(MatmulQuantTest, Q5KHandBuiltBlockOnEveryPath) {
   std::vector<uint8_t> block(176);
   for (size_t i = 0; i < block.size(); ++i) block[i] = static_cast<uint8_t>(i * 37 + 11);
@@ -329,8 +333,9 @@ TEST(MatmulQuantTest, Q5KHandBuiltBlockOnEveryPath) {
     for (int64_t t = 0; t < n_tokens; ++t) EXPECT_NEAR(ref[t], exact, 1e-4 * std::fabs(exact) + 1e-5);
     for (KernelPath p : testing::simd_paths()) {
       const auto y = testing::matmul_on_path(p, w, x, n_tokens, pool);
+      const double expect = simd_matmul_takes(p, DType::kQ5_K) ? exact_q : exact;
       for (int64_t t = 0; t < n_tokens; ++t)
-        EXPECT_NEAR(y[t], exact_q, 1e-5 * scale) << kernel_path_name(p) << " tokens=" << n_tokens << " t=" << t;
+        EXPECT_NEAR(y[t], expect, 1e-5 * scale) << kernel_path_name(p) << " tokens=" << n_tokens << " t=" << t;
     }
   }
 }

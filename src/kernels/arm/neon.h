@@ -1,0 +1,42 @@
+// NEON (AArch64 Advanced SIMD) kernels: the SIMD path of 64-bit ARM CPUs
+// (phones, boards, Apple silicon, Graviton). Advanced SIMD is part of the
+// base AArch64 ISA, so these files need no extra compiler flags and every
+// aarch64 CPU runs them. Defined in arm/*_neon.cc, which build only for
+// aarch64 targets (elsewhere no_arm/neon_path_absent.cc says the path takes
+// nothing); call them only when cpu_supports(KernelPath::kNeon).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/dtype.h"
+#include "kernels/kernels.h"
+
+namespace llmpack::kernels::neon {
+
+// Weight types with a NEON matmul: F32, F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K
+// (the others run the scalar reference on this path).
+bool supports(DType dtype);
+
+// Scratch for n_tokens rows of `cols` activations quantized to int8 blocks of
+// 32 (0 for float weights): ActBlock [n_tokens][cols / 32].
+size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens);
+
+// Quantizes tokens [t_begin, t_end) of x [n_tokens, cols] into scratch (one
+// preparation serves every quantized type; nothing for float weights).
+void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_tokens, int64_t t_begin,
+                         int64_t t_end, void* scratch);
+
+// y[t, r] for every token and rows [row_begin, row_end); x: [n_tokens, w.cols],
+// y: [n_tokens, w.rows]; scratch: what prepare_activations filled.
+void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, const void* scratch,
+                 int64_t row_begin, int64_t row_end);
+
+void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
+void softmax(float* x, int64_t n);
+void swiglu(float* out, const float* gate, const float* up, int64_t n);
+// Attention of one query over an f32 cache (kernels.h attention_head).
+void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_ctx,
+                    int64_t head_dim, float scale, float* scores, float* out);
+
+}  // namespace llmpack::kernels::neon

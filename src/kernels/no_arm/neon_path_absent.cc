@@ -1,0 +1,37 @@
+// Builds for CPUs that are not 64-bit ARM: the NEON kernels are not compiled
+// there (arm/*_neon.cc need <arm_neon.h>), and this file gives dispatch the
+// same entry points, saying that the NEON path takes nothing. cpu_supports()
+// is false for kNeon on such a CPU, so the entries below are never reached;
+// if one were, it stops the process rather than return a wrong product.
+#include <cstdio>
+#include <cstdlib>
+
+#include "kernels/arm/neon.h"
+
+namespace llmpack::kernels::neon {
+namespace {
+
+[[noreturn]] void no_neon_path(const char* entry) {
+  std::fprintf(stderr, "llmpack: internal error: %s called on a CPU without NEON kernels\n", entry);
+  std::abort();
+}
+
+}  // namespace
+
+bool supports(DType) { return false; }
+size_t scratch_bytes(DType, int64_t, int64_t) { return 0; }
+
+void prepare_activations(DType, const float*, int64_t, int64_t, int64_t, int64_t, void*) {
+  no_neon_path("neon::prepare_activations");
+}
+void matmul_rows(const WeightMatrix&, const float*, int64_t, float*, const void*, int64_t, int64_t) {
+  no_neon_path("neon::matmul_rows");
+}
+void rmsnorm(float*, const float*, const float*, int64_t, float) { no_neon_path("neon::rmsnorm"); }
+void softmax(float*, int64_t) { no_neon_path("neon::softmax"); }
+void swiglu(float*, const float*, const float*, int64_t) { no_neon_path("neon::swiglu"); }
+void attention_head(const float*, const float*, const float*, int64_t, int64_t, int64_t, float, float*, float*) {
+  no_neon_path("neon::attention_head");
+}
+
+}  // namespace llmpack::kernels::neon
