@@ -10,13 +10,16 @@
 namespace llmpack::kernels::neon {
 
 // One 32-element block of activations quantized to int8: x[i] ~ q[i] * d
-// (d = max|x| / 127, round to nearest), qsum = sum of q (the min terms of Q4_K).
+// (d = max|x| / 127, round to nearest), qsum = sum of q (the offset and min
+// terms of Q4_1, Q5_1, Q4_K, Q5_K), qsum_lo = sum of q[0..15] (Q2_K's
+// 16-element mins).
 struct ActBlock {
   float d;
   int32_t qsum;
+  int32_t qsum_lo;
   int8_t q[32];
 };
-static_assert(sizeof(ActBlock) == 40);
+static_assert(sizeof(ActBlock) == 44);
 
 // Tokens whose products share one unpacking of a weight block (prefill reuses
 // each block across this many tokens; decode has 1 to 3).
