@@ -6,6 +6,9 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
 #endif
+#if defined(__aarch64__) && defined(__linux__)
+#include <sys/auxv.h>
+#endif
 #include <limits>
 
 #include "kernels/arm/neon.h"
@@ -55,6 +58,18 @@ bool cpu_has_neon() {
 #endif
 }
 
+// The dot-product extension (sdot / udot, FEAT_DotProd): Linux reports it as
+// HWCAP_ASIMDDP (bit 20 of AT_HWCAP). Other systems: not detected (the plain
+// NEON path runs).
+bool cpu_has_dotprod() {
+#if defined(__aarch64__) && defined(__linux__)
+  constexpr unsigned long kHwcapAsimdDp = 1ul << 20;
+  return cpu_has_neon() && (getauxval(AT_HWCAP) & kHwcapAsimdDp) != 0;
+#else
+  return false;
+#endif
+}
+
 // The CPU family of an AMD CPU, 0 for other vendors. Family 19h is Zen 3 and
 // Zen 4 (of those only Zen 4 has AVX-512, and it splits each 512-bit
 // instruction into two 256-bit halves); 1Ah is Zen 5, which runs them whole,
@@ -86,6 +101,7 @@ bool path_built(KernelPath path) {
 KernelPath best_path() {
   if (path_built(KernelPath::kAvx512) && cpu_has_avx512()) return KernelPath::kAvx512;
   if (path_built(KernelPath::kAvx2) && cpu_has_avx2()) return KernelPath::kAvx2;
+  if (path_built(KernelPath::kNeonDotprod) && cpu_has_dotprod()) return KernelPath::kNeonDotprod;
   if (path_built(KernelPath::kNeon) && cpu_has_neon()) return KernelPath::kNeon;
   return KernelPath::kScalar;
 }
@@ -105,7 +121,11 @@ bool use_avx2() {
   return path == KernelPath::kAvx2 || path == KernelPath::kAvx512;
 }
 bool use_avx512() { return path_state().load(std::memory_order_relaxed) == KernelPath::kAvx512; }
-bool use_neon() { return path_state().load(std::memory_order_relaxed) == KernelPath::kNeon; }
+bool use_neon() {
+  const KernelPath path = path_state().load(std::memory_order_relaxed);
+  return path == KernelPath::kNeon || path == KernelPath::kNeonDotprod;
+}
+bool use_dotprod() { return path_state().load(std::memory_order_relaxed) == KernelPath::kNeonDotprod; }
 
 std::atomic<Avx512Decode>& avx512_decode_state() {
   static std::atomic<Avx512Decode> state{Avx512Decode::kAuto};
@@ -155,6 +175,8 @@ bool cpu_supports(KernelPath path) {
       return cpu_has_avx512();
     case KernelPath::kNeon:
       return cpu_has_neon();
+    case KernelPath::kNeonDotprod:
+      return cpu_has_dotprod();
   }
   return false;
 }
@@ -206,6 +228,8 @@ std::string_view kernel_path_name(KernelPath path) {
       return "avx512";
     case KernelPath::kNeon:
       return "neon";
+    case KernelPath::kNeonDotprod:
+      return "neon_dotprod";
   }
   return "unknown";
 }
@@ -220,6 +244,7 @@ bool simd_matmul_takes(KernelPath path, DType dtype) {
     case KernelPath::kAvx512:
       return avx2::supports(dtype);
     case KernelPath::kNeon:
+    case KernelPath::kNeonDotprod:
       return neon::supports(dtype);
   }
   return false;
@@ -261,7 +286,7 @@ bool simd_takes(const WeightMatrix& w, int64_t n_tokens, const void* scratch) {
 // Rows [b, e) of y = w · x on the SIMD path, after prepare().
 void simd_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                const void* scratch, int64_t b, int64_t e) {
-  if (use_neon()) return neon::matmul_rows(w, x, n_tokens, y, scratch, b, e);
+  if (use_neon()) return neon::matmul_rows(w, x, n_tokens, y, scratch, b, e, use_dotprod());
   if (use_avx512() && avx512::supports(w.dtype, n_tokens, avx512_decode_in_use()))
     return avx512::matmul_rows(w, x, n_tokens, y, scratch, b, e);
   avx2::matmul_rows(w, x, n_tokens, y, scratch, b, e);

@@ -15,9 +15,10 @@
 namespace llmpack::kernels {
 
 // kNeon: aarch64's Advanced SIMD (kernels/arm/neon.h); the operations it has
-// no kernel for (some weight types, compact-cache and prefill attention,
-// rope) run the scalar reference on that path.
-enum class KernelPath { kScalar, kAvx2, kAvx512, kNeon };
+// no kernel for (compact-cache and prefill attention, rope) run the scalar
+// reference on that path. kNeonDotprod: the same, with the block types'
+// products built with the dot-product extension (sdot), on CPUs that have it.
+enum class KernelPath { kScalar, kAvx2, kAvx512, kNeon, kNeonDotprod };
 // The path in use (the best the CPU supports unless forced).
 KernelPath active_kernel_path();
 // Forces a path (tests compare each path with the scalar one). Returns false

@@ -40,9 +40,11 @@ size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
 }
 
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, const void* scratch,
-                 int64_t row_begin, int64_t row_end) {
+                 int64_t row_begin, int64_t row_end, bool dotprod) {
   if (is_float(w.dtype)) return float_rows(w, x, n_tokens, y, row_begin, row_end);
-  quant_rows(w, static_cast<const ActBlock*>(scratch), n_tokens, y, row_begin, row_end);
+  const auto* act = static_cast<const ActBlock*>(scratch);
+  if (dotprod) return quant_rows_dotprod(w, act, n_tokens, y, row_begin, row_end);
+  quant_rows(w, act, n_tokens, y, row_begin, row_end);
 }
 
 }  // namespace llmpack::kernels::neon

@@ -29,9 +29,11 @@ void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_to
                          int64_t t_end, void* scratch);
 
 // y[t, r] for every token and rows [row_begin, row_end); x: [n_tokens, w.cols],
-// y: [n_tokens, w.rows]; scratch: what prepare_activations filled.
+// y: [n_tokens, w.rows]; scratch: what prepare_activations filled. dotprod:
+// the block types' kernels built with the dot-product extension (sdot); only
+// where cpu_supports(KernelPath::kNeonDotprod).
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, const void* scratch,
-                 int64_t row_begin, int64_t row_end);
+                 int64_t row_begin, int64_t row_end, bool dotprod);
 
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
 void softmax(float* x, int64_t n);

@@ -168,7 +168,11 @@ TEST(DispatchTest, PathsAreConsistent) {
   EXPECT_EQ(active_kernel_path(), KernelPath::kScalar);
   EXPECT_EQ(kernel_path_name(KernelPath::kAvx2), "avx2");
   EXPECT_EQ(kernel_path_name(KernelPath::kNeon), "neon");
-  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon}) {
+  EXPECT_EQ(kernel_path_name(KernelPath::kNeonDotprod), "neon_dotprod");
+  if (cpu_supports(KernelPath::kNeonDotprod)) {
+    EXPECT_TRUE(cpu_supports(KernelPath::kNeon));
+  }
+  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon, KernelPath::kNeonDotprod}) {
     if (!cpu_supports(p)) {
       EXPECT_FALSE(set_kernel_path(p)) << kernel_path_name(p);
     }
@@ -176,7 +180,7 @@ TEST(DispatchTest, PathsAreConsistent) {
   // The scalar path has no SIMD kernels; the SIMD paths have them for the
   // types of the Q4_K_M / Q8_0 / F16 files users download.
   for (DType d : testing::kBlockTypes) EXPECT_FALSE(simd_matmul_takes(KernelPath::kScalar, d));
-  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon}) {
+  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon, KernelPath::kNeonDotprod}) {
     if (!cpu_supports(p)) continue;
     for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K})
       EXPECT_TRUE(simd_matmul_takes(p, d)) << kernel_path_name(p) << " " << dtype_name(d);
@@ -193,7 +197,7 @@ TEST(DispatchTest, PathsAreConsistent) {
   }
 #endif
 #if defined(LLMPACK_FORCE_SCALAR)
-  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon}) EXPECT_FALSE(set_kernel_path(p));
+  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon, KernelPath::kNeonDotprod}) EXPECT_FALSE(set_kernel_path(p));
 #endif
 }
 

@@ -86,7 +86,7 @@ inline std::vector<float> matmul_on_path(KernelPath path, const WeightMatrix& w,
 inline std::vector<KernelPath> simd_paths() {
   std::vector<KernelPath> paths;
   PathGuard guard;
-  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon})
+  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon, KernelPath::kNeonDotprod})
     if (set_kernel_path(p)) paths.push_back(p);
   return paths;
 }

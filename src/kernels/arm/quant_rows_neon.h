@@ -1,0 +1,326 @@
+// The NEON row kernels of every block-quantized weight type, written once for
+// two instruction sets: included by matmul_quant_neon.cc (base AArch64:
+// widening int8 multiplies) and matmul_quant_dotprod_neon.cc (compiled with
+// the dot-product extension: sdot). Each includer first defines, in its own
+// unnamed namespace, the two int8 primitives the kernels use:
+//   int32x4_t dot16(int8x16_t w, const int8_t* x)   lanes sum to w . x[0..15]
+//   int32x4_t dot32(int8x16_t w0, int8x16_t w1, const int8_t* x)
+//                                                   lanes sum to w0 . x[0..15] + w1 . x[16..31]
+// Everything here sits in an unnamed namespace too, so each file compiles its
+// own copy for its instruction set and the linker never swaps one for the other.
+#pragma once
+
+#include <algorithm>
+
+#include "core/half.h"
+#include "kernels/arm/neon_internal.h"
+#include "kernels/quant_blocks.h"
+
+namespace llmpack::kernels::neon {
+namespace {
+
+// ---- 32-element blocks: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL ----------------
+
+// A block's 32 quants as int8 (elements 0..15 in w0, 16..31 in w1) with its
+// scale d and offset m: value = d * q + m (m = 0 for the types without one).
+struct Unpacked32 {
+  int8x16_t w0, w1;
+  float d, m;
+};
+
+// Element i < 16 is the low nibble of qs[i], i >= 16 the high nibble of qs[i - 16].
+inline void nibbles(const uint8_t* qs, uint8x16_t* lo, uint8x16_t* hi) {
+  const uint8x16_t q = vld1q_u8(qs);
+  *lo = vandq_u8(q, vdupq_n_u8(0x0F));
+  *hi = vshrq_n_u8(q, 4);
+}
+
+// Bit i of the little-endian 32-bit qh as 0x10 in lane i (elements 0..15 in
+// h0, 16..31 in h1): the fifth bit of Q5_0 / Q5_1 quants.
+inline void fifth_bits(const uint8_t* qh, uint8x16_t* h0, uint8x16_t* h1) {
+  static const uint8_t kByte0[16] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1};
+  static const uint8_t kByte1[16] = {2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3};
+  static const uint8_t kBit[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+  const uint8x16_t bytes = vcombine_u8(vld1_u8(qh), vld1_u8(qh));  // only lanes 0..3 are read
+  const uint8x16_t bit = vld1q_u8(kBit), ten = vdupq_n_u8(0x10);
+  *h0 = vandq_u8(vtstq_u8(vqtbl1q_u8(bytes, vld1q_u8(kByte0)), bit), ten);
+  *h1 = vandq_u8(vtstq_u8(vqtbl1q_u8(bytes, vld1q_u8(kByte1)), bit), ten);
+}
+
+inline int8x16_t s8(uint8x16_t v) { return vreinterpretq_s8_u8(v); }
+
+inline Unpacked32 unpack(const BlockQ8_0& b) {
+  return {vld1q_s8(b.qs), vld1q_s8(b.qs + 16), f16_to_f32(b.d), 0.0f};
+}
+inline Unpacked32 unpack(const BlockQ4_0& b) {
+  uint8x16_t lo, hi;
+  nibbles(b.qs, &lo, &hi);
+  const int8x16_t eight = vdupq_n_s8(8);
+  return {vsubq_s8(s8(lo), eight), vsubq_s8(s8(hi), eight), f16_to_f32(b.d), 0.0f};
+}
+inline Unpacked32 unpack(const BlockQ4_1& b) {
+  uint8x16_t lo, hi;
+  nibbles(b.qs, &lo, &hi);
+  return {s8(lo), s8(hi), f16_to_f32(b.d), f16_to_f32(b.m)};
+}
+inline Unpacked32 unpack(const BlockQ5_0& b) {
+  uint8x16_t lo, hi, h0, h1;
+  nibbles(b.qs, &lo, &hi);
+  fifth_bits(b.qh, &h0, &h1);
+  const int8x16_t sixteen = vdupq_n_s8(16);
+  return {vsubq_s8(s8(vorrq_u8(lo, h0)), sixteen), vsubq_s8(s8(vorrq_u8(hi, h1)), sixteen), f16_to_f32(b.d),
+          0.0f};
+}
+inline Unpacked32 unpack(const BlockQ5_1& b) {
+  uint8x16_t lo, hi, h0, h1;
+  nibbles(b.qs, &lo, &hi);
+  fifth_bits(b.qh, &h0, &h1);
+  return {s8(vorrq_u8(lo, h0)), s8(vorrq_u8(hi, h1)), f16_to_f32(b.d), f16_to_f32(b.m)};
+}
+// IQ4: the nibbles index the non-linear grid kIQ4Values (|value| <= 127).
+inline int8x16_t iq4_grid() { return vld1q_s8(kIQ4Values); }
+inline Unpacked32 unpack(const BlockIQ4_NL& b) {
+  uint8x16_t lo, hi;
+  nibbles(b.qs, &lo, &hi);
+  const int8x16_t grid = iq4_grid();
+  return {vqtbl1q_s8(grid, lo), vqtbl1q_s8(grid, hi), f16_to_f32(b.d), 0.0f};
+}
+
+// y_t = row . x_t for NT tokens whose activation blocks start at act[t]; acc
+// holds 4 partial float sums per token, added across at the end; the offset
+// m of Q4_1 / Q5_1 adds m * (sum of the block's x) = m * d_x * qsum.
+template <class Block, int NT>
+void row_32(const Block* w, int64_t n_blocks, const ActBlock* const* act, float* out) {
+  float32x4_t acc[NT];
+  float offsets[NT] = {};
+  for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const Unpacked32 u = unpack(w[b]);
+    for (int t = 0; t < NT; ++t) {
+      const ActBlock& a = act[t][b];
+      acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(u.w0, u.w1, a.q)), u.d * a.d);
+      if constexpr (kBlockHasMin<Block>) offsets[t] += u.m * a.d * static_cast<float>(a.qsum);
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]) + offsets[t];
+}
+
+// ---- 256-element super-blocks ----------------------------------------------
+
+// acc + d * a.d * (s0 * (w0 . a.q[0..15]) + s1 * (w1 . a.q[16..31])): a
+// 32-element unit whose two 16-element halves have their own integer scale
+// (Q6_K, Q3_K, Q2_K).
+inline float32x4_t add_halves(float32x4_t acc, int8x16_t w0, int8x16_t w1, int32_t s0, int32_t s1,
+                              const ActBlock& a, float d) {
+  const int32x4_t p0 = dot16(w0, a.q);
+  const int32x4_t p1 = dot16(w1, a.q + 16);
+  return vmlaq_n_f32(acc, vcvtq_f32_s32(vmlaq_n_s32(vmulq_n_s32(p0, s0), p1, s1)), d * a.d);
+}
+
+// Lanes of v with bit `mask` set, as `value` (else 0).
+inline uint8x16_t bit_as(uint8x16_t v, uint8_t mask, uint8_t value) {
+  return vandq_u8(vtstq_u8(v, vdupq_n_u8(mask)), vdupq_n_u8(value));
+}
+
+// Q4_K and Q5_K: per 256-element super-block, 8 sub-blocks j of 32
+// (activation block 8 sb + j) with value d * scale_j * q - dmin * min_j; the
+// min term is dmin * min_j * (sum of x over the sub-block) = ... * a.d * a.qsum.
+// Sub-block 2c holds the low nibbles of qs[32c..32c+31], 2c + 1 the high ones;
+// Q5_K's fifth bit is bit 2c (2c + 1) of qh[l].
+template <class Block, int NT>
+void row_k45(const Block* w, int64_t n_super, const ActBlock* const* act, float* out) {
+  constexpr bool kFive = sizeof(Block) == sizeof(BlockQ5_K);
+  float32x4_t acc[NT];
+  float mins[NT] = {};
+  for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
+  const uint8x16_t low4 = vdupq_n_u8(0x0F);
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    const Block& b = w[sb];
+    const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
+    uint8_t scale[8], min[8];
+    for (int j = 0; j < 8; ++j) unpack_q4k_scale(b.scales, j, &scale[j], &min[j]);
+    uint8x16_t qh0 = vdupq_n_u8(0), qh1 = vdupq_n_u8(0);
+    if constexpr (kFive) {
+      qh0 = vld1q_u8(b.qh);
+      qh1 = vld1q_u8(b.qh + 16);
+    }
+    for (int c = 0; c < 4; ++c) {
+      const uint8x16_t q0 = vld1q_u8(b.qs + 32 * c), q1 = vld1q_u8(b.qs + 32 * c + 16);
+      uint8x16_t lo0 = vandq_u8(q0, low4), lo1 = vandq_u8(q1, low4);
+      uint8x16_t hi0 = vshrq_n_u8(q0, 4), hi1 = vshrq_n_u8(q1, 4);
+      if constexpr (kFive) {
+        const auto lo_bit = static_cast<uint8_t>(1u << (2 * c)), hi_bit = static_cast<uint8_t>(2u << (2 * c));
+        lo0 = vorrq_u8(lo0, bit_as(qh0, lo_bit, 0x10));
+        lo1 = vorrq_u8(lo1, bit_as(qh1, lo_bit, 0x10));
+        hi0 = vorrq_u8(hi0, bit_as(qh0, hi_bit, 0x10));
+        hi1 = vorrq_u8(hi1, bit_as(qh1, hi_bit, 0x10));
+      }
+      const float s_lo = d * scale[2 * c], s_hi = d * scale[2 * c + 1];
+      const float m_lo = dmin * min[2 * c], m_hi = dmin * min[2 * c + 1];
+      for (int t = 0; t < NT; ++t) {
+        const ActBlock& a = act[t][8 * sb + 2 * c];
+        const ActBlock& h = act[t][8 * sb + 2 * c + 1];
+        acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(s8(lo0), s8(lo1), a.q)), s_lo * a.d);
+        acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(s8(hi0), s8(hi1), h.q)), s_hi * h.d);
+        mins[t] += m_lo * a.d * static_cast<float>(a.qsum) + m_hi * h.d * static_cast<float>(h.qsum);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]) - mins[t];
+}
+
+// Q6_K: per half h of 128 elements, group g of 32 (activation block
+// 8 sb + 4h + g): low 4 bits from ql[64h + 32(g & 1) + l] (low nibble for
+// g < 2, high for g >= 2), high 2 bits from (qh[32h + l] >> 2g) & 3; value
+// d * scales[8h + 2g + l / 16] * (q - 32).
+template <int NT>
+void row_q6_k(const BlockQ6_K* w, int64_t n_super, const ActBlock* const* act, float* out) {
+  float32x4_t acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
+  const uint8x16_t low4 = vdupq_n_u8(0x0F), low2 = vdupq_n_u8(0x03);
+  const int8x16_t bias = vdupq_n_s8(32);
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    const BlockQ6_K& b = w[sb];
+    const float d = f16_to_f32(b.d);
+    for (int h = 0; h < 2; ++h) {
+      const uint8_t* ql = b.ql + 64 * h;
+      const uint8x16_t qh0 = vld1q_u8(b.qh + 32 * h), qh1 = vld1q_u8(b.qh + 32 * h + 16);
+      for (int g = 0; g < 4; ++g) {
+        uint8x16_t l0 = vld1q_u8(ql + 32 * (g & 1)), l1 = vld1q_u8(ql + 32 * (g & 1) + 16);
+        l0 = g < 2 ? vandq_u8(l0, low4) : vshrq_n_u8(l0, 4);
+        l1 = g < 2 ? vandq_u8(l1, low4) : vshrq_n_u8(l1, 4);
+        const int8x16_t down = vdupq_n_s8(static_cast<int8_t>(-2 * g));  // vshl by a negative count shifts right
+        const uint8x16_t h0 = vshlq_n_u8(vandq_u8(vshlq_u8(qh0, down), low2), 4);
+        const uint8x16_t h1 = vshlq_n_u8(vandq_u8(vshlq_u8(qh1, down), low2), 4);
+        const int8x16_t w0 = vsubq_s8(s8(vorrq_u8(l0, h0)), bias);
+        const int8x16_t w1 = vsubq_s8(s8(vorrq_u8(l1, h1)), bias);
+        const int32_t s0 = b.scales[8 * h + 2 * g], s1 = b.scales[8 * h + 2 * g + 1];
+        for (int t = 0; t < NT; ++t) acc[t] = add_halves(acc[t], w0, w1, s0, s1, act[t][8 * sb + 4 * h + g], d);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
+}
+
+// Q2_K and Q3_K: unit j = 4n + k (activation block 8 sb + j) takes bits
+// 2k, 2k + 1 of qs[32n + l]; Q2_K: value d * sc_s * q - dmin * m_s with 4-bit
+// scale and min per 16-element sub-block s (2j, 2j + 1); Q3_K: the third bit
+// of element l at bit j of hmask[l], value d * (sc_s - 32) * (q - 4).
+template <class Block, int NT>
+void row_k23(const Block* w, int64_t n_super, const ActBlock* const* act, float* out) {
+  constexpr bool kThree = sizeof(Block) == sizeof(BlockQ3_K);
+  float32x4_t acc[NT];
+  float mins[NT] = {};
+  for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
+  const uint8x16_t low2 = vdupq_n_u8(0x03);
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    const Block& b = w[sb];
+    const float d = f16_to_f32(b.d);
+    int32_t scale[16], min[16] = {};
+    float dmin = 0.0f;
+    uint8x16_t hm0 = vdupq_n_u8(0), hm1 = vdupq_n_u8(0);
+    if constexpr (kThree) {
+      for (int s = 0; s < 16; ++s) scale[s] = q3k_scale(b.scales, s) - 32;
+      hm0 = vld1q_u8(b.hmask);
+      hm1 = vld1q_u8(b.hmask + 16);
+    } else {
+      for (int s = 0; s < 16; ++s) scale[s] = b.scales[s] & 0x0F, min[s] = b.scales[s] >> 4;
+      dmin = f16_to_f32(b.dmin);
+    }
+    for (int n = 0; n < 2; ++n) {
+      const uint8x16_t q0 = vld1q_u8(b.qs + 32 * n), q1 = vld1q_u8(b.qs + 32 * n + 16);
+      for (int k = 0; k < 4; ++k) {
+        const int j = 4 * n + k;
+        const int8x16_t down = vdupq_n_s8(static_cast<int8_t>(-2 * k));
+        uint8x16_t u0 = vandq_u8(vshlq_u8(q0, down), low2), u1 = vandq_u8(vshlq_u8(q1, down), low2);
+        int8x16_t w0 = s8(u0), w1 = s8(u1);
+        if constexpr (kThree) {
+          const auto bit = static_cast<uint8_t>(1u << j);
+          const int8x16_t four = vdupq_n_s8(4);
+          w0 = vsubq_s8(s8(vorrq_u8(u0, bit_as(hm0, bit, 4))), four);
+          w1 = vsubq_s8(s8(vorrq_u8(u1, bit_as(hm1, bit, 4))), four);
+        }
+        for (int t = 0; t < NT; ++t) {
+          const ActBlock& a = act[t][8 * sb + j];
+          acc[t] = add_halves(acc[t], w0, w1, scale[2 * j], scale[2 * j + 1], a, d);
+          if constexpr (!kThree)
+            mins[t] += dmin * a.d *
+                       static_cast<float>(min[2 * j] * a.qsum_lo + min[2 * j + 1] * (a.qsum - a.qsum_lo));
+        }
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]) - mins[t];
+}
+
+// IQ4_XS: 8 sub-blocks of 32, each an IQ4_NL block's indices (qs[16j..]),
+// value d * (scale_j - 32) * kIQ4Values[index].
+template <int NT>
+void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const ActBlock* const* act, float* out) {
+  float32x4_t acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
+  const int8x16_t grid = iq4_grid();
+  for (int64_t sb = 0; sb < n_super; ++sb) {
+    const BlockIQ4_XS& b = w[sb];
+    const float d = f16_to_f32(b.d);
+    for (int j = 0; j < 8; ++j) {
+      uint8x16_t lo, hi;
+      nibbles(b.qs + 16 * j, &lo, &hi);
+      const int8x16_t w0 = vqtbl1q_s8(grid, lo), w1 = vqtbl1q_s8(grid, hi);
+      const float dj = d * static_cast<float>(iq4xs_scale(b, j) - 32);
+      for (int t = 0; t < NT; ++t) {
+        const ActBlock& a = act[t][8 * sb + j];
+        acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(w0, w1, a.q)), dj * a.d);
+      }
+    }
+  }
+  for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
+}
+
+// One row against NT tokens, by weight type.
+template <int NT>
+void quant_row(DType dtype, const void* row, int64_t cols, const ActBlock* const* act, float* out) {
+  const int64_t nb = cols / kQK, ns = cols / kQKK;
+  switch (dtype) {
+    case DType::kQ8_0: return row_32<BlockQ8_0, NT>(static_cast<const BlockQ8_0*>(row), nb, act, out);
+    case DType::kQ4_0: return row_32<BlockQ4_0, NT>(static_cast<const BlockQ4_0*>(row), nb, act, out);
+    case DType::kQ4_1: return row_32<BlockQ4_1, NT>(static_cast<const BlockQ4_1*>(row), nb, act, out);
+    case DType::kQ5_0: return row_32<BlockQ5_0, NT>(static_cast<const BlockQ5_0*>(row), nb, act, out);
+    case DType::kQ5_1: return row_32<BlockQ5_1, NT>(static_cast<const BlockQ5_1*>(row), nb, act, out);
+    case DType::kIQ4_NL: return row_32<BlockIQ4_NL, NT>(static_cast<const BlockIQ4_NL*>(row), nb, act, out);
+    case DType::kQ2_K: return row_k23<BlockQ2_K, NT>(static_cast<const BlockQ2_K*>(row), ns, act, out);
+    case DType::kQ3_K: return row_k23<BlockQ3_K, NT>(static_cast<const BlockQ3_K*>(row), ns, act, out);
+    case DType::kQ4_K: return row_k45<BlockQ4_K, NT>(static_cast<const BlockQ4_K*>(row), ns, act, out);
+    case DType::kQ5_K: return row_k45<BlockQ5_K, NT>(static_cast<const BlockQ5_K*>(row), ns, act, out);
+    case DType::kQ6_K: return row_q6_k<NT>(static_cast<const BlockQ6_K*>(row), ns, act, out);
+    case DType::kIQ4_XS: return row_iq4_xs<NT>(static_cast<const BlockIQ4_XS*>(row), ns, act, out);
+    default: return;  // supports() admits only the types above
+  }
+}
+
+// Rows [row_begin, row_end) of y = w . x, up to kTokenTile tokens per pass
+// over a row.
+void rows_of_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
+                   int64_t row_end) {
+  const int64_t rb = row_bytes(*dtype_info(w.dtype), w.cols), n_blocks = w.cols / kQK;
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const void* row = base + r * rb;
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenTile) {
+      const int nt = static_cast<int>(std::min<int64_t>(kTokenTile, n_tokens - t0));
+      const ActBlock* tokens[kTokenTile];
+      float out[kTokenTile] = {};
+      for (int t = 0; t < nt; ++t) tokens[t] = act + (t0 + t) * n_blocks;
+      switch (nt) {
+        case 1: quant_row<1>(w.dtype, row, w.cols, tokens, out); break;
+        case 2: quant_row<2>(w.dtype, row, w.cols, tokens, out); break;
+        case 3: quant_row<3>(w.dtype, row, w.cols, tokens, out); break;
+        default: quant_row<4>(w.dtype, row, w.cols, tokens, out); break;
+      }
+      for (int t = 0; t < nt; ++t) y[(t0 + t) * w.rows + r] = out[t];
+    }
+  }
+}
+
+}  // namespace
+}  // namespace llmpack::kernels::neon
