@@ -390,6 +390,7 @@ void attention_head(const float* q, const float* k, const float* v, int64_t kv_s
 void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v,
                         int64_t row_stride_bytes, int64_t n_ctx, int64_t head_dim, float scale,
                         float* scores, float* out) {
+  if (use_neon()) return neon::attention_head_f16(q, k, v, row_stride_bytes, n_ctx, head_dim, scale, scores, out);
   if (use_avx2())
     return avx2::attention_head_f16(q, k, v, row_stride_bytes, n_ctx, head_dim, scale, scores, out);
   ref::attention_head_f16(q, k, v, row_stride_bytes, n_ctx, head_dim, scale, scores, out);
@@ -398,6 +399,8 @@ void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v,
 void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t row_stride_bytes,
                          int64_t first, int64_t n_ctx, int64_t head_dim, float scale,
                          float* scores, float* out) {
+  if (use_neon())
+    return neon::attention_head_q8_0(q, k, v, row_stride_bytes, first, n_ctx, head_dim, scale, scores, out);
   if (use_avx2())
     return avx2::attention_head_q8_0(q, k, v, row_stride_bytes, first, n_ctx, head_dim, scale,
                                      scores, out);

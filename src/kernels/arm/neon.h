@@ -38,8 +38,13 @@ void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
 void softmax(float* x, int64_t n);
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
-// Attention of one query over an f32 cache (kernels.h attention_head).
+// Attention of one query over an f32, f16 or q8_0 cache (kernels.h
+// attention_head, attention_head_f16, attention_head_q8_0).
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_ctx,
                     int64_t head_dim, float scale, float* scores, float* out);
+void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v, int64_t row_stride_bytes,
+                        int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
+void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t row_stride_bytes, int64_t first,
+                         int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
 
 }  // namespace llmpack::kernels::neon

@@ -33,5 +33,13 @@ void swiglu(float*, const float*, const float*, int64_t) { no_neon_path("neon::s
 void attention_head(const float*, const float*, const float*, int64_t, int64_t, int64_t, float, float*, float*) {
   no_neon_path("neon::attention_head");
 }
+void attention_head_f16(const float*, const uint16_t*, const uint16_t*, int64_t, int64_t, int64_t, float, float*,
+                        float*) {
+  no_neon_path("neon::attention_head_f16");
+}
+void attention_head_q8_0(const float*, const void*, const void*, int64_t, int64_t, int64_t, int64_t, float, float*,
+                         float*) {
+  no_neon_path("neon::attention_head_q8_0");
+}
 
 }  // namespace llmpack::kernels::neon
