@@ -46,18 +46,6 @@ void widen_q8_0(const uint8_t* row, int64_t first, int64_t n, float* out) {
   }
 }
 
-float dot(const float* a, const float* b, int64_t n) {
-  float32x4_t s0 = vdupq_n_f32(0.0f), s1 = vdupq_n_f32(0.0f);
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    s0 = vfmaq_f32(s0, vld1q_f32(a + i), vld1q_f32(b + i));
-    s1 = vfmaq_f32(s1, vld1q_f32(a + i + 4), vld1q_f32(b + i + 4));
-  }
-  float s = vaddvq_f32(vaddq_f32(s0, s1));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 // widen(row, buf) writes the head of one cache row as head_dim floats.
 template <class Widen>
 void attend(const float* q, const void* k, const void* v, int64_t row_stride_bytes, int64_t n_ctx,
@@ -65,7 +53,7 @@ void attend(const float* q, const void* k, const void* v, int64_t row_stride_byt
   float buf[kMaxHead];
   for (int64_t j = 0; j < n_ctx; ++j) {
     widen(row_at(k, row_stride_bytes, j), buf);
-    scores[j] = dot(q, buf, head_dim) * scale;
+    scores[j] = dot_f32(q, buf, head_dim) * scale;
   }
   softmax(scores, n_ctx);
   std::fill(out, out + head_dim, 0.0f);

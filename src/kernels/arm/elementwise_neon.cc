@@ -33,7 +33,9 @@ float32x4_t exp4(float32x4_t x) {
 
 float exp1(float x) { return vgetq_lane_f32(exp4(vdupq_n_f32(x)), 0); }
 
-float dot(const float* a, const float* b, int64_t n) {
+}  // namespace
+
+float dot_f32(const float* a, const float* b, int64_t n) {
   float32x4_t s0 = vdupq_n_f32(0.0f), s1 = vdupq_n_f32(0.0f);
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -45,10 +47,8 @@ float dot(const float* a, const float* b, int64_t n) {
   return s;
 }
 
-}  // namespace
-
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps) {
-  const float sum_sq = dot(x, x, n);
+  const float sum_sq = dot_f32(x, x, n);
   const float mean = n > 0 ? sum_sq / static_cast<float>(n) : 0.0f;
   const float inv = 1.0f / std::sqrt(mean + eps);
   int64_t i = 0;
@@ -96,7 +96,7 @@ void swiglu(float* out, const float* gate, const float* up, int64_t n) {
 
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_ctx,
                     int64_t head_dim, float scale, float* scores, float* out) {
-  for (int64_t j = 0; j < n_ctx; ++j) scores[j] = dot(q, k + j * kv_stride, head_dim) * scale;
+  for (int64_t j = 0; j < n_ctx; ++j) scores[j] = dot_f32(q, k + j * kv_stride, head_dim) * scale;
   softmax(scores, n_ctx);
   std::fill(out, out + head_dim, 0.0f);
   for (int64_t j = 0; j < n_ctx; ++j) {

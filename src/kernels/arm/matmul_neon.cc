@@ -1,5 +1,8 @@
 // The NEON matmul entry points: which weight types the path takes, its
 // scratch, and the split between the float and the quantized row kernels.
+#include <algorithm>
+#include <iterator>
+
 #include "kernels/arm/neon.h"
 #include "kernels/arm/neon_internal.h"
 #include "kernels/quant_blocks.h"
@@ -11,27 +14,13 @@ bool is_float(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF16
 
 }  // namespace
 
+// Every type quant_row (arm/quant_rows_neon.h) and float_rows take.
+constexpr DType kNeonTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,   DType::kQ4_0,
+                                DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K,   DType::kQ3_K,
+                                DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS};
+
 bool supports(DType dtype) {
-  switch (dtype) {
-    case DType::kF32:
-    case DType::kF16:
-    case DType::kBF16:
-    case DType::kQ8_0:
-    case DType::kQ4_0:
-    case DType::kQ4_1:
-    case DType::kQ5_0:
-    case DType::kQ5_1:
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-    case DType::kQ4_K:
-    case DType::kQ5_K:
-    case DType::kQ6_K:
-    case DType::kIQ4_NL:
-    case DType::kIQ4_XS:
-      return true;
-    default:
-      return false;
-  }
+  return std::find(std::begin(kNeonTypes), std::end(kNeonTypes), dtype) != std::end(kNeonTypes);
 }
 
 size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {

@@ -35,4 +35,7 @@ void quant_rows_dotprod(const WeightMatrix& w, const ActBlock* act, int64_t n_to
 void float_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t row_begin,
                 int64_t row_end);
 
+// sum_i a[i] * b[i] over n floats (elementwise_neon.cc).
+float dot_f32(const float* a, const float* b, int64_t n);
+
 }  // namespace llmpack::kernels::neon
