@@ -14,9 +14,8 @@
 
 namespace llmpack::kernels {
 
-// kNeon: aarch64's Advanced SIMD (kernels/arm/neon.h); the operations it has
-// no kernel for (rope; prefill attention goes one query at a time) run the
-// scalar reference on that path. kNeonDotprod: the same, with the block types'
+// kNeon: aarch64's Advanced SIMD (kernels/arm/neon.h); prefill attention
+// goes one query at a time on that path (no tiles of queries). kNeonDotprod: the same, with the block types'
 // products built with the dot-product extension (sdot), on CPUs that have it.
 enum class KernelPath { kScalar, kAvx2, kAvx512, kNeon, kNeonDotprod };
 // The path in use (the best the CPU supports unless forced).

@@ -4,11 +4,12 @@
 // tokens x 16 layers calls). Each thread keeps the table of its last
 // (pos, rot_dim, inv_freq values) in fixed thread-local storage (no heap);
 // values are computed exactly as the reference does, so results are identical.
-// The rotation itself runs in AVX2 on the SIMD paths (x86/rope_x86.cc), also
-// bit-identical to the reference.
+// The rotation itself runs in AVX2 on the x86 SIMD paths (x86/rope_x86.cc) and
+// in NEON on the ARM ones (arm/rope_neon.cc), also bit-identical to the reference.
 #include <cmath>
 #include <cstring>
 
+#include "kernels/arm/neon.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
 #include "kernels/x86/rope_x86.h"
@@ -50,8 +51,11 @@ void rope(float* x, int64_t head_dim, int64_t rot_dim, int64_t pos, const float*
   if (half <= 0 || half > kMaxHalf) return ref::rope(x, head_dim, rot_dim, pos, inv_freq, style);
   const RopeTable& t = table_for(pos, half, inv_freq);
   const bool adjacent = style == RopeStyle::kAdjacentPairs;
-  if (active_kernel_path() == KernelPath::kAvx2 || active_kernel_path() == KernelPath::kAvx512)
+  const KernelPath path = active_kernel_path();
+  if (path == KernelPath::kAvx2 || path == KernelPath::kAvx512)
     return avx2::rope_rotate(x, t.cos, t.sin, half, adjacent);
+  if (path == KernelPath::kNeon || path == KernelPath::kNeonDotprod)
+    return neon::rope_rotate(x, t.cos, t.sin, half, adjacent);
   for (int64_t i = 0; i < half; ++i) {
     const int64_t a = adjacent ? 2 * i : i;
     const int64_t b = adjacent ? 2 * i + 1 : i + half;

@@ -36,6 +36,10 @@ void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
                  int64_t row_begin, int64_t row_end, bool dotprod);
 
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
+// rope's rotation of one head by a position's cos/sin table (kernels/rope.cc):
+// pairs (x[2i], x[2i+1]) when adjacent, else (x[i], x[i + half]); bit-identical
+// to the reference.
+void rope_rotate(float* x, const float* cos, const float* sin, int64_t half, bool adjacent);
 void softmax(float* x, int64_t n);
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
 // Attention of one query over an f32, f16 or q8_0 cache (kernels.h

@@ -28,6 +28,7 @@ void matmul_rows(const WeightMatrix&, const float*, int64_t, float*, const void*
   no_neon_path("neon::matmul_rows");
 }
 void rmsnorm(float*, const float*, const float*, int64_t, float) { no_neon_path("neon::rmsnorm"); }
+void rope_rotate(float*, const float*, const float*, int64_t, bool) { no_neon_path("neon::rope_rotate"); }
 void softmax(float*, int64_t) { no_neon_path("neon::softmax"); }
 void swiglu(float*, const float*, const float*, int64_t) { no_neon_path("neon::swiglu"); }
 void attention_head(const float*, const float*, const float*, int64_t, int64_t, int64_t, float, float*, float*) {
