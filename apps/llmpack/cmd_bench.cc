@@ -37,6 +37,7 @@ struct BenchOptions {
   std::string kernel_path;  // empty: the best the CPU supports
   std::string avx512_decode = "auto";
   std::string float_decode_prefetch = "auto";
+  std::string regroup = "on";
   std::string kv_dtype = "f32";
   bool peak = false;
   bool profile = false;
@@ -86,6 +87,20 @@ std::string float_decode_prefetch_note(const std::string& choice) {
   const int64_t bytes = kernels::float_decode_prefetch();
   const std::string what = bytes == 0 ? "none" : std::to_string(bytes) + " bytes ahead";
   return "float decode prefetch: " + what + (choice == "auto" ? " (this CPU's default)" : " (--float_decode_prefetch)");
+}
+
+// --regroup: whether loading regroups Q5_0 / Q5_1 matrices (kernels::load_layout).
+Status select_regroup(const std::string& choice) {
+  if (choice != "on" && choice != "off")
+    return Status::error("--regroup: expected on or off, got '" + choice + "'");
+  kernels::set_regroup_at_load(choice == "on");
+  return ok_status();
+}
+
+std::string regroup_note(const std::string& choice) {
+  if (kernels::load_layout(DType::kQ5_0) != DType::kQ5_0) return "q5_0 / q5_1 matrices: regrouped at load";
+  return std::string("q5_0 / q5_1 matrices: as stored (") +
+         (choice == "off" ? "--regroup off)" : "this kernel path reads them so)");
 }
 
 // "avx512", and where decode leaves it for the AVX2 kernels, why.
@@ -407,11 +422,13 @@ int execute(const BenchOptions& o) {
   if (auto status = select_kernel_path(o.kernel_path); !status.ok()) return fail(status);
   if (auto status = select_avx512_decode(o.avx512_decode); !status.ok()) return fail(status);
   if (auto status = select_float_decode_prefetch(o.float_decode_prefetch); !status.ok()) return fail(status);
+  if (auto status = select_regroup(o.regroup); !status.ok()) return fail(status);
   const auto kv_dtype = parse_kv_dtype(o.kv_dtype);
   if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context("--kv_dtype"));
   Output out(o.output);
   out.note(kernel_path_note(o.avx512_decode));
   if (auto note = float_decode_prefetch_note(o.float_decode_prefetch); !note.empty()) out.note(note);
+  out.note(regroup_note(o.regroup));
   out.note("kv cache: " + o.kv_dtype + " keys and values");
   if (o.bandwidth) note_read_bandwidth(threads, out);
   const PeakByThreads peaks = o.peak ? note_compute_peaks(threads, out) : PeakByThreads{};
@@ -483,6 +500,9 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("--float_decode_prefetch", o->float_decode_prefetch,
                   "Bytes ahead that one-token decode of long F16/BF16/F32 rows prefetches each row: auto "
                   "(this CPU's default: 1024 on Zen 5, none elsewhere) or 0 to 65536");
+  cmd->add_option("--regroup", o->regroup,
+                  "Regroup Q5_0 / Q5_1 matrices at load for the x86 decode kernels: on (default) or off "
+                  "(the file's layout)");
   cmd->add_option("--kv_dtype", o->kv_dtype,
                   "KV cache element type: f32, f16 or q8_0 (default f32; llama-bench's default, "
                   "-ctk f16 -ctv f16, is f16)");

@@ -14,7 +14,7 @@ struct Entry {
 };
 
 // Block layouts as GGUF defines them.
-constexpr std::array<Entry, 21> kTable = {{
+constexpr std::array<Entry, 23> kTable = {{
     {DType::kF32, {"f32", 1, 4}},
     {DType::kF16, {"f16", 1, 2}},
     {DType::kQ4_0, {"q4_0", 32, 18}},
@@ -36,6 +36,9 @@ constexpr std::array<Entry, 21> kTable = {{
     {DType::kI32, {"i32", 1, 4}},
     {DType::kI64, {"i64", 1, 8}},
     {DType::kBF16, {"bf16", 1, 2}},
+    // memory-only: the blocks of the plain type, regrouped in rows
+    {DType::kQ5_0x8, {"q5_0x8", 32, 22}},
+    {DType::kQ5_1x8, {"q5_1x8", 32, 24}},
 }};
 
 }  // namespace
@@ -47,6 +50,8 @@ std::optional<DTypeInfo> dtype_info(uint32_t raw) {
   return std::nullopt;
 }
 
+bool dtype_is_memory_only(DType t) { return t == DType::kQ5_0x8 || t == DType::kQ5_1x8; }
+
 std::string_view dtype_name(DType t) {
   auto info = dtype_info(t);
   return info ? info->name : std::string_view("unknown");
@@ -57,7 +62,7 @@ std::optional<DType> dtype_from_name(std::string_view name) {
   std::transform(lower.begin(), lower.end(), lower.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   for (const auto& e : kTable)
-    if (e.info.name == lower) return e.type;
+    if (e.info.name == lower && !dtype_is_memory_only(e.type)) return e.type;
   if (lower == "f64") return DType::kF64;
   return std::nullopt;
 }

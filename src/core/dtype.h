@@ -32,6 +32,11 @@ enum class DType : uint32_t {
   kI64 = 27,
   kF64 = 28,
   kBF16 = 30,
+  // Layouts that exist only in memory, never in a file (a GGUF tensor of
+  // these numbers is refused as an unknown type): Q5_0 and Q5_1 rows regrouped
+  // at load for the x86 decode kernels (kernels/grouped_blocks.h).
+  kQ5_0x8 = 0x10006,
+  kQ5_1x8 = 0x10007,
 };
 
 struct DTypeInfo {
@@ -42,9 +47,12 @@ struct DTypeInfo {
 
 // nullopt for numbers that are not a known type (hostile files carry any u32).
 std::optional<DTypeInfo> dtype_info(uint32_t raw);
+// Whether t is a memory-only layout (kQ5_0x8, kQ5_1x8): no file holds one.
+bool dtype_is_memory_only(DType t);
 inline std::optional<DTypeInfo> dtype_info(DType t) { return dtype_info(static_cast<uint32_t>(t)); }
 std::string_view dtype_name(DType t);
-// Parses "f32", "q4_0", ... (case-insensitive); nullopt when unknown.
+// Parses "f32", "q4_0", ... (case-insensitive); nullopt when unknown or
+// memory-only.
 std::optional<DType> dtype_from_name(std::string_view name);
 
 // Bytes of a row of n elements; n must be a multiple of the block size.

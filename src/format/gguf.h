@@ -81,6 +81,9 @@ class GgufFile {
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
+  // After a tensor's bytes were copied (a regrouped layout): its pages leave
+  // the process's resident set (MappedFile::release_pages).
+  void release_tensor_pages(const GgufTensorInfo& t) const { file_->release_pages(t.data, t.n_bytes); }
 
  private:
   GgufFile() = default;

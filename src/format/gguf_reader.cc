@@ -356,7 +356,7 @@ Status read_tensor_info(Parser& p, uint64_t index, uint64_t alignment, GgufTenso
   uint32_t raw_dtype = 0;
   LLMPACK_RETURN_IF_ERROR(p.cur_.read(&raw_dtype, what + " type"));
   const auto info = dtype_info(raw_dtype);
-  if (!info)
+  if (!info || dtype_is_memory_only(static_cast<DType>(raw_dtype)))
     return Status::error("GGUF: " + what + " has unknown tensor type " + std::to_string(raw_dtype));
   t->dtype = static_cast<DType>(raw_dtype);
   if (t->ne[0] % info->block_elems != 0)

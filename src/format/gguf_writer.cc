@@ -233,6 +233,9 @@ Status GgufWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t
     if (t.name == name) return Status::error(what + " added twice");
   const auto info = dtype_info(dtype);
   if (!info) return Status::error(what + ": unknown dtype " + std::to_string(uint32_t(dtype)));
+  if (dtype_is_memory_only(dtype))
+    return Status::error(what + " has the memory-only layout " + std::string(info->name) +
+                         ", which no GGUF holds (write the plain type's blocks)");
   if (ne.empty() || ne.size() > kMaxDims)
     return Status::error(what + " has " + std::to_string(ne.size()) +
                          " dimensions (expected 1 to 4)");

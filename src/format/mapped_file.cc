@@ -113,6 +113,16 @@ std::unique_ptr<MappedFile> MappedFile::from_owned(std::vector<uint8_t> bytes) {
   return file;
 }
 
+void MappedFile::release_pages(const uint8_t* p, uint64_t n) const {
+  if (mapping_ == nullptr || p < data_ || n > size_ || p - data_ > static_cast<int64_t>(size_ - n)) return;
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
+  // MADV_DONTNEED on a private read-only file mapping drops the page-table
+  // entries only; the file's bytes are unchanged and fault back in if read.
+  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (mapping_ != nullptr) ::munmap(mapping_, static_cast<size_t>(size_));
 }

@@ -27,6 +27,11 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  // For bytes the caller has copied elsewhere and will not read again soon: a
+  // mapped file's whole pages within [p, p + n) leave the process's resident
+  // set (the page cache keeps them; a later read maps them back). Owned bytes
+  // stay as they are.
+  void release_pages(const uint8_t* p, uint64_t n) const;
 
  private:
   MappedFile() = default;

@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "kernels/arm/neon.h"
+#include "kernels/grouped_blocks.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
 #include "kernels/x86/avx2.h"
@@ -235,6 +236,21 @@ std::string_view kernel_path_name(KernelPath path) {
 }
 
 bool matmul_supports(DType dtype) { return ref::supports(dtype); }
+
+namespace {
+std::atomic<bool>& regroup_state() {
+  static std::atomic<bool> state{true};
+  return state;
+}
+}  // namespace
+
+void set_regroup_at_load(bool on) { regroup_state().store(on, std::memory_order_relaxed); }
+
+DType load_layout(DType stored) {
+  const auto grouped = grouped_type(stored);
+  if (!grouped || !regroup_state().load(std::memory_order_relaxed) || !use_avx2()) return stored;
+  return *grouped;
+}
 
 bool simd_matmul_takes(KernelPath path, DType dtype) {
   switch (path) {

@@ -65,6 +65,17 @@ struct WeightMatrix {
 // Whether matmul supports weights of this type.
 bool matmul_supports(DType dtype);
 
+// The layout a loader should give a matrix of this type: Q5_0 and Q5_1 are
+// regrouped (DType::kQ5_0x8, kQ5_1x8, kernels/grouped_blocks.h: the same
+// bytes a row, rearranged) when the active path is AVX2 or AVX-512, whose
+// decode reads the grouped layout about 1.7x faster (docs/PERFORMANCE.md
+// section 31); every other type, or with regrouping switched off, stays as
+// stored. Every path multiplies both layouts.
+DType load_layout(DType stored);
+// Switches the regrouping of load_layout on (the default) or off (tests and
+// `llmpack bench --regroup 0` compare the two).
+void set_regroup_at_load(bool on);
+
 // Whether `path` multiplies weights of this type with kernels of its own
 // (which quantize the activations to int8 blocks for the block types); false:
 // on that path the scalar reference multiplies them (and always for kScalar).

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "core/half.h"
+#include "kernels/grouped_blocks.h"
 #include "kernels/quant_blocks.h"
 
 namespace llmpack::kernels {
@@ -395,6 +397,14 @@ bool quantize_supports(DType dtype) {
 }
 
 size_t quantize_row(DType dtype, const float* src, int64_t n, void* dst) {
+  if (const DType plain = plain_type(dtype); plain != dtype) {
+    const auto info = dtype_info(plain);
+    if (!info || n < 0 || n % info->block_elems != 0) return 0;
+    std::vector<uint8_t> row(static_cast<size_t>(row_bytes(*info, n)));
+    const size_t bytes = quantize_row(plain, src, n, row.data());
+    group_blocks(plain, row.data(), n / info->block_elems, dst);
+    return bytes;
+  }
   const auto info = dtype_info(dtype);
   if (!quantize_supports(dtype) || !info || n < 0 || n % info->block_elems != 0) return 0;
   const int64_t n_blocks = n / info->block_elems;

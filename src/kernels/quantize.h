@@ -17,6 +17,8 @@ bool quantize_supports(DType dtype);
 // Writes n elements of src (n a multiple of the type's block size) as
 // `dtype` into dst (row_bytes(dtype, n) bytes). Returns the bytes written,
 // 0 when the type is not supported or n is not a multiple of its block.
+// The memory-only grouped layouts (kQ5_0x8, kQ5_1x8) are written too: the
+// plain type's row, regrouped as a load would (tests build them this way).
 size_t quantize_row(DType dtype, const float* src, int64_t n, void* dst);
 
 }  // namespace llmpack::kernels

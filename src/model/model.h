@@ -1,6 +1,7 @@
 // A loaded Llama-family model: its config and weights bound by name. Weights
 // are views into the mapped file (zero-copy) except small tensors that had to
-// be converted to f32 (norms stored as f16, for example).
+// be converted to f32 (norms stored as f16, for example) and, on x86, Q5_0 and
+// Q5_1 matrices, regrouped into memory of their own (kernels::load_layout).
 #pragma once
 
 #include <cstdint>
@@ -62,12 +63,14 @@ class Model {
   Result<const float*> bind_vector(const std::string& name, int64_t n, bool required);
   Result<kernels::WeightMatrix> bind_matrix(const std::string& name, int64_t rows, int64_t cols,
                                             bool required);
+  kernels::WeightMatrix regrouped(const GgufTensorInfo& t, DType layout, int64_t rows, int64_t cols);
 
   ModelConfig config_;
   ModelWeights weights_;
   std::unique_ptr<GgufFile> gguf_;
   std::unique_ptr<Llama2cCheckpoint> llama2c_;
   std::vector<std::vector<float>> converted_;  // small tensors converted to f32
+  std::vector<std::vector<uint8_t>> regrouped_;  // matrices in a load layout (kernels::load_layout)
   uint64_t weight_bytes_ = 0;
 };
 

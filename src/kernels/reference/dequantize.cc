@@ -1,7 +1,10 @@
 // Scalar dequantizers of the GGUF block types (the layouts in quant_blocks.h).
+#include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "core/half.h"
+#include "kernels/grouped_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/reference/reference.h"
 
@@ -150,6 +153,21 @@ void dequant_iq4_xs(const BlockIQ4_XS* b, int64_t n_blocks, float* out) {
   }
 }
 
+// A grouped Q5 run (kernels/grouped_blocks.h) of n elements from a row's
+// first element: each group back to 8 plain blocks, the plain tail as is.
+template <class Block>
+void dequant_grouped(DType grouped, const Block* src, int64_t n_blocks, float* out) {
+  Block plain[kGroupBlocks];
+  for (int64_t b0 = 0; b0 < n_blocks; b0 += kGroupBlocks) {
+    const int64_t nb = std::min<int64_t>(kGroupBlocks, n_blocks - b0);
+    ungroup_blocks(grouped, src, n_blocks, b0, nb, plain);
+    if constexpr (std::is_same_v<Block, BlockQ5_0>)
+      dequant_q5_0(plain, nb, out + b0 * kQK);
+    else
+      dequant_q5_1(plain, nb, out + b0 * kQK);
+  }
+}
+
 }  // namespace
 
 bool dequantize_quant(DType dtype, const void* src, int64_t n, float* out) {
@@ -168,6 +186,12 @@ bool dequantize_quant(DType dtype, const void* src, int64_t n, float* out) {
       return true;
     case DType::kQ5_1:
       dequant_q5_1(static_cast<const BlockQ5_1*>(src), n / kQK, out);
+      return true;
+    case DType::kQ5_0x8:
+      dequant_grouped(dtype, static_cast<const BlockQ5_0*>(src), n / kQK, out);
+      return true;
+    case DType::kQ5_1x8:
+      dequant_grouped(dtype, static_cast<const BlockQ5_1*>(src), n / kQK, out);
       return true;
     case DType::kQ4_K:
       dequant_k45(static_cast<const BlockQ4_K*>(src), n / kQKK, out);

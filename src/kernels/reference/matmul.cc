@@ -23,6 +23,8 @@ bool supports(DType dtype) {
     case DType::kQ4_1:
     case DType::kQ5_0:
     case DType::kQ5_1:
+    case DType::kQ5_0x8:
+    case DType::kQ5_1x8:
     case DType::kQ4_K:
     case DType::kQ5_K:
     case DType::kQ6_K:

@@ -16,10 +16,12 @@
 
 namespace llmpack::kernels::testing {
 
-// Every block-quantized weight type the kernels take.
-inline constexpr DType kBlockTypes[] = {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kQ5_0,
-                                        DType::kQ5_1, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
-                                        DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS};
+// Every block-quantized weight type the kernels take, with the memory-only
+// grouped Q5 layouts (quantize_row writes them as a load regroups them).
+inline constexpr DType kBlockTypes[] = {DType::kQ8_0,  DType::kQ4_0,   DType::kQ4_1,   DType::kQ5_0,
+                                        DType::kQ5_1,  DType::kQ5_0x8, DType::kQ5_1x8, DType::kQ2_K,
+                                        DType::kQ3_K,  DType::kQ4_K,   DType::kQ5_K,   DType::kQ6_K,
+                                        DType::kIQ4_NL, DType::kIQ4_XS};
 
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);

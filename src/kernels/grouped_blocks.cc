@@ -1,0 +1,124 @@
+#include "kernels/grouped_blocks.h"
+
+#include <cstring>
+#include <type_traits>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace llmpack::kernels {
+namespace {
+
+template <class Block>
+using GroupOf = std::conditional_t<std::is_same_v<Block, BlockQ5_0>, GroupQ5_0, GroupQ5_1>;
+
+// Where the fifth bit of element e (0..31) of block k (0..7) of a group
+// lies: byte of fifth[], bit of that byte (the layout in grouped_blocks.h).
+struct FifthBitAt {
+  int byte, bit;
+};
+FifthBitAt fifth_bit_at(int k, int e) {
+  const int pair = k / 2, second = k % 2;
+  const int half = e / 16, within = e % 16;  // low nibbles (e < 16) or high ones
+  return {within + 16 * second, pair + 4 * half};
+}
+static_assert(kGroupLane[1] == 2 && kGroupLane[4] == 1 && kGroupLane[7] == 7);
+
+template <class Block>
+void group_one(const Block* b, GroupOf<Block>* g) {
+  std::memset(g, 0, sizeof(*g));
+  for (int lane = 0; lane < kGroupBlocks; ++lane) {
+    const Block& src = b[kGroupLane[lane]];
+    g->d[lane] = src.d;
+    if constexpr (kBlockHasMin<Block>) g->m[lane] = src.m;
+  }
+  for (int k = 0; k < kGroupBlocks; ++k) {
+    std::memcpy(g->qs[k], b[k].qs, sizeof(b[k].qs));
+    for (int e = 0; e < kQK; ++e)
+      if ((b[k].qh[e / 8] >> (e % 8)) & 1) {
+        const FifthBitAt at = fifth_bit_at(k, e);
+        g->fifth[at.byte] |= static_cast<uint8_t>(1u << at.bit);
+      }
+  }
+}
+
+// Bits `bit` and 4 + bit of 16 bytes as two 16-bit masks (byte p -> bit p):
+// block 2i + s's fifth bits of elements 0..15 and 16..31 are bits i and
+// 4 + i of fifth[16 s .. 16 s + 15] (fifth_bit_at). The prefill kernels
+// ungroup every panel they pack, so x86 takes them with two movemasks.
+void fifth_bit_masks(const uint8_t* bytes, int bit, uint32_t* low, uint32_t* high) {
+#if defined(__SSE2__)
+  const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bytes));
+  // a 16-bit shift left by 7 - b takes bit b of both bytes to their bit 7
+  *low = static_cast<uint32_t>(_mm_movemask_epi8(_mm_sll_epi16(v, _mm_cvtsi32_si128(7 - bit))));
+  *high = static_cast<uint32_t>(_mm_movemask_epi8(_mm_sll_epi16(v, _mm_cvtsi32_si128(3 - bit))));
+#else
+  *low = *high = 0;
+  for (int p = 0; p < 16; ++p) {
+    *low |= static_cast<uint32_t>((bytes[p] >> bit) & 1) << p;
+    *high |= static_cast<uint32_t>((bytes[p] >> (4 + bit)) & 1) << p;
+  }
+#endif
+}
+
+template <class Block>
+void ungroup_one(const GroupOf<Block>& g, int k, Block* out) {
+  constexpr int kLaneOf[kGroupBlocks] = {0, 4, 1, 5, 2, 6, 3, 7};  // inverse of kGroupLane
+  out->d = g.d[kLaneOf[k]];
+  if constexpr (kBlockHasMin<Block>) out->m = g.m[kLaneOf[k]];
+  std::memcpy(out->qs, g.qs[k], sizeof(out->qs));
+  uint32_t low = 0, high = 0;
+  fifth_bit_masks(g.fifth + 16 * (k % 2), k / 2, &low, &high);
+  const uint32_t qh = low | high << 16;
+  std::memcpy(out->qh, &qh, sizeof(qh));  // little-endian, as GGUF stores it
+}
+
+template <class Block>
+void group_run(const Block* src, int64_t n_blocks, Block* dst) {
+  const int64_t n_grouped = n_blocks / kGroupBlocks * kGroupBlocks;
+  auto* groups = reinterpret_cast<GroupOf<Block>*>(dst);
+  for (int64_t b = 0; b < n_grouped; b += kGroupBlocks) group_one(src + b, groups + b / kGroupBlocks);
+  std::memcpy(dst + n_grouped, src + n_grouped, static_cast<size_t>(n_blocks - n_grouped) * sizeof(Block));
+}
+
+template <class Block>
+void ungroup_run(const Block* src, int64_t n_blocks, int64_t b0, int64_t nb, Block* dst) {
+  const int64_t n_grouped = n_blocks / kGroupBlocks * kGroupBlocks;
+  const auto* groups = reinterpret_cast<const GroupOf<Block>*>(src);
+  for (int64_t b = b0; b < b0 + nb; ++b) {
+    if (b < n_grouped)
+      ungroup_one(groups[b / kGroupBlocks], static_cast<int>(b % kGroupBlocks), dst + (b - b0));
+    else
+      std::memcpy(dst + (b - b0), src + b, sizeof(Block));
+  }
+}
+
+}  // namespace
+
+std::optional<DType> grouped_type(DType plain) {
+  if (plain == DType::kQ5_0) return DType::kQ5_0x8;
+  if (plain == DType::kQ5_1) return DType::kQ5_1x8;
+  return std::nullopt;
+}
+
+DType plain_type(DType t) {
+  if (t == DType::kQ5_0x8) return DType::kQ5_0;
+  if (t == DType::kQ5_1x8) return DType::kQ5_1;
+  return t;
+}
+
+void group_blocks(DType plain, const void* src, int64_t n_blocks, void* dst) {
+  if (plain == DType::kQ5_0)
+    group_run(static_cast<const BlockQ5_0*>(src), n_blocks, static_cast<BlockQ5_0*>(dst));
+  else if (plain == DType::kQ5_1)
+    group_run(static_cast<const BlockQ5_1*>(src), n_blocks, static_cast<BlockQ5_1*>(dst));
+}
+
+void ungroup_blocks(DType grouped, const void* src, int64_t n_blocks, int64_t b0, int64_t nb, void* dst) {
+  if (grouped == DType::kQ5_0x8)
+    ungroup_run(static_cast<const BlockQ5_0*>(src), n_blocks, b0, nb, static_cast<BlockQ5_0*>(dst));
+  else if (grouped == DType::kQ5_1x8)
+    ungroup_run(static_cast<const BlockQ5_1*>(src), n_blocks, b0, nb, static_cast<BlockQ5_1*>(dst));
+}
+
+}  // namespace llmpack::kernels
