@@ -16,6 +16,7 @@
 #include "core/half.h"
 #include "engine/llama_program.h"
 #include "format/gguf.h"
+#include "kernels/quantize.h"
 
 namespace llmpack::testing {
 
@@ -37,7 +38,7 @@ struct TinyModelSpec {
   int64_t vocab_size = 300;       // >= 259: 3 specials + 256 byte pieces + extra pieces
   int64_t context_length = 128;
   bool tied_output = false;
-  DType dtype = DType::kF32;      // F32 or F16 matrices (norms stay F32)
+  DType dtype = DType::kF32;      // F32, F16 or a block type for matrices (norms stay F32)
   uint32_t seed = 1;
   float weight_scale = 0.15f;
   std::optional<TinyContract> contract;  // llmpack.* keys, or a plain GGUF
@@ -182,6 +183,13 @@ class TinyModelBuilder {
     }
     auto v = random_values(rows * cols, 0.0f, spec_.weight_scale);
     std::vector<uint8_t> bytes;
+    if (const auto info = dtype_info(spec_.dtype); info && info->block_elems > 1) {
+      bytes.resize(static_cast<size_t>(rows * row_bytes(*info, cols)));
+      for (int64_t r = 0; r < rows; ++r)
+        kernels::quantize_row(spec_.dtype, v.data() + r * cols, cols, bytes.data() + r * row_bytes(*info, cols));
+      store(w, name, spec_.dtype, {cols, rows}, std::move(bytes));
+      return;
+    }
     if (spec_.dtype == DType::kF16) {
       bytes.resize(v.size() * 2);
       for (size_t i = 0; i < v.size(); ++i) {

@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "common/tiny_model.h"
+#include "kernels/kernels.h"
+#include "unit/kernels/test_util.h"
 #include "unit/engine/alloc_counter.h"
 
 namespace llmpack {
@@ -264,6 +266,54 @@ TEST(Program, MatricesOfTypesNoKernelTakesAreRefusedByName) {
     ASSERT_TRUE(loaded.ok()) << dtype_name(good) << ": " << loaded.status().message();
     const std::vector<int64_t> tokens = {1, 5, 9};
     EXPECT_TRUE(loaded->program->forward(tokens, 0).ok()) << dtype_name(good);
+  }
+}
+
+// On the x86 paths a Q5_0 package's matrices are regrouped at load
+// (kernels::load_layout) and the forward gives the logits of the file's
+// layout: prefill (the packed kernels ungroup each panel) to the bit, decode
+// (its own grouped kernel, another order of float sums) to float rounding.
+// Rows of 288 and 352 columns: one group and 1 or 3 plain blocks after it.
+TEST(Program, Q5MatricesRegroupedAtLoadGiveTheLogitsOfTheFileLayout) {
+  kernels::testing::PathGuard guard;
+  TinyModelSpec spec;
+  spec.dim = 288, spec.hidden_dim = 352, spec.n_heads = 4, spec.dtype = DType::kQ5_0;
+  const std::vector<int64_t> prompt = {1, 40, 41, 300 - 1, 7, 8, 9}, next = {12, 13};
+  for (kernels::KernelPath path : kernels::testing::simd_paths()) {
+    ASSERT_TRUE(kernels::set_kernel_path(path));
+    const bool x86 = path == kernels::KernelPath::kAvx2 || path == kernels::KernelPath::kAvx512;
+    std::vector<float> logits[2];
+    for (bool regroup : {false, true}) {
+      kernels::set_regroup_at_load(regroup);
+      ProgramOptions options;
+      options.logits_rows = static_cast<int64_t>(prompt.size());
+      LoadedPackage pkg = load(spec, options);
+      kernels::set_regroup_at_load(true);
+      const LayerWeights& l = pkg.program->model().weights().layers[1];
+      EXPECT_EQ(l.w_down.dtype, regroup && x86 ? DType::kQ5_0x8 : DType::kQ5_0) << kernel_path_name(path);
+      EXPECT_EQ(pkg.program->model().weights().token_embedding.dtype, l.wq.dtype);
+      auto& out = logits[regroup];
+      auto pre = pkg.program->forward(prompt, 0, true);
+      ASSERT_TRUE(pre.ok()) << pre.status().message();
+      ASSERT_EQ(pre->rows, static_cast<int64_t>(prompt.size()));
+      out.assign(pre->data, pre->data + pre->rows * pre->vocab_size);
+      for (size_t i = 0; i < next.size(); ++i) {
+        auto step = pkg.program->forward(std::span(next).subspan(i, 1), static_cast<int64_t>(prompt.size() + i));
+        ASSERT_TRUE(step.ok()) << step.status().message();
+        const auto last = step->last();
+        out.insert(out.end(), last.begin(), last.end());
+      }
+    }
+    ASSERT_EQ(logits[0].size(), logits[1].size());
+    const size_t prefill = prompt.size() * 300;
+    float scale = 0.0f;
+    for (float v : logits[0]) scale = std::max(scale, std::fabs(v));
+    for (size_t i = 0; i < logits[0].size(); ++i) {
+      if (i < prefill)
+        ASSERT_EQ(logits[0][i], logits[1][i]) << kernel_path_name(path) << " prefill logit " << i;
+      else
+        ASSERT_NEAR(logits[0][i], logits[1][i], 2e-5f * scale) << kernel_path_name(path) << " decode logit " << i;
+    }
   }
 }
 

@@ -219,6 +219,8 @@ TEST(GgufValidation, UnknownTensorDType) {
   EXPECT_TRUE(HasText(parse_error(s), "tensor 'a.weight' has unknown tensor type 4"));
   s.tensors[0].dtype = 0xdeadbeef;
   EXPECT_TRUE(HasText(parse_error(s), "unknown tensor type 3735928559"));
+  s.tensors[0].dtype = static_cast<uint32_t>(DType::kQ5_0x8);  // memory-only: no file holds one
+  EXPECT_TRUE(HasText(parse_error(s), "unknown tensor type 65542"));
 }
 
 TEST(GgufValidation, RowNotMultipleOfBlock) {

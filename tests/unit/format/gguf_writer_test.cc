@@ -315,6 +315,9 @@ TEST(GgufWriter, AddTensorValidates) {
   EXPECT_TRUE(HasText(w.add_tensor("t", DType::kF32, {-4}, b).message(), "dimension of -4"));
   EXPECT_TRUE(HasText(w.add_tensor("", DType::kF32, {4}, b).message(), "needs a name"));
   EXPECT_TRUE(HasText(w.add_tensor("t", static_cast<DType>(99), {4}, b).message(), "unknown dtype 99"));
+  std::vector<uint8_t> group(176);
+  EXPECT_TRUE(HasText(w.add_tensor("t", DType::kQ5_0x8, {256}, group).message(),
+                      "memory-only layout q5_0x8, which no GGUF holds"));
   ASSERT_TRUE(w.add_tensor("t", DType::kF32, {4}, b).ok());
   EXPECT_TRUE(HasText(w.add_tensor("t", DType::kF32, {4}, b).message(), "'t' added twice"));
 }

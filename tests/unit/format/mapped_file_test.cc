@@ -56,6 +56,44 @@ TEST(MappedFile, LargeFileMapsAtA2MiBAlignedAddressWithAllItsBytes) {
   }
 }
 
+// Resident pages of this process, from /proc/self/statm (0 where unreadable).
+uint64_t resident_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  if (!(statm >> size >> resident)) return 0;
+  return resident * 4096;
+}
+
+// A loader that copied a tensor elsewhere (Q5 matrices regrouped at load)
+// releases its pages: they leave the resident set, and reading them again
+// still gives the file's bytes. Owned (in-memory) bytes are never touched.
+TEST(MappedFile, ReleasedPagesLeaveTheResidentSetAndReadTheSameBytes) {
+  TempDir dir;
+  const std::string path = dir.file("weights.bin");
+  const size_t size = size_t{6} << 20;
+  std::vector<uint8_t> content(size);
+  for (size_t i = 0; i < size; ++i) content[i] = static_cast<uint8_t>(i * 7 + (i >> 9));
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(size));
+  }
+  auto f = MappedFile::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_TRUE(std::equal(content.begin(), content.end(), (*f)->data()));  // every page touched
+  const uint64_t before = resident_bytes();
+  (*f)->release_pages((*f)->data() + 100, size - 200);  // not page-aligned: whole pages inside go
+  const uint64_t after = resident_bytes();
+  if (before > 0) EXPECT_GE(before, after + (size_t{5} << 20)) << before << " -> " << after;
+  EXPECT_TRUE(std::equal(content.begin(), content.end(), (*f)->data()));
+  (*f)->release_pages((*f)->data(), size + 1);  // out of range: ignored
+  (*f)->release_pages(nullptr, 10);
+  EXPECT_TRUE(std::equal(content.begin(), content.end(), (*f)->data()));
+
+  auto owned = MappedFile::from_bytes(content);
+  owned->release_pages(owned->data(), size);
+  EXPECT_TRUE(std::equal(content.begin(), content.end(), owned->data()));
+}
+
 TEST(MappedFile, EmptyFileIsAnEmptyView) {
   TempDir dir;
   const std::string path = dir.file("empty.bin");
