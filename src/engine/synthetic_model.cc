@@ -102,6 +102,11 @@ std::vector<TensorPlan> plan_tensors(const SyntheticShape& s, SyntheticType type
     matrix(p + "attn_q.weight", "attn_q", i, q, s.dim);
     matrix(p + "attn_k.weight", "attn_k", i, kv, s.dim);
     matrix(p + "attn_v.weight", "attn_v", i, kv, s.dim);
+    if (s.arch == "qwen2") {  // q, k and v biases, random as the weights
+      plan.push_back({p + "attn_q.bias", DType::kF32, 1, q, false});
+      plan.push_back({p + "attn_k.bias", DType::kF32, 1, kv, false});
+      plan.push_back({p + "attn_v.bias", DType::kF32, 1, kv, false});
+    }
     if (s.arch == "qwen3") {
       norm(p + "attn_q_norm.weight", s.head_dim);
       norm(p + "attn_k_norm.weight", s.head_dim);
@@ -295,6 +300,7 @@ const std::vector<SyntheticShape>& synthetic_shapes() {
   static const std::vector<SyntheticShape> shapes = {
       shape("stories110m", "llama", 768, 2048, 12, 12, 12, 64, 32000, 10000.0f, true, 1024),
       shape("smollm2-135m", "llama", 576, 1536, 30, 9, 3, 64, 49152, 100000.0f, true, 8192),
+      shape("qwen2.5-0.5b", "qwen2", 896, 4864, 24, 14, 2, 64, 151936, 1000000.0f, true, 32768),
       shape("qwen3-0.6b", "qwen3", 1024, 3072, 28, 16, 8, 128, 151936, 1000000.0f, true, 40960),
       shape("llama-3.2-1b", "llama", 2048, 8192, 16, 32, 8, 64, 128256, 500000.0f, true, 131072),
   };

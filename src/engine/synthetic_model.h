@@ -51,7 +51,8 @@ struct SyntheticShape {
 // IQ4_XS -> IQ4_NL). Norms stay F32.
 enum class SyntheticType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M, kQ3_K_M, kIQ4_XS };
 
-// The shapes known by name: stories110m, smollm2-135m, qwen3-0.6b, llama-3.2-1b.
+// The shapes known by name: stories110m, smollm2-135m, qwen2.5-0.5b, qwen3-0.6b,
+// llama-3.2-1b.
 const std::vector<SyntheticShape>& synthetic_shapes();
 Result<SyntheticShape> find_synthetic_shape(std::string_view name);
 Result<SyntheticType> parse_synthetic_type(std::string_view name);

@@ -1,5 +1,6 @@
 #include "kernels/grouped_blocks.h"
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #if defined(__SSE2__)
@@ -73,6 +74,12 @@ void ungroup_one(const GroupOf<Block>& g, int k, Block* out) {
   std::memcpy(out->qh, &qh, sizeof(qh));  // little-endian, as GGUF stores it
 }
 
+// All 8 blocks of a group (the prefill packers ungroup whole chunks of a row).
+template <class Block>
+void ungroup_all(const GroupOf<Block>& g, Block* out) {
+  for (int k = 0; k < kGroupBlocks; ++k) ungroup_one(g, k, out + k);
+}
+
 template <class Block>
 void group_run(const Block* src, int64_t n_blocks, Block* dst) {
   const int64_t n_grouped = n_blocks / kGroupBlocks * kGroupBlocks;
@@ -86,7 +93,10 @@ void ungroup_run(const Block* src, int64_t n_blocks, int64_t b0, int64_t nb, Blo
   const int64_t n_grouped = n_blocks / kGroupBlocks * kGroupBlocks;
   const auto* groups = reinterpret_cast<const GroupOf<Block>*>(src);
   for (int64_t b = b0; b < b0 + nb; ++b) {
-    if (b < n_grouped)
+    if (b % kGroupBlocks == 0 && b + kGroupBlocks <= std::min(b0 + nb, n_grouped)) {
+      ungroup_all(groups[b / kGroupBlocks], dst + (b - b0));
+      b += kGroupBlocks - 1;
+    } else if (b < n_grouped)
       ungroup_one(groups[b / kGroupBlocks], static_cast<int>(b % kGroupBlocks), dst + (b - b0));
     else
       std::memcpy(dst + (b - b0), src + b, sizeof(Block));

@@ -40,6 +40,7 @@ TEST(SyntheticModel, NamedShapesMatchTheRealModels) {
   const Expect expected[] = {
       {"stories110m", 768, 2048, 12, 12, 12, 64, 32000, true},
       {"smollm2-135m", 576, 1536, 30, 9, 3, 64, 49152, true},
+      {"qwen2.5-0.5b", 896, 4864, 24, 14, 2, 64, 151936, true},
       {"qwen3-0.6b", 1024, 3072, 28, 16, 8, 128, 151936, true},
       {"llama-3.2-1b", 2048, 8192, 16, 32, 8, 64, 128256, true},
   };
@@ -56,6 +57,7 @@ TEST(SyntheticModel, NamedShapesMatchTheRealModels) {
     EXPECT_EQ(s->tied_output, e.tied) << e.name;
   }
   EXPECT_EQ(find_synthetic_shape("qwen3-0.6b")->arch, "qwen3");
+  EXPECT_EQ(find_synthetic_shape("qwen2.5-0.5b")->arch, "qwen2");
   EXPECT_TRUE(find_synthetic_shape("LLAMA-3.2-1B").ok());
   auto bad = find_synthetic_shape("gpt-5");
   ASSERT_FALSE(bad.ok());
@@ -170,6 +172,23 @@ TEST(SyntheticModel, Qwen3ShapeHasQkNormAndWiderHeads) {
   const GgufTensorInfo* wo = model->gguf()->find_tensor("blk.0.attn_output.weight");
   ASSERT_NE(wo, nullptr);
   EXPECT_EQ(wo->ne, (std::vector<int64_t>{2048, 1024}));
+}
+
+// Qwen2.5-0.5B: q, k and v biases, and 896-column rows that are not whole
+// super-blocks, so its Q4_K_M matrices are Q5_0 as in llama.cpp's file but
+// ffn_down's (4864 columns, 19 super-blocks); on x86 they load regrouped.
+TEST(SyntheticModel, Qwen25ShapeHasBiasesAndQ5_0Fallbacks) {
+  auto model = build("qwen2.5-0.5b", SyntheticType::kQ4_K_M, 1, 256);
+  ASSERT_NE(model, nullptr);
+  EXPECT_EQ(model->config().arch, Architecture::kQwen2);
+  ASSERT_NE(model->weights().layers[0].bq, nullptr);
+  ASSERT_NE(model->weights().layers[0].bv, nullptr);
+  EXPECT_NE(model->weights().layers[0].bk[0], model->weights().layers[0].bk[1]);  // random, not zeros
+  const auto types = tensor_types(*model);
+  EXPECT_EQ(types.at("blk.0.attn_q.weight"), DType::kQ5_0);
+  EXPECT_EQ(types.at("blk.0.ffn_up.weight"), DType::kQ5_0);
+  EXPECT_NE(types.at("blk.0.ffn_down.weight"), DType::kQ5_0);
+  EXPECT_EQ(model->weights().layers[0].w_up.dtype, kernels::load_layout(DType::kQ5_0));
 }
 
 TEST(SyntheticModel, WeightsAreRandomSeededAndSized) {
