@@ -7,6 +7,7 @@
 
 #include "format/gguf.h"
 #include "format/llama2c.h"
+#include "kernels/grouped_blocks.h"
 
 namespace llmpack::cli {
 namespace {
@@ -94,7 +95,7 @@ Result<BenchModel> load_bench_model(const BenchModelSource& source, int threads,
     model = std::move(opened).value();
     out.filename = source.path;
     out.display = source.path.substr(source.path.find_last_of('/') + 1);
-    out.type_label = upper(dtype_name(model->weights().layers.at(0).wq.dtype));
+    out.type_label = upper(dtype_name(kernels::plain_type(model->weights().layers.at(0).wq.dtype)));
   }
   count_weights(*model, &out);
   out.model_type = model->config().arch_name + " " + params_word(out.n_params) + " " + out.type_label;
@@ -141,8 +142,19 @@ Status save_model_gguf(const Model& model, const std::string& path) {
   if (!gguf) return error_status("only a GGUF-backed model can be saved as GGUF");
   GgufWriter writer;
   for (const auto& [key, value] : gguf->metadata()) writer.set(key, value);
-  for (const auto& t : gguf->tensors())
-    LLMPACK_RETURN_IF_ERROR(writer.add_tensor(t.name, t.dtype, t.ne, std::span(t.data, t.n_bytes)));
+  std::vector<std::vector<uint8_t>> plain;  // regrouped matrices in the file's layout again
+  for (const auto& t : gguf->tensors()) {
+    std::span<const uint8_t> bytes(t.data, t.n_bytes);
+    const DType type = kernels::plain_type(t.dtype);
+    if (type != t.dtype) {
+      const int64_t n_blocks = t.ne[0] / kernels::kQK, stride = row_bytes(*dtype_info(type), t.ne[0]);
+      auto& out = plain.emplace_back(t.n_bytes);
+      for (uint64_t r = 0; r < t.n_bytes / static_cast<uint64_t>(stride); ++r)
+        kernels::ungroup_blocks(t.dtype, t.data + r * stride, n_blocks, 0, n_blocks, out.data() + r * stride);
+      bytes = out;
+    }
+    LLMPACK_RETURN_IF_ERROR(writer.add_tensor(t.name, type, t.ne, bytes));
+  }
   return writer.write(path).with_context("writing '" + path + "'");
 }
 

@@ -418,11 +418,11 @@ int execute(const BenchOptions& o) {
   // token); C holds the deepest context plus the longest test, and the warmup.
   const int64_t max_seq_len = std::max<int64_t>({max_prompt, std::min<int64_t>(max_depth, 512), 1});
   const int64_t max_context = max_depth + std::max<int64_t>({max_prompt, max_gen, 32});
+  if (auto status = select_regroup(o.regroup); !status.ok()) return fail(status);
   if (!o.save_path.empty()) return save_synthetic(o, (*sources)[0]);
   if (auto status = select_kernel_path(o.kernel_path); !status.ok()) return fail(status);
   if (auto status = select_avx512_decode(o.avx512_decode); !status.ok()) return fail(status);
   if (auto status = select_float_decode_prefetch(o.float_decode_prefetch); !status.ok()) return fail(status);
-  if (auto status = select_regroup(o.regroup); !status.ok()) return fail(status);
   const auto kv_dtype = parse_kv_dtype(o.kv_dtype);
   if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context("--kv_dtype"));
   Output out(o.output);

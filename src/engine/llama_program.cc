@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <thread>
+#include <vector>
+
+#include "kernels/grouped_blocks.h"
 
 namespace llmpack {
 namespace {
@@ -163,6 +166,30 @@ Status LlamaProgram::bind_kv_cache(KvCache* cache) {
   return ok_status();
 }
 
+namespace {
+
+// Up to the first 256 bytes of a tensor as the file holds them: a matrix
+// regrouped at load (a memory-only type) is ungrouped row by row again, so
+// the fingerprint does not depend on the kernel path that loaded it.
+std::vector<uint8_t> leading_file_bytes(const GgufTensorInfo& t) {
+  constexpr uint64_t kLeading = 256;
+  const uint64_t n = std::min<uint64_t>(t.n_bytes, kLeading);
+  if (!t.data) return {};
+  if (!dtype_is_memory_only(t.dtype)) return std::vector<uint8_t>(t.data, t.data + n);
+  const DType plain = kernels::plain_type(t.dtype);
+  const int64_t n_blocks = t.ne[0] / dtype_info(plain)->block_elems;
+  const int64_t stride = row_bytes(*dtype_info(plain), t.ne[0]);
+  std::vector<uint8_t> out;
+  for (int64_t offset = 0; static_cast<uint64_t>(offset) < n; offset += stride) {
+    out.resize(static_cast<size_t>(offset + stride));
+    kernels::ungroup_blocks(t.dtype, t.data + offset, n_blocks, 0, n_blocks, out.data() + offset);
+  }
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+}  // namespace
+
 uint64_t LlamaProgram::model_fingerprint() const {
   const ModelConfig& c = model_->config();
   const int64_t dims[] = {c.dim, c.hidden_dim, c.n_layers, c.n_heads, c.n_kv_heads, c.head_dim, c.vocab_size,
@@ -179,7 +206,8 @@ uint64_t LlamaProgram::model_fingerprint() const {
     for (const GgufTensorInfo& t : g->tensors()) {
       h = fnv1a64(t.name.data(), t.name.size(), h);
       h = fnv1a64(t.ne.data(), t.ne.size() * sizeof(int64_t), h);
-      mix_bytes(t.data, t.n_bytes);
+      const std::vector<uint8_t> leading = leading_file_bytes(t);
+      mix_bytes(leading.empty() ? nullptr : leading.data(), leading.size());
     }
   } else {
     const ModelWeights& w = model_->weights();

@@ -81,9 +81,12 @@ class GgufFile {
 
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
   const GgufTensorInfo* find_tensor(std::string_view name) const;
-  // After a tensor's bytes were copied (a regrouped layout): its pages leave
-  // the process's resident set (MappedFile::release_pages).
-  void release_tensor_pages(const GgufTensorInfo& t) const { file_->release_pages(t.data, t.n_bytes); }
+  // Rewrites the named tensor's bytes in place, in this process only (the
+  // file is never changed: MappedFile::writable), with rewrite(bytes), and
+  // records `layout` as its type from then on (a memory-only layout, which
+  // GgufWriter refuses to write). False, and nothing changed, where the
+  // tensor is missing or its bytes cannot be made writable.
+  bool rewrite_tensor(std::string_view name, DType layout, const std::function<void(uint8_t*)>& rewrite);
 
  private:
   GgufFile() = default;

@@ -60,6 +60,18 @@ const GgufTensorInfo* GgufFile::find_tensor(std::string_view name) const {
   return it == tensor_index_.end() ? nullptr : &tensors_[it->second];
 }
 
+bool GgufFile::rewrite_tensor(std::string_view name, DType layout, const std::function<void(uint8_t*)>& rewrite) {
+  auto it = tensor_index_.find(name);
+  if (it == tensor_index_.end()) return false;
+  GgufTensorInfo& t = tensors_[it->second];
+  uint8_t* bytes = file_->writable(t.data, t.n_bytes);
+  if (bytes == nullptr) return false;
+  rewrite(bytes);
+  file_->seal(t.data, t.n_bytes);
+  t.dtype = layout;
+  return true;
+}
+
 std::optional<uint64_t> GgufFile::get_uint(std::string_view key) const {
   const GgufValue* v = find(key);
   if (!v) return std::nullopt;

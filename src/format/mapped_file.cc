@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 namespace llmpack {
 namespace {
@@ -113,14 +114,37 @@ std::unique_ptr<MappedFile> MappedFile::from_owned(std::vector<uint8_t> bytes) {
   return file;
 }
 
-void MappedFile::release_pages(const uint8_t* p, uint64_t n) const {
-  if (mapping_ == nullptr || p < data_ || n > size_ || p - data_ > static_cast<int64_t>(size_ - n)) return;
+namespace {
+// [p, p + n) widened to whole pages, for mprotect.
+std::pair<void*, size_t> page_span(const uint8_t* p, uint64_t n) {
   const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t begin = (reinterpret_cast<uintptr_t>(p) + page - 1) / page * page;
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n) / page * page;
-  // MADV_DONTNEED on a private read-only file mapping drops the page-table
-  // entries only; the file's bytes are unchanged and fault back in if read.
-  if (end > begin) ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) / page * page;
+  return {reinterpret_cast<void*>(begin), end - begin};
+}
+}  // namespace
+
+uint8_t* MappedFile::writable(const uint8_t* p, uint64_t n) {
+  if (p < data_ || n > size_ || static_cast<uint64_t>(p - data_) > size_ - n) return nullptr;
+  if (mapping_ == nullptr) return owned_.data() + (p - data_);
+  // A private mapping may be made writable though the file was opened
+  // read-only: written pages become copies of this process's own (copy on
+  // write), and the page-table entries of those addresses point at the copies
+  // from then on.
+  const auto [start, length] = page_span(p, n);
+  if (::mprotect(start, length, PROT_READ | PROT_WRITE) != 0) return nullptr;
+#if defined(MADV_POPULATE_WRITE)
+  // The private copies made in one call rather than a write fault a page
+  // (kernels before 5.14 refuse it: then the writes fault as usual).
+  ::madvise(start, length, MADV_POPULATE_WRITE);
+#endif
+  return const_cast<uint8_t*>(p);
+}
+
+void MappedFile::seal(const uint8_t* p, uint64_t n) {
+  if (mapping_ == nullptr || n == 0) return;
+  const auto [start, length] = page_span(p, n);
+  ::mprotect(start, length, PROT_READ);
 }
 
 MappedFile::~MappedFile() {

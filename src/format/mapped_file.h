@@ -27,11 +27,14 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
-  // For bytes the caller has copied elsewhere and will not read again soon: a
-  // mapped file's whole pages within [p, p + n) leave the process's resident
-  // set (the page cache keeps them; a later read maps them back). Owned bytes
-  // stay as they are.
-  void release_pages(const uint8_t* p, uint64_t n) const;
+  // Lets the caller rewrite [p, p + n) in place (a loader regrouping a
+  // tensor's blocks): the pages of a mapped file turn into private copies as
+  // they are written, so the file itself never changes and the rewritten
+  // bytes are in memory once; owned bytes change in place. Returns null
+  // where the range is not in the view or the system refuses. seal() makes a
+  // mapped range read-only again.
+  uint8_t* writable(const uint8_t* p, uint64_t n);
+  void seal(const uint8_t* p, uint64_t n);
 
  private:
   MappedFile() = default;

@@ -1,6 +1,7 @@
 #include "kernels/grouped_blocks.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <type_traits>
 #if defined(__SSE2__)
@@ -13,39 +14,41 @@ namespace {
 template <class Block>
 using GroupOf = std::conditional_t<std::is_same_v<Block, BlockQ5_0>, GroupQ5_0, GroupQ5_1>;
 
-// Where the fifth bit of element e (0..31) of block k (0..7) of a group
-// lies: byte of fifth[], bit of that byte (the layout in grouped_blocks.h).
-struct FifthBitAt {
-  int byte, bit;
-};
-FifthBitAt fifth_bit_at(int k, int e) {
-  const int pair = k / 2, second = k % 2;
-  const int half = e / 16, within = e % 16;  // low nibbles (e < 16) or high ones
-  return {within + 16 * second, pair + 4 * half};
+// kSpread[x]: byte j is bit j of x (0 or 1), as a little-endian uint64.
+constexpr std::array<uint64_t, 256> spread_bits() {
+  std::array<uint64_t, 256> t{};
+  for (int x = 0; x < 256; ++x)
+    for (int j = 0; j < 8; ++j) t[x] |= static_cast<uint64_t>((x >> j) & 1) << (8 * j);
+  return t;
 }
-static_assert(kGroupLane[1] == 2 && kGroupLane[4] == 1 && kGroupLane[7] == 7);
+constexpr std::array<uint64_t, 256> kSpread = spread_bits();
 
 template <class Block>
 void group_one(const Block* b, GroupOf<Block>* g) {
-  std::memset(g, 0, sizeof(*g));
   for (int lane = 0; lane < kGroupBlocks; ++lane) {
     const Block& src = b[kGroupLane[lane]];
     g->d[lane] = src.d;
     if constexpr (kBlockHasMin<Block>) g->m[lane] = src.m;
   }
-  for (int k = 0; k < kGroupBlocks; ++k) {
-    std::memcpy(g->qs[k], b[k].qs, sizeof(b[k].qs));
-    for (int e = 0; e < kQK; ++e)
-      if ((b[k].qh[e / 8] >> (e % 8)) & 1) {
-        const FifthBitAt at = fifth_bit_at(k, e);
-        g->fifth[at.byte] |= static_cast<uint8_t>(1u << at.bit);
-      }
+  for (int k = 0; k < kGroupBlocks; ++k) std::memcpy(g->qs[k], b[k].qs, sizeof(b[k].qs));
+  // Pair i's two vectors of fifth bits, bit p for byte p: the low nibbles
+  // hold elements 0..15 of block 2i, then 0..15 of block 2i + 1; the high
+  // ones 16..31 of each. Byte p of fifth[] takes them as bits i and 4 + i.
+  uint64_t fifth[4] = {};
+  for (int i = 0; i < 4; ++i) {
+    uint32_t a = 0, c = 0;
+    std::memcpy(&a, b[2 * i].qh, 4);
+    std::memcpy(&c, b[2 * i + 1].qh, 4);
+    const uint32_t low = (a & 0xFFFFu) | c << 16, high = a >> 16 | (c & 0xFFFF0000u);
+    for (int w = 0; w < 4; ++w)
+      fifth[w] |= kSpread[(low >> (8 * w)) & 0xFF] << i | kSpread[(high >> (8 * w)) & 0xFF] << (4 + i);
   }
+  std::memcpy(g->fifth, fifth, sizeof(fifth));  // little-endian, as qh
 }
 
 // Bits `bit` and 4 + bit of 16 bytes as two 16-bit masks (byte p -> bit p):
 // block 2i + s's fifth bits of elements 0..15 and 16..31 are bits i and
-// 4 + i of fifth[16 s .. 16 s + 15] (fifth_bit_at). The prefill kernels
+// 4 + i of fifth[16 s .. 16 s + 15] (grouped_blocks.h). The prefill kernels
 // ungroup every panel they pack, so x86 takes them with two movemasks.
 void fifth_bit_masks(const uint8_t* bytes, int bit, uint32_t* low, uint32_t* high) {
 #if defined(__SSE2__)

@@ -1,5 +1,6 @@
 #include "model/model.h"
 
+#include <cstring>
 #include <string>
 
 #include "kernels/grouped_blocks.h"
@@ -60,17 +61,28 @@ Result<kernels::WeightMatrix> Model::bind_matrix(const std::string& name, int64_
   return kernels::WeightMatrix{t->dtype, rows, cols, t->data};
 }
 
-// A Q5_0 / Q5_1 matrix in the grouped layout the x86 decode reads fastest:
-// each row regrouped into memory of its own (the same bytes a row), and the
-// file's pages of the tensor released, so that the weights stay in memory once.
+// A Q5_0 / Q5_1 matrix in the grouped layout the x86 decode reads fastest,
+// regrouped row by row in place (GgufFile::rewrite_tensor: the file is never
+// changed, and the rewritten pages replace the file's in this process, so the
+// weights stay in memory once); where the bytes cannot be made writable, a
+// regrouped copy of its own.
 kernels::WeightMatrix Model::regrouped(const GgufTensorInfo& t, DType layout, int64_t rows, int64_t cols) {
+  const DType plain = t.dtype;
   const int64_t n_blocks = cols / kernels::kQK;
-  const int64_t stride = row_bytes(*dtype_info(t.dtype), cols);
-  auto& bytes = regrouped_.emplace_back(static_cast<size_t>(t.n_bytes));
-  for (int64_t r = 0; r < rows; ++r)
-    kernels::group_blocks(t.dtype, t.data + r * stride, n_blocks, bytes.data() + r * stride);
-  gguf_->release_tensor_pages(t);
-  return kernels::WeightMatrix{layout, rows, cols, bytes.data()};
+  const int64_t stride = row_bytes(*dtype_info(plain), cols);
+  std::vector<uint8_t> row(static_cast<size_t>(stride));
+  const auto regroup_rows = [&](const uint8_t* src, uint8_t* dst) {
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(row.data(), src + r * stride, row.size());
+      kernels::group_blocks(plain, row.data(), n_blocks, dst + r * stride);
+    }
+  };
+  const uint8_t* data = t.data;
+  if (gguf_->rewrite_tensor(t.name, layout, [&](uint8_t* bytes) { regroup_rows(bytes, bytes); }))
+    return kernels::WeightMatrix{layout, rows, cols, data};
+  auto& copy = regrouped_.emplace_back(static_cast<size_t>(t.n_bytes));
+  regroup_rows(t.data, copy.data());
+  return kernels::WeightMatrix{layout, rows, cols, copy.data()};
 }
 
 Status Model::bind_gguf_tensors() {

@@ -1,7 +1,9 @@
 // A loaded Llama-family model: its config and weights bound by name. Weights
 // are views into the mapped file (zero-copy) except small tensors that had to
-// be converted to f32 (norms stored as f16, for example) and, on x86, Q5_0 and
-// Q5_1 matrices, regrouped into memory of their own (kernels::load_layout).
+// be converted to f32 (norms stored as f16, for example). On x86, Q5_0 and
+// Q5_1 matrices are regrouped at load (kernels::load_layout), in place: the
+// process's view of those bytes changes (their pages become private copies),
+// never the file, and gguf() then reports them with the memory-only type.
 #pragma once
 
 #include <cstdint>
@@ -70,7 +72,7 @@ class Model {
   std::unique_ptr<GgufFile> gguf_;
   std::unique_ptr<Llama2cCheckpoint> llama2c_;
   std::vector<std::vector<float>> converted_;  // small tensors converted to f32
-  std::vector<std::vector<uint8_t>> regrouped_;  // matrices in a load layout (kernels::load_layout)
+  std::vector<std::vector<uint8_t>> regrouped_;  // load-layout copies where a file could not be rewritten
   uint64_t weight_bytes_ = 0;
 };
 

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -385,6 +386,27 @@ TEST(Bench, SavedSyntheticPackageLoadsWithSameSizeAndParams) {
   std::remove(path.c_str());
 }
 
+// SmolLM2's Q4_K_M holds Q5_0 matrices, which loading regroups in place on
+// x86: --save must still write the file's layout, byte for byte what a load
+// that did not regroup writes.
+TEST(Bench, SavedPackageHoldsThePlainLayoutOfRegroupedMatrices) {
+  const std::string a = ::testing::TempDir() + "/llmpack_bench_regrouped.gguf";
+  const std::string b = ::testing::TempDir() + "/llmpack_bench_plain.gguf";
+  const std::string model = "--synthetic smollm2-135m:q4_k_m --synthetic_layers 2 --synthetic_vocab 256 ";
+  ASSERT_EQ(bench(model + "--save " + a).exit_code, 0);
+  ASSERT_EQ(bench(model + "--regroup off --save " + b).exit_code, 0);
+  std::ifstream fa(a, std::ios::binary), fb(b, std::ios::binary);
+  const std::string bytes_a((std::istreambuf_iterator<char>(fa)), std::istreambuf_iterator<char>());
+  const std::string bytes_b((std::istreambuf_iterator<char>(fb)), std::istreambuf_iterator<char>());
+  EXPECT_GT(bytes_a.size(), 1000000u);
+  EXPECT_TRUE(bytes_a == bytes_b) << "sizes " << bytes_a.size() << " and " << bytes_b.size();
+  auto run = bench("-m " + a + " -p 8 -n 2 -r 1 -t 2 -o json");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(nlohmann::json::parse(run.out)[0]["model_type"].get<std::string>().find("X8"), std::string::npos);
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
 TEST(Bench, BadFlagsGiveOneLine) {
   struct Case { std::string args; int code; std::string says; };
   const Case cases[] = {
@@ -396,6 +418,7 @@ TEST(Bench, BadFlagsGiveOneLine) {
       {"--synthetic stories110m:q4_0 -t 0", 2, "-t"},
       {"--synthetic stories110m:q4_0 -d -4", 2, "-d"},
       {"--synthetic stories110m:q4_0 -o xml", 2, "xml"},
+      {"--synthetic stories110m:q4_0 --regroup maybe", 1, "--regroup: expected on or off, got 'maybe'"},
       {"-p 16", 1, "needs a model"},
       {"-m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf"},
       {"-m /nonexistent/model.gguf --save /tmp/x.gguf", 1, "--save needs a --synthetic model"},

@@ -283,6 +283,7 @@ TEST(Program, Q5MatricesRegroupedAtLoadGiveTheLogitsOfTheFileLayout) {
     ASSERT_TRUE(kernels::set_kernel_path(path));
     const bool x86 = path == kernels::KernelPath::kAvx2 || path == kernels::KernelPath::kAvx512;
     std::vector<float> logits[2];
+    uint64_t fingerprint[2] = {};
     for (bool regroup : {false, true}) {
       kernels::set_regroup_at_load(regroup);
       ProgramOptions options;
@@ -292,6 +293,9 @@ TEST(Program, Q5MatricesRegroupedAtLoadGiveTheLogitsOfTheFileLayout) {
       const LayerWeights& l = pkg.program->model().weights().layers[1];
       EXPECT_EQ(l.w_down.dtype, regroup && x86 ? DType::kQ5_0x8 : DType::kQ5_0) << kernel_path_name(path);
       EXPECT_EQ(pkg.program->model().weights().token_embedding.dtype, l.wq.dtype);
+      // regrouped in place: the package's view reports the memory-only type
+      EXPECT_EQ(pkg.program->model().gguf()->find_tensor("blk.1.ffn_down.weight")->dtype, l.w_down.dtype);
+      fingerprint[regroup] = pkg.program->model_fingerprint();
       auto& out = logits[regroup];
       auto pre = pkg.program->forward(prompt, 0, true);
       ASSERT_TRUE(pre.ok()) << pre.status().message();
@@ -304,6 +308,7 @@ TEST(Program, Q5MatricesRegroupedAtLoadGiveTheLogitsOfTheFileLayout) {
         out.insert(out.end(), last.begin(), last.end());
       }
     }
+    EXPECT_EQ(fingerprint[0], fingerprint[1]) << "a saved session must load whichever path loaded the model";
     ASSERT_EQ(logits[0].size(), logits[1].size());
     const size_t prefill = prompt.size() * 300;
     float scale = 0.0f;

@@ -56,7 +56,7 @@ TEST(MappedFile, LargeFileMapsAtA2MiBAlignedAddressWithAllItsBytes) {
   }
 }
 
-// Resident pages of this process, from /proc/self/statm (0 where unreadable).
+// Resident bytes of this process (VmRSS), 0 where unreadable.
 uint64_t resident_bytes() {
   std::ifstream statm("/proc/self/statm");
   uint64_t size = 0, resident = 0;
@@ -64,10 +64,11 @@ uint64_t resident_bytes() {
   return resident * 4096;
 }
 
-// A loader that copied a tensor elsewhere (Q5 matrices regrouped at load)
-// releases its pages: they leave the resident set, and reading them again
-// still gives the file's bytes. Owned (in-memory) bytes are never touched.
-TEST(MappedFile, ReleasedPagesLeaveTheResidentSetAndReadTheSameBytes) {
+// A loader that regroups a tensor rewrites its bytes in place: this process
+// reads the new bytes, the file keeps its own, and the rewritten pages take
+// the file pages' place in memory instead of adding to them. Owned
+// (in-memory) bytes change in place; ranges outside the view are refused.
+TEST(MappedFile, WritableRangesChangeOnlyThisProcesssView) {
   TempDir dir;
   const std::string path = dir.file("weights.bin");
   const size_t size = size_t{6} << 20;
@@ -81,17 +82,26 @@ TEST(MappedFile, ReleasedPagesLeaveTheResidentSetAndReadTheSameBytes) {
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_TRUE(std::equal(content.begin(), content.end(), (*f)->data()));  // every page touched
   const uint64_t before = resident_bytes();
-  (*f)->release_pages((*f)->data() + 100, size - 200);  // not page-aligned: whole pages inside go
+  const size_t at = 100, n = size - 200;  // not page-aligned
+  uint8_t* w = (*f)->writable((*f)->data() + at, n);
+  ASSERT_NE(w, nullptr);
+  for (size_t i = 0; i < n; ++i) w[i] = static_cast<uint8_t>(~content[at + i]);
+  (*f)->seal((*f)->data() + at, n);
   const uint64_t after = resident_bytes();
-  if (before > 0) EXPECT_GE(before, after + (size_t{5} << 20)) << before << " -> " << after;
-  EXPECT_TRUE(std::equal(content.begin(), content.end(), (*f)->data()));
-  (*f)->release_pages((*f)->data(), size + 1);  // out of range: ignored
-  (*f)->release_pages(nullptr, 10);
-  EXPECT_TRUE(std::equal(content.begin(), content.end(), (*f)->data()));
+  if (before > 0) EXPECT_LE(after, before + (size_t{1} << 20)) << before << " -> " << after;
+  for (size_t i = 0; i < size; ++i)
+    ASSERT_EQ((*f)->data()[i], i < at || i >= at + n ? content[i] : static_cast<uint8_t>(~content[i])) << i;
+  auto again = MappedFile::open(path);  // the file itself is unchanged
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(std::equal(content.begin(), content.end(), (*again)->data()));
+  EXPECT_EQ((*f)->writable((*f)->data(), size + 1), nullptr);
+  EXPECT_EQ((*f)->writable(content.data(), 10), nullptr);
 
   auto owned = MappedFile::from_bytes(content);
-  owned->release_pages(owned->data(), size);
-  EXPECT_TRUE(std::equal(content.begin(), content.end(), owned->data()));
+  uint8_t* o = owned->writable(owned->data() + 5, 3);
+  ASSERT_EQ(o, owned->data() + 5);
+  o[0] = static_cast<uint8_t>(content[5] + 1);
+  EXPECT_EQ(owned->data()[5], static_cast<uint8_t>(content[5] + 1));
 }
 
 TEST(MappedFile, EmptyFileIsAnEmptyView) {
