@@ -67,10 +67,11 @@ bool matmul_supports(DType dtype);
 
 // The layout a loader should give a matrix of this type: Q5_0 and Q5_1 are
 // regrouped (DType::kQ5_0x8, kQ5_1x8, kernels/grouped_blocks.h: the same
-// bytes a row, rearranged) when the active path is AVX2 or AVX-512, whose
-// decode reads the grouped layout about 1.7x faster (docs/PERFORMANCE.md
-// section 31); every other type, or with regrouping switched off, stays as
-// stored. Every path multiplies both layouts.
+// bytes a row, rearranged) where decode runs the AVX2 kernels (the AVX2 path;
+// the AVX-512 one when avx512_decode_in_use() is false), which read the
+// grouped layout 1.6-1.9x faster (docs/PERFORMANCE.md section 31); every
+// other type, path or setting keeps the stored layout. Every path multiplies
+// both layouts.
 DType load_layout(DType stored);
 // Switches the regrouping of load_layout on (the default) or off (tests and
 // `llmpack bench --regroup 0` compare the two).

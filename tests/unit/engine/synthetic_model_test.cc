@@ -177,7 +177,8 @@ TEST(SyntheticModel, Qwen3ShapeHasQkNormAndWiderHeads) {
 
 // Qwen2.5-0.5B: q, k and v biases, and 896-column rows that are not whole
 // super-blocks, so its Q4_K_M matrices are Q5_0 as in llama.cpp's file but
-// ffn_down's (4864 columns, 19 super-blocks); on x86 they load regrouped.
+// ffn_down's (4864 columns, 19 super-blocks); where decode runs the AVX2
+// kernels they load regrouped.
 TEST(SyntheticModel, Qwen25ShapeHasBiasesAndQ5_0Fallbacks) {
   auto model = build("qwen2.5-0.5b", SyntheticType::kQ4_K_M, 1, 256);
   ASSERT_NE(model, nullptr);

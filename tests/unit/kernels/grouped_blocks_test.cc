@@ -109,11 +109,23 @@ TEST(GroupedBlocks, RowsDequantizeAsThePlainRows) {
     }
 }
 
-TEST(GroupedBlocks, LoadsRegroupOnlyForTheX86Paths) {
+// Loads regroup where decode runs the AVX2 kernels: the AVX2 path, and the
+// AVX-512 path when its decode is off (Zen 4's default).
+TEST(GroupedBlocks, LoadsRegroupWhereDecodeRunsTheAvx2Kernels) {
   testing::PathGuard guard;
   for (KernelPath path : testing::all_paths()) {
     ASSERT_TRUE(set_kernel_path(path));
-    const bool x86 = path == KernelPath::kAvx2 || path == KernelPath::kAvx512;
+    set_avx512_decode(Avx512Decode::kOn);
+    const bool x86 = path == KernelPath::kAvx2;
+    if (path == KernelPath::kAvx512) {
+      EXPECT_EQ(load_layout(DType::kQ5_0), DType::kQ5_0);
+      set_avx512_decode(Avx512Decode::kOff);
+      EXPECT_EQ(load_layout(DType::kQ5_0), DType::kQ5_0x8);
+      EXPECT_EQ(load_layout(DType::kQ5_1), DType::kQ5_1x8);
+      set_avx512_decode(Avx512Decode::kAuto);
+      EXPECT_EQ(load_layout(DType::kQ5_0) == DType::kQ5_0x8, !avx512_decode_in_use());
+      continue;
+    }
     EXPECT_EQ(load_layout(DType::kQ5_0), x86 ? DType::kQ5_0x8 : DType::kQ5_0) << kernel_path_name(path);
     EXPECT_EQ(load_layout(DType::kQ5_1), x86 ? DType::kQ5_1x8 : DType::kQ5_1) << kernel_path_name(path);
     for (DType other : {DType::kQ4_0, DType::kQ8_0, DType::kQ4_K, DType::kF16, DType::kQ5_K})
