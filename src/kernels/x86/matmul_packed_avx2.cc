@@ -23,9 +23,9 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/grouped_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx2_internal.h"
+#include "kernels/x86/grouped_pack.h"
 #include "kernels/x86/lowbit_quants.h"
 #include "kernels/x86/q5_bits.h"
 #include "kernels/x86/simd_avx2.h"
@@ -112,14 +112,6 @@ struct OffsetPack {
     else
       s[0].wm = 16.0f * s[0].ws;
   }
-};
-
-// A grouped Q5 type (kQ5_0x8, kQ5_1x8): pack_panel ungroups the panel's
-// blocks and packs them as the plain type's (Plain).
-template <class PlainPack, DType kGrouped>
-struct GroupedPack : PlainPack {
-  using Plain = PlainPack;
-  static constexpr DType kGroupedType = kGrouped;
 };
 
 struct Q8_0Pack {
@@ -292,15 +284,11 @@ inline void transpose8(const __m256i* in, __m256i* out) {
 template <class P>
 void pack_panel(const uint8_t* base, int64_t stride, int64_t r0, int n_rows, int64_t blk0,
                 int64_t n_blk, Unit<P::kKind>* u) {
-  if constexpr (requires { P::kGroupedType; }) {
-    // A grouped Q5 type (kernels/grouped_blocks.h): the panel's blocks back
-    // in the plain layout on the stack, then packed as the plain type's.
-    alignas(64) uint8_t plain[kPanelRows][kChunkUnits * P::kBytes];
-    const int64_t row_blocks = stride / P::kBytes;
-    for (int r = 0; r < n_rows; ++r)
-      ungroup_blocks(P::kGroupedType, base + (r0 + r) * stride, row_blocks, blk0, n_blk, plain[r]);
-    return pack_panel<typename P::Plain>(plain[0], sizeof(plain[0]), 0, n_rows, 0, n_blk, u);
-  }
+  if constexpr (requires { P::kGroupedType; })  // a grouped Q5 type: ungrouped, then packed as plain
+    return x86::pack_ungrouped<kPanelRows, kChunkUnits, P>(
+        base, stride, r0, n_rows, blk0, n_blk, [&](const uint8_t* plain, int64_t plain_stride) {
+          pack_panel<typename P::Plain>(plain, plain_stride, 0, n_rows, 0, n_blk, u);
+        });
   const uint8_t* rows[kPanelRows];
   for (int r = 0; r < n_rows; ++r) rows[r] = base + (r0 + r) * stride + blk0 * P::kBytes;
   for (int64_t b = 0; b < n_blk; ++b) {
@@ -612,10 +600,10 @@ void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_to
     case DType::kQ5_1:
       return matmul_packed_typed<OffsetPack<BlockQ5_1>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_0x8:
-      return matmul_packed_typed<GroupedPack<OffsetPack<BlockQ5_0>, DType::kQ5_0x8>>(w, act, n_tokens, y, row_begin,
+      return matmul_packed_typed<x86::GroupedPack<OffsetPack<BlockQ5_0>, DType::kQ5_0x8>>(w, act, n_tokens, y, row_begin,
                                                                                      row_end);
     case DType::kQ5_1x8:
-      return matmul_packed_typed<GroupedPack<OffsetPack<BlockQ5_1>, DType::kQ5_1x8>>(w, act, n_tokens, y, row_begin,
+      return matmul_packed_typed<x86::GroupedPack<OffsetPack<BlockQ5_1>, DType::kQ5_1x8>>(w, act, n_tokens, y, row_begin,
                                                                                      row_end);
     case DType::kQ4_1:
       return matmul_packed_typed<OffsetPack<BlockQ4_1>>(w, act, n_tokens, y, row_begin, row_end);

@@ -33,9 +33,9 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/grouped_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx512_internal.h"
+#include "kernels/x86/grouped_pack.h"
 
 namespace llmpack::kernels::avx512 {
 namespace {
@@ -188,14 +188,6 @@ struct OffsetPack {
       tu->init[0] = -16 * a.qsum;
     }
   }
-};
-
-// A grouped Q5 type (kQ5_0x8, kQ5_1x8): pack_panel ungroups the panel's
-// blocks and packs them as the plain type's (Plain).
-template <class PlainPack, DType kGrouped>
-struct GroupedPack : PlainPack {
-  using Plain = PlainPack;
-  static constexpr DType kGroupedType = kGrouped;
 };
 
 // Q4_K, and Q5_K (kFifthBit: the same layout plus qh[32], unit j's fifth
@@ -381,15 +373,11 @@ static_assert(sizeof(BlockQ6_K) <= sizeof(kZeroBlock));
 template <class P>
 void pack_panel(const uint8_t* base, int64_t stride, int64_t r0, int n_rows, int64_t blk0,
                 int64_t n_blk, Unit* u) {
-  if constexpr (requires { P::kGroupedType; }) {
-    // A grouped Q5 type (kernels/grouped_blocks.h): the panel's blocks back
-    // in the plain layout on the stack, then packed as the plain type's.
-    alignas(64) uint8_t plain[kPanelRows][kChunkUnits * P::kBytes];
-    const int64_t row_blocks = stride / P::kBytes;
-    for (int r = 0; r < n_rows; ++r)
-      ungroup_blocks(P::kGroupedType, base + (r0 + r) * stride, row_blocks, blk0, n_blk, plain[r]);
-    return pack_panel<typename P::Plain>(plain[0], sizeof(plain[0]), 0, n_rows, 0, n_blk, u);
-  }
+  if constexpr (requires { P::kGroupedType; })  // a grouped Q5 type: ungrouped, then packed as plain
+    return x86::pack_ungrouped<kPanelRows, kChunkUnits, P>(
+        base, stride, r0, n_rows, blk0, n_blk, [&](const uint8_t* plain, int64_t plain_stride) {
+          pack_panel<typename P::Plain>(plain, plain_stride, 0, n_rows, 0, n_blk, u);
+        });
   const uint8_t* src[kPanelRows];
   for (int r = 0; r < kPanelRows; ++r)
     src[r] = r < n_rows ? base + (r0 + r) * stride + blk0 * P::kBytes : kZeroBlock;
@@ -575,9 +563,9 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     case DType::kQ5_0: return matmul_typed<OffsetPack<BlockQ5_0>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_1: return matmul_typed<OffsetPack<BlockQ5_1>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_0x8:
-      return matmul_typed<GroupedPack<OffsetPack<BlockQ5_0>, DType::kQ5_0x8>>(w, act, n_tokens, y, row_begin, row_end);
+      return matmul_typed<x86::GroupedPack<OffsetPack<BlockQ5_0>, DType::kQ5_0x8>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_1x8:
-      return matmul_typed<GroupedPack<OffsetPack<BlockQ5_1>, DType::kQ5_1x8>>(w, act, n_tokens, y, row_begin, row_end);
+      return matmul_typed<x86::GroupedPack<OffsetPack<BlockQ5_1>, DType::kQ5_1x8>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ8_0: return matmul_typed<Q8_0Pack>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ4_K: return matmul_typed<K45Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_K: return matmul_typed<K45Pack<true>>(w, act, n_tokens, y, row_begin, row_end);

@@ -68,7 +68,7 @@ uint64_t resident_bytes() {
 // reads the new bytes, the file keeps its own, and the rewritten pages take
 // the file pages' place in memory instead of adding to them. Owned
 // (in-memory) bytes change in place; ranges outside the view are refused.
-TEST(MappedFile, WritableRangesChangeOnlyThisProcesssView) {
+TEST(MappedFile, WritableRangesChangeOnlyThisProcessView) {
   TempDir dir;
   const std::string path = dir.file("weights.bin");
   const size_t size = size_t{6} << 20;
