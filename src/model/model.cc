@@ -61,28 +61,24 @@ Result<kernels::WeightMatrix> Model::bind_matrix(const std::string& name, int64_
   return kernels::WeightMatrix{t->dtype, rows, cols, t->data};
 }
 
-// A Q5_0 / Q5_1 matrix in the grouped layout the x86 decode reads fastest,
+// A Q5_0 / Q5_1 matrix in the grouped layout the AVX2 decode reads fastest,
 // regrouped row by row in place (GgufFile::rewrite_tensor: the file is never
 // changed, and the rewritten pages replace the file's in this process, so the
-// weights stay in memory once); where the bytes cannot be made writable, a
-// regrouped copy of its own.
+// weights stay in memory once). Where the bytes cannot be made writable the
+// matrix keeps the file's layout, which every kernel also takes.
 kernels::WeightMatrix Model::regrouped(const GgufTensorInfo& t, DType layout, int64_t rows, int64_t cols) {
   const DType plain = t.dtype;
   const int64_t n_blocks = cols / kernels::kQK;
   const int64_t stride = row_bytes(*dtype_info(plain), cols);
   std::vector<uint8_t> row(static_cast<size_t>(stride));
-  const auto regroup_rows = [&](const uint8_t* src, uint8_t* dst) {
+  const auto regroup_rows = [&](uint8_t* bytes) {
     for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(row.data(), src + r * stride, row.size());
-      kernels::group_blocks(plain, row.data(), n_blocks, dst + r * stride);
+      std::memcpy(row.data(), bytes + r * stride, row.size());
+      kernels::group_blocks(plain, row.data(), n_blocks, bytes + r * stride);
     }
   };
-  const uint8_t* data = t.data;
-  if (gguf_->rewrite_tensor(t.name, layout, [&](uint8_t* bytes) { regroup_rows(bytes, bytes); }))
-    return kernels::WeightMatrix{layout, rows, cols, data};
-  auto& copy = regrouped_.emplace_back(static_cast<size_t>(t.n_bytes));
-  regroup_rows(t.data, copy.data());
-  return kernels::WeightMatrix{layout, rows, cols, copy.data()};
+  if (!gguf_->rewrite_tensor(t.name, layout, regroup_rows)) return kernels::WeightMatrix{plain, rows, cols, t.data};
+  return kernels::WeightMatrix{layout, rows, cols, t.data};
 }
 
 Status Model::bind_gguf_tensors() {

@@ -72,7 +72,6 @@ class Model {
   std::unique_ptr<GgufFile> gguf_;
   std::unique_ptr<Llama2cCheckpoint> llama2c_;
   std::vector<std::vector<float>> converted_;  // small tensors converted to f32
-  std::vector<std::vector<uint8_t>> regrouped_;  // load-layout copies where a file could not be rewritten
   uint64_t weight_bytes_ = 0;
 };
 
