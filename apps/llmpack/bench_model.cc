@@ -147,10 +147,10 @@ Status save_model_gguf(const Model& model, const std::string& path) {
     std::span<const uint8_t> bytes(t.data, t.n_bytes);
     const DType type = kernels::plain_type(t.dtype);
     if (type != t.dtype) {
-      const int64_t n_blocks = t.ne[0] / kernels::kQK, stride = row_bytes(*dtype_info(type), t.ne[0]);
+      const int64_t stride = row_bytes(*dtype_info(type), t.ne[0]);
       auto& out = plain.emplace_back(t.n_bytes);
       for (uint64_t r = 0; r < t.n_bytes / static_cast<uint64_t>(stride); ++r)
-        kernels::ungroup_blocks(t.dtype, t.data + r * stride, n_blocks, 0, n_blocks, out.data() + r * stride);
+        kernels::ungroup_row(t.dtype, t.data + r * stride, t.ne[0], out.data() + r * stride);
       bytes = out;
     }
     LLMPACK_RETURN_IF_ERROR(writer.add_tensor(t.name, type, t.ne, bytes));

@@ -176,13 +176,11 @@ std::vector<uint8_t> leading_file_bytes(const GgufTensorInfo& t) {
   const uint64_t n = std::min<uint64_t>(t.n_bytes, kLeading);
   if (!t.data) return {};
   if (!dtype_is_memory_only(t.dtype)) return std::vector<uint8_t>(t.data, t.data + n);
-  const DType plain = kernels::plain_type(t.dtype);
-  const int64_t n_blocks = t.ne[0] / dtype_info(plain)->block_elems;
-  const int64_t stride = row_bytes(*dtype_info(plain), t.ne[0]);
+  const int64_t stride = row_bytes(*dtype_info(kernels::plain_type(t.dtype)), t.ne[0]);
   std::vector<uint8_t> out;
   for (int64_t offset = 0; static_cast<uint64_t>(offset) < n; offset += stride) {
     out.resize(static_cast<size_t>(offset + stride));
-    kernels::ungroup_blocks(t.dtype, t.data + offset, n_blocks, 0, n_blocks, out.data() + offset);
+    kernels::ungroup_row(t.dtype, t.data + offset, t.ne[0], out.data() + offset);
   }
   out.resize(static_cast<size_t>(n));
   return out;

@@ -250,7 +250,7 @@ void set_regroup_at_load(bool on) { regroup_state().store(on, std::memory_order_
 // when its decode leaves the AVX-512 kernels (Zen 4, --avx512_decode off).
 // The AVX-512 decode of the plain layout is as fast as the AVX2 decode of the
 // grouped one, and there regrouping (pages rewritten in place: 4 KiB pages
-// for what was in 2 MiB ones) cost prefill 5-9% (docs/PERFORMANCE.md
+// for what was in 2 MiB ones) cost prefill 3-9% (docs/PERFORMANCE.md
 // section 31).
 DType load_layout(DType stored) {
   const auto grouped = grouped_type(stored);

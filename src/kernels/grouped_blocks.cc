@@ -134,4 +134,9 @@ void ungroup_blocks(DType grouped, const void* src, int64_t n_blocks, int64_t b0
     ungroup_run(static_cast<const BlockQ5_1*>(src), n_blocks, b0, nb, static_cast<BlockQ5_1*>(dst));
 }
 
+void ungroup_row(DType grouped, const void* row, int64_t cols, void* dst) {
+  const int64_t n_blocks = cols / kQK;
+  ungroup_blocks(grouped, row, n_blocks, 0, n_blocks, dst);
+}
+
 }  // namespace llmpack::kernels

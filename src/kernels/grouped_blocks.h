@@ -57,4 +57,8 @@ void group_blocks(DType plain, const void* src, int64_t n_blocks, void* dst);
 // first block), written as nb plain blocks.
 void ungroup_blocks(DType grouped, const void* src, int64_t n_blocks, int64_t b0, int64_t nb, void* dst);
 
+// One whole row of `cols` elements of a grouped type, back in the plain
+// layout (the file's bytes: what `bench --save` writes and fingerprints hash).
+void ungroup_row(DType grouped, const void* row, int64_t cols, void* dst);
+
 }  // namespace llmpack::kernels
