@@ -6,7 +6,6 @@
 // reference.
 #include <algorithm>
 
-#include "core/half.h"
 #include "kernels/arm/neon.h"
 #include "kernels/arm/neon_internal.h"
 #include "kernels/quant_blocks.h"
@@ -24,7 +23,7 @@ const uint8_t* row_at(const void* base, int64_t row_stride_bytes, int64_t j) {
 void widen_f16(const uint16_t* h, int64_t n, float* out) {
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) vst1q_f32(out + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
-  for (; i < n; ++i) out[i] = f16_to_f32(h[i]);
+  for (; i < n; ++i) out[i] = half_to_float(h[i]);
 }
 
 // Elements [first, first + n) of a run of BlockQ8_0 starting at `row`.
@@ -33,7 +32,7 @@ void widen_q8_0(const uint8_t* row, int64_t first, int64_t n, float* out) {
   const int64_t end = first + n;
   while (e < end) {
     const auto* block = reinterpret_cast<const BlockQ8_0*>(row + (e / kQK) * sizeof(BlockQ8_0));
-    const float d = f16_to_f32(block->d);
+    const float d = half_to_float(block->d);
     int64_t i = e % kQK;
     const int64_t stop = std::min<int64_t>(kQK, i + (end - e));
     for (; i + 8 <= stop; i += 8, e += 8) {  // 8 int8 -> two f32 quads

@@ -29,7 +29,7 @@ struct LoadF16 {
   static float one(const uint8_t* row, int64_t c) {
     uint16_t h;
     std::memcpy(&h, row + 2 * c, 2);
-    return f16_to_f32(h);
+    return half_to_float(h);
   }
 };
 struct LoadBF16 {

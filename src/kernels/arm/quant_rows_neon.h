@@ -12,7 +12,6 @@
 
 #include <algorithm>
 
-#include "core/half.h"
 #include "kernels/arm/neon_internal.h"
 #include "kernels/quant_blocks.h"
 
@@ -50,32 +49,32 @@ inline void fifth_bits(const uint8_t* qh, uint8x16_t* h0, uint8x16_t* h1) {
 inline int8x16_t s8(uint8x16_t v) { return vreinterpretq_s8_u8(v); }
 
 inline Unpacked32 unpack(const BlockQ8_0& b) {
-  return {vld1q_s8(b.qs), vld1q_s8(b.qs + 16), f16_to_f32(b.d), 0.0f};
+  return {vld1q_s8(b.qs), vld1q_s8(b.qs + 16), half_to_float(b.d), 0.0f};
 }
 inline Unpacked32 unpack(const BlockQ4_0& b) {
   uint8x16_t lo, hi;
   nibbles(b.qs, &lo, &hi);
   const int8x16_t eight = vdupq_n_s8(8);
-  return {vsubq_s8(s8(lo), eight), vsubq_s8(s8(hi), eight), f16_to_f32(b.d), 0.0f};
+  return {vsubq_s8(s8(lo), eight), vsubq_s8(s8(hi), eight), half_to_float(b.d), 0.0f};
 }
 inline Unpacked32 unpack(const BlockQ4_1& b) {
   uint8x16_t lo, hi;
   nibbles(b.qs, &lo, &hi);
-  return {s8(lo), s8(hi), f16_to_f32(b.d), f16_to_f32(b.m)};
+  return {s8(lo), s8(hi), half_to_float(b.d), half_to_float(b.m)};
 }
 inline Unpacked32 unpack(const BlockQ5_0& b) {
   uint8x16_t lo, hi, h0, h1;
   nibbles(b.qs, &lo, &hi);
   fifth_bits(b.qh, &h0, &h1);
   const int8x16_t sixteen = vdupq_n_s8(16);
-  return {vsubq_s8(s8(vorrq_u8(lo, h0)), sixteen), vsubq_s8(s8(vorrq_u8(hi, h1)), sixteen), f16_to_f32(b.d),
+  return {vsubq_s8(s8(vorrq_u8(lo, h0)), sixteen), vsubq_s8(s8(vorrq_u8(hi, h1)), sixteen), half_to_float(b.d),
           0.0f};
 }
 inline Unpacked32 unpack(const BlockQ5_1& b) {
   uint8x16_t lo, hi, h0, h1;
   nibbles(b.qs, &lo, &hi);
   fifth_bits(b.qh, &h0, &h1);
-  return {s8(vorrq_u8(lo, h0)), s8(vorrq_u8(hi, h1)), f16_to_f32(b.d), f16_to_f32(b.m)};
+  return {s8(vorrq_u8(lo, h0)), s8(vorrq_u8(hi, h1)), half_to_float(b.d), half_to_float(b.m)};
 }
 // IQ4: the nibbles index the non-linear grid kIQ4Values (|value| <= 127).
 inline int8x16_t iq4_grid() { return vld1q_s8(kIQ4Values); }
@@ -83,7 +82,7 @@ inline Unpacked32 unpack(const BlockIQ4_NL& b) {
   uint8x16_t lo, hi;
   nibbles(b.qs, &lo, &hi);
   const int8x16_t grid = iq4_grid();
-  return {vqtbl1q_s8(grid, lo), vqtbl1q_s8(grid, hi), f16_to_f32(b.d), 0.0f};
+  return {vqtbl1q_s8(grid, lo), vqtbl1q_s8(grid, hi), half_to_float(b.d), 0.0f};
 }
 
 // y_t = row . x_t for NT tokens whose activation blocks start at act[t]; acc
@@ -126,42 +125,46 @@ inline uint8x16_t bit_as(uint8x16_t v, uint8_t mask, uint8_t value) {
 // (activation block 8 sb + j) with value d * scale_j * q - dmin * min_j; the
 // min term is dmin * min_j * (sum of x over the sub-block) = ... * a.d * a.qsum.
 // Sub-block 2c holds the low nibbles of qs[32c..32c+31], 2c + 1 the high ones;
-// Q5_K's fifth bit is bit 2c (2c + 1) of qh[l].
+// Q5_K's fifth bit is bit 2c (2c + 1) of qh[l]. k45_pair gives the quants of
+// sub-blocks 2c (lo) and 2c + 1 (hi), elements 0..15 in [0], 16..31 in [1].
+template <class Block>
+inline void k45_pair(const Block& b, int c, int8x16_t* lo, int8x16_t* hi) {
+  constexpr bool kFive = sizeof(Block) == sizeof(BlockQ5_K);
+  const uint8x16_t low4 = vdupq_n_u8(0x0F);
+  const uint8x16_t q0 = vld1q_u8(b.qs + 32 * c), q1 = vld1q_u8(b.qs + 32 * c + 16);
+  uint8x16_t lo0 = vandq_u8(q0, low4), lo1 = vandq_u8(q1, low4);
+  uint8x16_t hi0 = vshrq_n_u8(q0, 4), hi1 = vshrq_n_u8(q1, 4);
+  if constexpr (kFive) {
+    const uint8x16_t qh0 = vld1q_u8(b.qh), qh1 = vld1q_u8(b.qh + 16);
+    const auto lo_bit = static_cast<uint8_t>(1u << (2 * c)), hi_bit = static_cast<uint8_t>(2u << (2 * c));
+    lo0 = vorrq_u8(lo0, bit_as(qh0, lo_bit, 0x10));
+    lo1 = vorrq_u8(lo1, bit_as(qh1, lo_bit, 0x10));
+    hi0 = vorrq_u8(hi0, bit_as(qh0, hi_bit, 0x10));
+    hi1 = vorrq_u8(hi1, bit_as(qh1, hi_bit, 0x10));
+  }
+  lo[0] = s8(lo0), lo[1] = s8(lo1), hi[0] = s8(hi0), hi[1] = s8(hi1);
+}
+
 template <class Block, int NT>
 void row_k45(const Block* w, int64_t n_super, const ActBlock* const* act, float* out) {
-  constexpr bool kFive = sizeof(Block) == sizeof(BlockQ5_K);
   float32x4_t acc[NT];
   float mins[NT] = {};
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
-  const uint8x16_t low4 = vdupq_n_u8(0x0F);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const Block& b = w[sb];
-    const float d = f16_to_f32(b.d), dmin = f16_to_f32(b.dmin);
+    const float d = half_to_float(b.d), dmin = half_to_float(b.dmin);
     uint8_t scale[8], min[8];
     for (int j = 0; j < 8; ++j) unpack_q4k_scale(b.scales, j, &scale[j], &min[j]);
-    uint8x16_t qh0 = vdupq_n_u8(0), qh1 = vdupq_n_u8(0);
-    if constexpr (kFive) {
-      qh0 = vld1q_u8(b.qh);
-      qh1 = vld1q_u8(b.qh + 16);
-    }
     for (int c = 0; c < 4; ++c) {
-      const uint8x16_t q0 = vld1q_u8(b.qs + 32 * c), q1 = vld1q_u8(b.qs + 32 * c + 16);
-      uint8x16_t lo0 = vandq_u8(q0, low4), lo1 = vandq_u8(q1, low4);
-      uint8x16_t hi0 = vshrq_n_u8(q0, 4), hi1 = vshrq_n_u8(q1, 4);
-      if constexpr (kFive) {
-        const auto lo_bit = static_cast<uint8_t>(1u << (2 * c)), hi_bit = static_cast<uint8_t>(2u << (2 * c));
-        lo0 = vorrq_u8(lo0, bit_as(qh0, lo_bit, 0x10));
-        lo1 = vorrq_u8(lo1, bit_as(qh1, lo_bit, 0x10));
-        hi0 = vorrq_u8(hi0, bit_as(qh0, hi_bit, 0x10));
-        hi1 = vorrq_u8(hi1, bit_as(qh1, hi_bit, 0x10));
-      }
+      int8x16_t lo[2], hi[2];
+      k45_pair(b, c, lo, hi);
       const float s_lo = d * scale[2 * c], s_hi = d * scale[2 * c + 1];
       const float m_lo = dmin * min[2 * c], m_hi = dmin * min[2 * c + 1];
       for (int t = 0; t < NT; ++t) {
         const ActBlock& a = act[t][8 * sb + 2 * c];
         const ActBlock& h = act[t][8 * sb + 2 * c + 1];
-        acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(s8(lo0), s8(lo1), a.q)), s_lo * a.d);
-        acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(s8(hi0), s8(hi1), h.q)), s_hi * h.d);
+        acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(lo[0], lo[1], a.q)), s_lo * a.d);
+        acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(hi[0], hi[1], h.q)), s_hi * h.d);
         mins[t] += m_lo * a.d * static_cast<float>(a.qsum) + m_hi * h.d * static_cast<float>(h.qsum);
       }
     }
@@ -172,32 +175,37 @@ void row_k45(const Block* w, int64_t n_super, const ActBlock* const* act, float*
 // Q6_K: per half h of 128 elements, group g of 32 (activation block
 // 8 sb + 4h + g): low 4 bits from ql[64h + 32(g & 1) + l] (low nibble for
 // g < 2, high for g >= 2), high 2 bits from (qh[32h + l] >> 2g) & 3; value
-// d * scales[8h + 2g + l / 16] * (q - 32).
+// d * scales[8h + 2g + l / 16] * (q - 32). q6k_unit gives q - 32 of unit
+// 4h + g, elements 0..15 in w[0], 16..31 in w[1].
+inline void q6k_unit(const BlockQ6_K& b, int h, int g, int8x16_t* w) {
+  const uint8x16_t low4 = vdupq_n_u8(0x0F), low2 = vdupq_n_u8(0x03);
+  const uint8_t* ql = b.ql + 64 * h;
+  const uint8x16_t qh0 = vld1q_u8(b.qh + 32 * h), qh1 = vld1q_u8(b.qh + 32 * h + 16);
+  uint8x16_t l0 = vld1q_u8(ql + 32 * (g & 1)), l1 = vld1q_u8(ql + 32 * (g & 1) + 16);
+  l0 = g < 2 ? vandq_u8(l0, low4) : vshrq_n_u8(l0, 4);
+  l1 = g < 2 ? vandq_u8(l1, low4) : vshrq_n_u8(l1, 4);
+  const int8x16_t down = vdupq_n_s8(static_cast<int8_t>(-2 * g));  // vshl by a negative count shifts right
+  const uint8x16_t h0 = vshlq_n_u8(vandq_u8(vshlq_u8(qh0, down), low2), 4);
+  const uint8x16_t h1 = vshlq_n_u8(vandq_u8(vshlq_u8(qh1, down), low2), 4);
+  const int8x16_t bias = vdupq_n_s8(32);
+  w[0] = vsubq_s8(s8(vorrq_u8(l0, h0)), bias);
+  w[1] = vsubq_s8(s8(vorrq_u8(l1, h1)), bias);
+}
+
 template <int NT>
 void row_q6_k(const BlockQ6_K* w, int64_t n_super, const ActBlock* const* act, float* out) {
   float32x4_t acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
-  const uint8x16_t low4 = vdupq_n_u8(0x0F), low2 = vdupq_n_u8(0x03);
-  const int8x16_t bias = vdupq_n_s8(32);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockQ6_K& b = w[sb];
-    const float d = f16_to_f32(b.d);
-    for (int h = 0; h < 2; ++h) {
-      const uint8_t* ql = b.ql + 64 * h;
-      const uint8x16_t qh0 = vld1q_u8(b.qh + 32 * h), qh1 = vld1q_u8(b.qh + 32 * h + 16);
+    const float d = half_to_float(b.d);
+    for (int h = 0; h < 2; ++h)
       for (int g = 0; g < 4; ++g) {
-        uint8x16_t l0 = vld1q_u8(ql + 32 * (g & 1)), l1 = vld1q_u8(ql + 32 * (g & 1) + 16);
-        l0 = g < 2 ? vandq_u8(l0, low4) : vshrq_n_u8(l0, 4);
-        l1 = g < 2 ? vandq_u8(l1, low4) : vshrq_n_u8(l1, 4);
-        const int8x16_t down = vdupq_n_s8(static_cast<int8_t>(-2 * g));  // vshl by a negative count shifts right
-        const uint8x16_t h0 = vshlq_n_u8(vandq_u8(vshlq_u8(qh0, down), low2), 4);
-        const uint8x16_t h1 = vshlq_n_u8(vandq_u8(vshlq_u8(qh1, down), low2), 4);
-        const int8x16_t w0 = vsubq_s8(s8(vorrq_u8(l0, h0)), bias);
-        const int8x16_t w1 = vsubq_s8(s8(vorrq_u8(l1, h1)), bias);
+        int8x16_t q[2];
+        q6k_unit(b, h, g, q);
         const int32_t s0 = b.scales[8 * h + 2 * g], s1 = b.scales[8 * h + 2 * g + 1];
-        for (int t = 0; t < NT; ++t) acc[t] = add_halves(acc[t], w0, w1, s0, s1, act[t][8 * sb + 4 * h + g], d);
+        for (int t = 0; t < NT; ++t) acc[t] = add_halves(acc[t], q[0], q[1], s0, s1, act[t][8 * sb + 4 * h + g], d);
       }
-    }
   }
   for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
 }
@@ -206,47 +214,57 @@ void row_q6_k(const BlockQ6_K* w, int64_t n_super, const ActBlock* const* act, f
 // 2k, 2k + 1 of qs[32n + l]; Q2_K: value d * sc_s * q - dmin * m_s with 4-bit
 // scale and min per 16-element sub-block s (2j, 2j + 1); Q3_K: the third bit
 // of element l at bit j of hmask[l], value d * (sc_s - 32) * (q - 4).
+// k23_unit gives unit j's q (Q2_K) or q - 4 (Q3_K), elements 0..15 in w[0].
+template <class Block>
+inline void k23_unit(const Block& b, int j, int8x16_t* w) {
+  const int n = j / 4, k = j % 4;
+  const uint8x16_t low2 = vdupq_n_u8(0x03);
+  const uint8x16_t q0 = vld1q_u8(b.qs + 32 * n), q1 = vld1q_u8(b.qs + 32 * n + 16);
+  const int8x16_t down = vdupq_n_s8(static_cast<int8_t>(-2 * k));
+  const uint8x16_t u0 = vandq_u8(vshlq_u8(q0, down), low2), u1 = vandq_u8(vshlq_u8(q1, down), low2);
+  if constexpr (sizeof(Block) == sizeof(BlockQ3_K)) {
+    const auto bit = static_cast<uint8_t>(1u << j);
+    const int8x16_t four = vdupq_n_s8(4);
+    w[0] = vsubq_s8(s8(vorrq_u8(u0, bit_as(vld1q_u8(b.hmask), bit, 4))), four);
+    w[1] = vsubq_s8(s8(vorrq_u8(u1, bit_as(vld1q_u8(b.hmask + 16), bit, 4))), four);
+  } else {
+    w[0] = s8(u0), w[1] = s8(u1);
+  }
+}
+
+// Q2_K's 16 scales and mins, or Q3_K's 16 scales less 32 (mins 0).
+template <class Block>
+inline void k23_scales(const Block& b, int32_t* scale, int32_t* min) {
+  for (int s = 0; s < 16; ++s) {
+    if constexpr (sizeof(Block) == sizeof(BlockQ3_K))
+      scale[s] = q3k_scale(b.scales, s) - 32, min[s] = 0;
+    else
+      scale[s] = b.scales[s] & 0x0F, min[s] = b.scales[s] >> 4;
+  }
+}
+
 template <class Block, int NT>
 void row_k23(const Block* w, int64_t n_super, const ActBlock* const* act, float* out) {
   constexpr bool kThree = sizeof(Block) == sizeof(BlockQ3_K);
   float32x4_t acc[NT];
   float mins[NT] = {};
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
-  const uint8x16_t low2 = vdupq_n_u8(0x03);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const Block& b = w[sb];
-    const float d = f16_to_f32(b.d);
-    int32_t scale[16], min[16] = {};
+    const float d = half_to_float(b.d);
+    int32_t scale[16], min[16];
+    k23_scales(b, scale, min);
     float dmin = 0.0f;
-    uint8x16_t hm0 = vdupq_n_u8(0), hm1 = vdupq_n_u8(0);
-    if constexpr (kThree) {
-      for (int s = 0; s < 16; ++s) scale[s] = q3k_scale(b.scales, s) - 32;
-      hm0 = vld1q_u8(b.hmask);
-      hm1 = vld1q_u8(b.hmask + 16);
-    } else {
-      for (int s = 0; s < 16; ++s) scale[s] = b.scales[s] & 0x0F, min[s] = b.scales[s] >> 4;
-      dmin = f16_to_f32(b.dmin);
-    }
-    for (int n = 0; n < 2; ++n) {
-      const uint8x16_t q0 = vld1q_u8(b.qs + 32 * n), q1 = vld1q_u8(b.qs + 32 * n + 16);
-      for (int k = 0; k < 4; ++k) {
-        const int j = 4 * n + k;
-        const int8x16_t down = vdupq_n_s8(static_cast<int8_t>(-2 * k));
-        uint8x16_t u0 = vandq_u8(vshlq_u8(q0, down), low2), u1 = vandq_u8(vshlq_u8(q1, down), low2);
-        int8x16_t w0 = s8(u0), w1 = s8(u1);
-        if constexpr (kThree) {
-          const auto bit = static_cast<uint8_t>(1u << j);
-          const int8x16_t four = vdupq_n_s8(4);
-          w0 = vsubq_s8(s8(vorrq_u8(u0, bit_as(hm0, bit, 4))), four);
-          w1 = vsubq_s8(s8(vorrq_u8(u1, bit_as(hm1, bit, 4))), four);
-        }
-        for (int t = 0; t < NT; ++t) {
-          const ActBlock& a = act[t][8 * sb + j];
-          acc[t] = add_halves(acc[t], w0, w1, scale[2 * j], scale[2 * j + 1], a, d);
-          if constexpr (!kThree)
-            mins[t] += dmin * a.d *
-                       static_cast<float>(min[2 * j] * a.qsum_lo + min[2 * j + 1] * (a.qsum - a.qsum_lo));
-        }
+    if constexpr (!kThree) dmin = half_to_float(b.dmin);
+    for (int j = 0; j < 8; ++j) {
+      int8x16_t q[2];
+      k23_unit(b, j, q);
+      for (int t = 0; t < NT; ++t) {
+        const ActBlock& a = act[t][8 * sb + j];
+        acc[t] = add_halves(acc[t], q[0], q[1], scale[2 * j], scale[2 * j + 1], a, d);
+        if constexpr (!kThree)
+          mins[t] += dmin * a.d *
+                     static_cast<float>(min[2 * j] * a.qsum_lo + min[2 * j + 1] * (a.qsum - a.qsum_lo));
       }
     }
   }
@@ -254,23 +272,29 @@ void row_k23(const Block* w, int64_t n_super, const ActBlock* const* act, float*
 }
 
 // IQ4_XS: 8 sub-blocks of 32, each an IQ4_NL block's indices (qs[16j..]),
-// value d * (scale_j - 32) * kIQ4Values[index].
+// value d * (scale_j - 32) * kIQ4Values[index]; iq4xs_unit gives unit j's
+// grid values, elements 0..15 in w[0].
+inline void iq4xs_unit(const BlockIQ4_XS& b, int j, int8x16_t* w) {
+  uint8x16_t lo, hi;
+  nibbles(b.qs + 16 * j, &lo, &hi);
+  const int8x16_t grid = iq4_grid();
+  w[0] = vqtbl1q_s8(grid, lo), w[1] = vqtbl1q_s8(grid, hi);
+}
+
 template <int NT>
 void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const ActBlock* const* act, float* out) {
   float32x4_t acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
-  const int8x16_t grid = iq4_grid();
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockIQ4_XS& b = w[sb];
-    const float d = f16_to_f32(b.d);
+    const float d = half_to_float(b.d);
     for (int j = 0; j < 8; ++j) {
-      uint8x16_t lo, hi;
-      nibbles(b.qs + 16 * j, &lo, &hi);
-      const int8x16_t w0 = vqtbl1q_s8(grid, lo), w1 = vqtbl1q_s8(grid, hi);
+      int8x16_t q[2];
+      iq4xs_unit(b, j, q);
       const float dj = d * static_cast<float>(iq4xs_scale(b, j) - 32);
       for (int t = 0; t < NT; ++t) {
         const ActBlock& a = act[t][8 * sb + j];
-        acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(w0, w1, a.q)), dj * a.d);
+        acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(q[0], q[1], a.q)), dj * a.d);
       }
     }
   }
@@ -299,25 +323,33 @@ void quant_row(DType dtype, const void* row, int64_t cols, const ActBlock* const
 }
 
 // Rows [row_begin, row_end) of y = w . x, up to kTokenTile tokens per pass
-// over a row.
+// over a row, in blocks of tokens whose activations take about 128 KiB, so
+// that they come from L2 for every row of the block (all of a long prompt's
+// activations, 2.8 KiB a token and 2048 columns, would stream from memory
+// for every row).
 void rows_of_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                    int64_t row_end) {
   const int64_t rb = row_bytes(*dtype_info(w.dtype), w.cols), n_blocks = w.cols / kQK;
+  const int64_t fit = (int64_t{128} << 10) / (n_blocks * static_cast<int64_t>(sizeof(ActBlock)));
+  const int64_t token_block = std::max<int64_t>(kTokenTile, fit / kTokenTile * kTokenTile);
   const auto* base = static_cast<const uint8_t*>(w.data);
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const void* row = base + r * rb;
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += kTokenTile) {
-      const int nt = static_cast<int>(std::min<int64_t>(kTokenTile, n_tokens - t0));
-      const ActBlock* tokens[kTokenTile];
-      float out[kTokenTile] = {};
-      for (int t = 0; t < nt; ++t) tokens[t] = act + (t0 + t) * n_blocks;
-      switch (nt) {
-        case 1: quant_row<1>(w.dtype, row, w.cols, tokens, out); break;
-        case 2: quant_row<2>(w.dtype, row, w.cols, tokens, out); break;
-        case 3: quant_row<3>(w.dtype, row, w.cols, tokens, out); break;
-        default: quant_row<4>(w.dtype, row, w.cols, tokens, out); break;
+  for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
+    const int64_t te = std::min(n_tokens, tb + token_block);
+    for (int64_t r = row_begin; r < row_end; ++r) {
+      const void* row = base + r * rb;
+      for (int64_t t0 = tb; t0 < te; t0 += kTokenTile) {
+        const int nt = static_cast<int>(std::min<int64_t>(kTokenTile, te - t0));
+        const ActBlock* tokens[kTokenTile];
+        float out[kTokenTile] = {};
+        for (int t = 0; t < nt; ++t) tokens[t] = act + (t0 + t) * n_blocks;
+        switch (nt) {
+          case 1: quant_row<1>(w.dtype, row, w.cols, tokens, out); break;
+          case 2: quant_row<2>(w.dtype, row, w.cols, tokens, out); break;
+          case 3: quant_row<3>(w.dtype, row, w.cols, tokens, out); break;
+          default: quant_row<4>(w.dtype, row, w.cols, tokens, out); break;
+        }
+        for (int t = 0; t < nt; ++t) y[(t0 + t) * w.rows + r] = out[t];
       }
-      for (int t = 0; t < nt; ++t) y[(t0 + t) * w.rows + r] = out[t];
     }
   }
 }
