@@ -10,8 +10,8 @@
 // against the row kernels' 2 sdots, a convert, a scalar multiply and a
 // multiply-add per row, token and unit, and an unpacking per 4 tokens.
 // Loops: token blocks whose activations for one chunk of columns fit in
-// about 128 KiB (kept in L2 while every panel of the thread's rows passes),
-// then column chunks of kChunkUnits units, then panels, then tiles of up to
+// about 128 KiB (tokens_per_block: kept in L2 while every panel of the
+// thread's rows passes), then column chunks of kChunkUnits units, then panels, then tiles of up to
 // 4 tokens; partial sums across chunks add up in y.
 // Include after arm/quant_rows_neon.h, only from the dot-product build
 // (matmul_quant_dotprod_neon.cc); everything sits in its unnamed namespace.
@@ -124,8 +124,7 @@ struct PanelUnit {
   float32x4_t s0, s1, m0, m1;
 };
 
-constexpr int kChunkUnits = 32;                  // 1024 columns a chunk: a 6 KiB panel
-constexpr int64_t kTokenBlockBytes = 128 << 10;  // activations of a token block and chunk
+constexpr int kChunkUnits = 32;  // 1024 columns a chunk: a 6 KiB panel
 
 // 4 rows' 16 bytes as 4 groups of 4: out[g] = [a_g b_g c_g d_g] (a 4 x 4
 // transpose of 32-bit lanes).
@@ -237,8 +236,7 @@ void panel_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, fl
   const int64_t rb = row_bytes(*dtype_info(w.dtype), w.cols);
   constexpr int64_t kChunkBlocks = std::max(1, kChunkUnits / Src::kUnits);
   const int64_t chunk_units = std::min(n_blocks, kChunkBlocks) * Src::kUnits;
-  const int64_t fit = kTokenBlockBytes / (chunk_units * static_cast<int64_t>(sizeof(ActBlock)));
-  const int64_t token_block = std::max<int64_t>(kTokenTile, fit / kTokenTile * kTokenTile);
+  const int64_t token_block = tokens_per_block(chunk_units * static_cast<int64_t>(sizeof(ActBlock)));
   PanelUnit panel[kChunkBlocks * Src::kUnits];
   const auto* base = static_cast<const uint8_t*>(w.data);
   for (int64_t tb = 0; tb < n_tokens; tb += token_block) {

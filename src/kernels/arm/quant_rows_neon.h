@@ -323,15 +323,11 @@ void quant_row(DType dtype, const void* row, int64_t cols, const ActBlock* const
 }
 
 // Rows [row_begin, row_end) of y = w . x, up to kTokenTile tokens per pass
-// over a row, in blocks of tokens whose activations take about 128 KiB, so
-// that they come from L2 for every row of the block (all of a long prompt's
-// activations, 2.8 KiB a token and 2048 columns, would stream from memory
-// for every row).
+// over a row, a block of tokens (tokens_per_block) at a time.
 void rows_of_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                    int64_t row_end) {
   const int64_t rb = row_bytes(*dtype_info(w.dtype), w.cols), n_blocks = w.cols / kQK;
-  const int64_t fit = (int64_t{128} << 10) / (n_blocks * static_cast<int64_t>(sizeof(ActBlock)));
-  const int64_t token_block = std::max<int64_t>(kTokenTile, fit / kTokenTile * kTokenTile);
+  const int64_t token_block = tokens_per_block(n_blocks * static_cast<int64_t>(sizeof(ActBlock)));
   const auto* base = static_cast<const uint8_t*>(w.data);
   for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
     const int64_t te = std::min(n_tokens, tb + token_block);
