@@ -41,6 +41,8 @@ static_assert(sizeof(ActBlock) == 44);
 // each block across this many tokens; decode has 1 to 3).
 constexpr int kTokenTile = 4;
 
+namespace {  // NOLINT(build/namespaces): a copy per file, as half_to_float
+
 // Tokens a prefill pass over the rows takes at a time: as many tiles as keep
 // their activations (bytes_per_token each) within about 128 KiB, so they stay
 // in L2 while every row passes (all of a long prompt's activations would come
@@ -50,6 +52,8 @@ inline int64_t tokens_per_block(int64_t bytes_per_token) {
   const int64_t fit = (int64_t{128} << 10) / std::max<int64_t>(1, bytes_per_token);
   return std::max<int64_t>(kTokenTile, fit / kTokenTile * kTokenTile);
 }
+
+}  // namespace
 
 // Products of rows [row_begin, row_end) with block-quantized weights
 // (matmul_quant_neon.cc; matmul_quant_dotprod_neon.cc for CPUs with the
