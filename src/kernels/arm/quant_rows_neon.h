@@ -8,6 +8,10 @@
 //                                                   lanes sum to w0 . x[0..15] + w1 . x[16..31]
 // Everything here sits in an unnamed namespace too, so each file compiles its
 // own copy for its instruction set and the linker never swaps one for the other.
+// The token loops carry `#pragma GCC unroll 4`: without it GCC 12 kept the NT
+// accumulators in memory, a load and a store per token and block (about 2-3x
+// the cycles of a Q4_0 row-block in llvm-mca's models, docs/PERFORMANCE.md
+// section 32).
 #pragma once
 
 #include <algorithm>
@@ -92,15 +96,18 @@ template <class Block, int NT>
 void row_32(const Block* w, int64_t n_blocks, const ActBlock* const* act, float* out) {
   float32x4_t acc[NT];
   float offsets[NT] = {};
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const Unpacked32 u = unpack(w[b]);
+#pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) {
       const ActBlock& a = act[t][b];
       acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(u.w0, u.w1, a.q)), u.d * a.d);
       if constexpr (kBlockHasMin<Block>) offsets[t] += u.m * a.d * static_cast<float>(a.qsum);
     }
   }
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]) + offsets[t];
 }
 
@@ -149,6 +156,7 @@ template <class Block, int NT>
 void row_k45(const Block* w, int64_t n_super, const ActBlock* const* act, float* out) {
   float32x4_t acc[NT];
   float mins[NT] = {};
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const Block& b = w[sb];
@@ -160,6 +168,7 @@ void row_k45(const Block* w, int64_t n_super, const ActBlock* const* act, float*
       k45_pair(b, c, lo, hi);
       const float s_lo = d * scale[2 * c], s_hi = d * scale[2 * c + 1];
       const float m_lo = dmin * min[2 * c], m_hi = dmin * min[2 * c + 1];
+#pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
         const ActBlock& a = act[t][8 * sb + 2 * c];
         const ActBlock& h = act[t][8 * sb + 2 * c + 1];
@@ -169,6 +178,7 @@ void row_k45(const Block* w, int64_t n_super, const ActBlock* const* act, float*
       }
     }
   }
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]) - mins[t];
 }
 
@@ -195,6 +205,7 @@ inline void q6k_unit(const BlockQ6_K& b, int h, int g, int8x16_t* w) {
 template <int NT>
 void row_q6_k(const BlockQ6_K* w, int64_t n_super, const ActBlock* const* act, float* out) {
   float32x4_t acc[NT];
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockQ6_K& b = w[sb];
@@ -204,9 +215,11 @@ void row_q6_k(const BlockQ6_K* w, int64_t n_super, const ActBlock* const* act, f
         int8x16_t q[2];
         q6k_unit(b, h, g, q);
         const int32_t s0 = b.scales[8 * h + 2 * g], s1 = b.scales[8 * h + 2 * g + 1];
+#pragma GCC unroll 4
         for (int t = 0; t < NT; ++t) acc[t] = add_halves(acc[t], q[0], q[1], s0, s1, act[t][8 * sb + 4 * h + g], d);
       }
   }
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
 }
 
@@ -248,6 +261,7 @@ void row_k23(const Block* w, int64_t n_super, const ActBlock* const* act, float*
   constexpr bool kThree = sizeof(Block) == sizeof(BlockQ3_K);
   float32x4_t acc[NT];
   float mins[NT] = {};
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const Block& b = w[sb];
@@ -259,6 +273,7 @@ void row_k23(const Block* w, int64_t n_super, const ActBlock* const* act, float*
     for (int j = 0; j < 8; ++j) {
       int8x16_t q[2];
       k23_unit(b, j, q);
+#pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
         const ActBlock& a = act[t][8 * sb + j];
         acc[t] = add_halves(acc[t], q[0], q[1], scale[2 * j], scale[2 * j + 1], a, d);
@@ -268,6 +283,7 @@ void row_k23(const Block* w, int64_t n_super, const ActBlock* const* act, float*
       }
     }
   }
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]) - mins[t];
 }
 
@@ -284,6 +300,7 @@ inline void iq4xs_unit(const BlockIQ4_XS& b, int j, int8x16_t* w) {
 template <int NT>
 void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const ActBlock* const* act, float* out) {
   float32x4_t acc[NT];
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockIQ4_XS& b = w[sb];
@@ -292,12 +309,14 @@ void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const ActBlock* const* ac
       int8x16_t q[2];
       iq4xs_unit(b, j, q);
       const float dj = d * static_cast<float>(iq4xs_scale(b, j) - 32);
+#pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
         const ActBlock& a = act[t][8 * sb + j];
         acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(q[0], q[1], a.q)), dj * a.d);
       }
     }
   }
+#pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
 }
 
