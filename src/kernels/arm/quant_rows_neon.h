@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 
 #include "kernels/arm/neon_internal.h"
 #include "kernels/quant_blocks.h"
@@ -152,34 +153,83 @@ inline void k45_pair(const Block& b, int c, int8x16_t* lo, int8x16_t* hi) {
   lo[0] = s8(lo0), lo[1] = s8(lo1), hi[0] = s8(hi0), hi[1] = s8(hi1);
 }
 
+// A Q4_K / Q5_K super-block's 8 scales and 8 mins (6 bits each in 12 bytes,
+// layout in quant_blocks.h) times d and dmin, as float vectors of sub-blocks
+// 0..3 ([0]) and 4..7 ([1]). The 12 bytes as 3 words u: scales 0..3 are
+// u0 & 63 per byte, mins 0..3 u1 & 63; scales 4..7 the low nibbles of u2 with
+// the top 2 bits of u0's bytes above them, mins 4..7 the high nibbles of u2
+// with the top 2 bits of u1's.
+inline void k45_scales(const uint8_t* packed, float d, float dmin, float32x4_t* sc, float32x4_t* mn) {
+  uint32_t u[3];
+  std::memcpy(u, packed, sizeof u);
+  const uint32_t s_lo = u[0] & 0x3F3F3F3F, m_lo = u[1] & 0x3F3F3F3F;
+  const uint32_t s_hi = (u[2] & 0x0F0F0F0F) | ((u[0] >> 6) & 0x03030303) << 4;
+  const uint32_t m_hi = ((u[2] >> 4) & 0x0F0F0F0F) | ((u[1] >> 6) & 0x03030303) << 4;
+  const uint16x8_t s16 = vmovl_u8(vcreate_u8(s_lo | uint64_t{s_hi} << 32));
+  const uint16x8_t m16 = vmovl_u8(vcreate_u8(m_lo | uint64_t{m_hi} << 32));
+  sc[0] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_low_u16(s16))), d);
+  sc[1] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_high_u16(s16))), d);
+  mn[0] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_low_u16(m16))), dmin);
+  mn[1] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_high_u16(m16))), dmin);
+}
+
+// The activation scales d_j and d_j * qsum_j of blocks a[0..7] as float
+// vectors of blocks 0..3 ([0]) and 4..7 ([1]).
+inline void act_scales8(const ActBlock* a, float32x4_t* ad, float32x4_t* adq) {
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    float32x4_t dv = vdupq_n_f32(0.0f);
+    int32x4_t qv = vdupq_n_s32(0);
+    dv = vld1q_lane_f32(&a[4 * h].d, dv, 0), qv = vld1q_lane_s32(&a[4 * h].qsum, qv, 0);
+    dv = vld1q_lane_f32(&a[4 * h + 1].d, dv, 1), qv = vld1q_lane_s32(&a[4 * h + 1].qsum, qv, 1);
+    dv = vld1q_lane_f32(&a[4 * h + 2].d, dv, 2), qv = vld1q_lane_s32(&a[4 * h + 2].qsum, qv, 2);
+    dv = vld1q_lane_f32(&a[4 * h + 3].d, dv, 3), qv = vld1q_lane_s32(&a[4 * h + 3].qsum, qv, 3);
+    ad[h] = dv;
+    adq[h] = vmulq_f32(dv, vcvtq_f32_s32(qv));
+  }
+}
+
+// Per super-block the 8 products d sc_j a.d_j come out as two vectors
+// (k45_scales, act_scales8) and each sub-block's dot takes one convert and
+// one multiply-add by a lane of them; the mins leave as two multiply-subtracts
+// of dmin m_j by a.d_j qsum_j. (Scalar scale unpacking and per-sub-block
+// scalar products took about half of the instructions of a super-block:
+// docs/PERFORMANCE.md section 32.)
 template <class Block, int NT>
 void row_k45(const Block* w, int64_t n_super, const ActBlock* const* act, float* out) {
   float32x4_t acc[NT];
-  float mins[NT] = {};
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const Block& b = w[sb];
-    const float d = half_to_float(b.d), dmin = half_to_float(b.dmin);
-    uint8_t scale[8], min[8];
-    for (int j = 0; j < 8; ++j) unpack_q4k_scale(b.scales, j, &scale[j], &min[j]);
-    for (int c = 0; c < 4; ++c) {
+    float32x4_t sc[2], mn[2], f[NT][2];
+    k45_scales(b.scales, half_to_float(b.d), half_to_float(b.dmin), sc, mn);
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) {
+      float32x4_t ad[2], adq[2];
+      act_scales8(act[t] + 8 * sb, ad, adq);
+      f[t][0] = vmulq_f32(sc[0], ad[0]), f[t][1] = vmulq_f32(sc[1], ad[1]);
+      acc[t] = vfmsq_f32(vfmsq_f32(acc[t], mn[0], adq[0]), mn[1], adq[1]);
+    }
+    // pair c: sub-blocks 2c and 2c + 1, lanes 2c % 4 and + 1 of f[t][c / 2]
+    const auto pair = [&]<int C>() {
       int8x16_t lo[2], hi[2];
-      k45_pair(b, c, lo, hi);
-      const float s_lo = d * scale[2 * c], s_hi = d * scale[2 * c + 1];
-      const float m_lo = dmin * min[2 * c], m_hi = dmin * min[2 * c + 1];
+      k45_pair(b, C, lo, hi);
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
-        const ActBlock& a = act[t][8 * sb + 2 * c];
-        const ActBlock& h = act[t][8 * sb + 2 * c + 1];
-        acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(lo[0], lo[1], a.q)), s_lo * a.d);
-        acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(hi[0], hi[1], h.q)), s_hi * h.d);
-        mins[t] += m_lo * a.d * static_cast<float>(a.qsum) + m_hi * h.d * static_cast<float>(h.qsum);
+        const ActBlock& a = act[t][8 * sb + 2 * C];
+        const ActBlock& h = act[t][8 * sb + 2 * C + 1];
+        acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot32(lo[0], lo[1], a.q)), f[t][C / 2], 2 * C % 4);
+        acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot32(hi[0], hi[1], h.q)), f[t][C / 2], 2 * C % 4 + 1);
       }
-    }
+    };
+    pair.template operator()<0>();
+    pair.template operator()<1>();
+    pair.template operator()<2>();
+    pair.template operator()<3>();
   }
 #pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]) - mins[t];
+  for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
 }
 
 // Q6_K: per half h of 128 elements, group g of 32 (activation block
