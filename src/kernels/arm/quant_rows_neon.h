@@ -252,6 +252,22 @@ inline void q6k_unit(const BlockQ6_K& b, int h, int g, int8x16_t* w) {
   w[1] = vsubq_s8(s8(vorrq_u8(l1, h1)), bias);
 }
 
+// Q6_K's 16 sub-block scales times d as 4 float vectors (sub-blocks 4k..4k+3 in [k]).
+inline void q6k_scales(const BlockQ6_K& b, float d, float32x4_t* sc) {
+  const int8x16_t s = vld1q_s8(b.scales);
+  const int16x8_t lo = vmovl_s8(vget_low_s8(s)), hi = vmovl_high_s8(s);
+  sc[0] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), d);
+  sc[1] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(lo)), d);
+  sc[2] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), d);
+  sc[3] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(hi)), d);
+}
+
+// Per half h of a super-block the 8 products d sc_s a.d_j (s = 2j, 2j + 1 for
+// the half's units j) come out as two vectors, and each 16-element half of a
+// unit takes one sdot, one convert and one multiply-add by a lane of them; the
+// unit loop is unrolled (template lambda) so every shift and lane is a
+// constant. (The loop with integer scale multiplies ran about 45 instructions
+// a unit: docs/PERFORMANCE.md section 32.)
 template <int NT>
 void row_q6_k(const BlockQ6_K* w, int64_t n_super, const ActBlock* const* act, float* out) {
   float32x4_t acc[NT];
@@ -259,15 +275,36 @@ void row_q6_k(const BlockQ6_K* w, int64_t n_super, const ActBlock* const* act, f
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockQ6_K& b = w[sb];
-    const float d = half_to_float(b.d);
-    for (int h = 0; h < 2; ++h)
-      for (int g = 0; g < 4; ++g) {
-        int8x16_t q[2];
-        q6k_unit(b, h, g, q);
-        const int32_t s0 = b.scales[8 * h + 2 * g], s1 = b.scales[8 * h + 2 * g + 1];
+    float32x4_t sc[4];
+    q6k_scales(b, half_to_float(b.d), sc);
+    const auto half = [&]<int H>() {
+      float32x4_t f[NT][2];  // sub-blocks 8H..8H+3 and 8H+4..8H+7: units 4H + g use lanes 2(g % 2), + 1 of f[g / 2]
 #pragma GCC unroll 4
-        for (int t = 0; t < NT; ++t) acc[t] = add_halves(acc[t], q[0], q[1], s0, s1, act[t][8 * sb + 4 * h + g], d);
+      for (int t = 0; t < NT; ++t) {
+        const ActBlock* a = act[t] + 8 * sb + 4 * H;
+        float32x4_t ad = vdupq_n_f32(0.0f);
+        ad = vld1q_lane_f32(&a[0].d, ad, 0), ad = vld1q_lane_f32(&a[1].d, ad, 1);
+        ad = vld1q_lane_f32(&a[2].d, ad, 2), ad = vld1q_lane_f32(&a[3].d, ad, 3);
+        f[t][0] = vmulq_f32(sc[2 * H], vzip1q_f32(ad, ad));
+        f[t][1] = vmulq_f32(sc[2 * H + 1], vzip2q_f32(ad, ad));
       }
+      const auto unit = [&]<int G>() {
+        int8x16_t q[2];
+        q6k_unit(b, H, G, q);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t) {
+          const ActBlock& a = act[t][8 * sb + 4 * H + G];
+          acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot16(q[0], a.q)), f[t][G / 2], 2 * (G % 2));
+          acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot16(q[1], a.q + 16)), f[t][G / 2], 2 * (G % 2) + 1);
+        }
+      };
+      unit.template operator()<0>();
+      unit.template operator()<1>();
+      unit.template operator()<2>();
+      unit.template operator()<3>();
+    };
+    half.template operator()<0>();
+    half.template operator()<1>();
   }
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
