@@ -90,26 +90,76 @@ inline Unpacked32 unpack(const BlockIQ4_NL& b) {
   return {vqtbl1q_s8(grid, lo), vqtbl1q_s8(grid, hi), half_to_float(b.d), 0.0f};
 }
 
-// y_t = row . x_t for NT tokens whose activation blocks start at act[t]; acc
-// holds 4 partial float sums per token, added across at the end; the offset
-// m of Q4_1 / Q5_1 adds m * (sum of the block's x) = m * d_x * qsum.
+// The activation scales d_j and d_j * qsum_j of blocks a[0..3] as float
+// vectors (lane loads: ActBlocks are 44 bytes apart).
+template <bool kSums>
+inline void act_scales4(const ActBlock* a, float32x4_t* ad, float32x4_t* adq) {
+  float32x4_t dv = vdupq_n_f32(0.0f);
+  int32x4_t qv = vdupq_n_s32(0);
+  dv = vld1q_lane_f32(&a[0].d, dv, 0), dv = vld1q_lane_f32(&a[1].d, dv, 1);
+  dv = vld1q_lane_f32(&a[2].d, dv, 2), dv = vld1q_lane_f32(&a[3].d, dv, 3);
+  *ad = dv;
+  if constexpr (kSums) {
+    qv = vld1q_lane_s32(&a[0].qsum, qv, 0), qv = vld1q_lane_s32(&a[1].qsum, qv, 1);
+    qv = vld1q_lane_s32(&a[2].qsum, qv, 2), qv = vld1q_lane_s32(&a[3].qsum, qv, 3);
+    *adq = vmulq_f32(dv, vcvtq_f32_s32(qv));
+  }
+}
+
+// The 4 half-precision fields at p, p + stride, ... (bytes) as floats: lane
+// loads and one vector convert.
+inline float32x4_t halves4(const uint16_t* p, size_t stride) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(p);
+  uint16x4_t h = vdup_n_u16(0);
+  h = vld1_lane_u16(p, h, 0);
+  h = vld1_lane_u16(reinterpret_cast<const uint16_t*>(bytes + stride), h, 1);
+  h = vld1_lane_u16(reinterpret_cast<const uint16_t*>(bytes + 2 * stride), h, 2);
+  h = vld1_lane_u16(reinterpret_cast<const uint16_t*>(bytes + 3 * stride), h, 3);
+  return vcvt_f32_f16(vreinterpret_f16_u16(h));
+}
+
+// y_t = row . x_t for NT tokens whose activation blocks start at act[t]. Four
+// blocks a step: their 4 dots are folded into one vector of 4 sums (two rounds
+// of pairwise adds), so one convert and one multiply-add by the 4 products
+// d_w d_x serve 4 blocks (one each before: about 1.5x the instructions a
+// block, docs/PERFORMANCE.md section 32); the offset m of Q4_1 / Q5_1 adds
+// m * (sum of the block's x) = m * d_x * qsum, four blocks a multiply-add.
+// The last n_blocks % 4 blocks go one at a time.
 template <class Block, int NT>
 void row_32(const Block* w, int64_t n_blocks, const ActBlock* const* act, float* out) {
+  constexpr bool kMin = kBlockHasMin<Block>;
   float32x4_t acc[NT];
-  float offsets[NT] = {};
+  float tail[NT] = {};
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
-  for (int64_t b = 0; b < n_blocks; ++b) {
+  int64_t b = 0;
+  for (; b + 4 <= n_blocks; b += 4) {
+    const Unpacked32 u[4] = {unpack(w[b]), unpack(w[b + 1]), unpack(w[b + 2]), unpack(w[b + 3])};
+    const float32x4_t dw = halves4(&w[b].d, sizeof(Block));
+    float32x4_t mw = vdupq_n_f32(0.0f);
+    if constexpr (kMin) mw = halves4(&w[b].m, sizeof(Block));
+#pragma GCC unroll 4
+    for (int t = 0; t < NT; ++t) {
+      const ActBlock* a = act[t] + b;
+      const int32x4_t sums = vpaddq_s32(vpaddq_s32(dot32(u[0].w0, u[0].w1, a[0].q), dot32(u[1].w0, u[1].w1, a[1].q)),
+                                        vpaddq_s32(dot32(u[2].w0, u[2].w1, a[2].q), dot32(u[3].w0, u[3].w1, a[3].q)));
+      float32x4_t ad, adq;
+      act_scales4<kMin>(a, &ad, &adq);
+      acc[t] = vfmaq_f32(acc[t], vcvtq_f32_s32(sums), vmulq_f32(dw, ad));
+      if constexpr (kMin) acc[t] = vfmaq_f32(acc[t], mw, adq);
+    }
+  }
+  for (; b < n_blocks; ++b) {
     const Unpacked32 u = unpack(w[b]);
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) {
       const ActBlock& a = act[t][b];
-      acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(u.w0, u.w1, a.q)), u.d * a.d);
-      if constexpr (kBlockHasMin<Block>) offsets[t] += u.m * a.d * static_cast<float>(a.qsum);
+      tail[t] += u.d * a.d * static_cast<float>(vaddvq_s32(dot32(u.w0, u.w1, a.q)));
+      if constexpr (kMin) tail[t] += u.m * a.d * static_cast<float>(a.qsum);
     }
   }
 #pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]) + offsets[t];
+  for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]) + tail[t];
 }
 
 // ---- 256-element super-blocks ----------------------------------------------
@@ -173,20 +223,10 @@ inline void k45_scales(const uint8_t* packed, float d, float dmin, float32x4_t* 
   mn[1] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_high_u16(m16))), dmin);
 }
 
-// The activation scales d_j and d_j * qsum_j of blocks a[0..7] as float
-// vectors of blocks 0..3 ([0]) and 4..7 ([1]).
+// The same for blocks a[0..7]: blocks 0..3 in [0], 4..7 in [1].
 inline void act_scales8(const ActBlock* a, float32x4_t* ad, float32x4_t* adq) {
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-    float32x4_t dv = vdupq_n_f32(0.0f);
-    int32x4_t qv = vdupq_n_s32(0);
-    dv = vld1q_lane_f32(&a[4 * h].d, dv, 0), qv = vld1q_lane_s32(&a[4 * h].qsum, qv, 0);
-    dv = vld1q_lane_f32(&a[4 * h + 1].d, dv, 1), qv = vld1q_lane_s32(&a[4 * h + 1].qsum, qv, 1);
-    dv = vld1q_lane_f32(&a[4 * h + 2].d, dv, 2), qv = vld1q_lane_s32(&a[4 * h + 2].qsum, qv, 2);
-    dv = vld1q_lane_f32(&a[4 * h + 3].d, dv, 3), qv = vld1q_lane_s32(&a[4 * h + 3].qsum, qv, 3);
-    ad[h] = dv;
-    adq[h] = vmulq_f32(dv, vcvtq_f32_s32(qv));
-  }
+  act_scales4<true>(a, &ad[0], &adq[0]);
+  act_scales4<true>(a + 4, &ad[1], &adq[1]);
 }
 
 // Per super-block the 8 products d sc_j a.d_j come out as two vectors
@@ -281,10 +321,8 @@ void row_q6_k(const BlockQ6_K* w, int64_t n_super, const ActBlock* const* act, f
       float32x4_t f[NT][2];  // sub-blocks 8H..8H+3 and 8H+4..8H+7: units 4H + g use lanes 2(g % 2), + 1 of f[g / 2]
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
-        const ActBlock* a = act[t] + 8 * sb + 4 * H;
-        float32x4_t ad = vdupq_n_f32(0.0f);
-        ad = vld1q_lane_f32(&a[0].d, ad, 0), ad = vld1q_lane_f32(&a[1].d, ad, 1);
-        ad = vld1q_lane_f32(&a[2].d, ad, 2), ad = vld1q_lane_f32(&a[3].d, ad, 3);
+        float32x4_t ad, unused;
+        act_scales4<false>(act[t] + 8 * sb + 4 * H, &ad, &unused);
         f[t][0] = vmulq_f32(sc[2 * H], vzip1q_f32(ad, ad));
         f[t][1] = vmulq_f32(sc[2 * H + 1], vzip2q_f32(ad, ad));
       }
