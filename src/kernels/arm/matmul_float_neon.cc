@@ -68,26 +68,11 @@ template <class Load>
 void rows_of(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t row_begin,
              int64_t row_end) {
   const int64_t rb = row_bytes(*dtype_info(w.dtype), w.cols);
-  const int64_t token_block = tokens_per_block(w.cols * static_cast<int64_t>(sizeof(float)));
   const auto* base = static_cast<const uint8_t*>(w.data);
-  for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
-    const int64_t te = std::min(n_tokens, tb + token_block);
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      const uint8_t* row = base + r * rb;
-      for (int64_t t0 = tb; t0 < te; t0 += kTokenTile) {
-        const int nt = static_cast<int>(std::min<int64_t>(kTokenTile, te - t0));
-        const float* xt = x + t0 * w.cols;
-        float out[kTokenTile] = {};
-        switch (nt) {
-          case 1: float_row<Load, 1>(row, w.cols, xt, out); break;
-          case 2: float_row<Load, 2>(row, w.cols, xt, out); break;
-          case 3: float_row<Load, 3>(row, w.cols, xt, out); break;
-          default: float_row<Load, 4>(row, w.cols, xt, out); break;
-        }
-        for (int t = 0; t < nt; ++t) y[(t0 + t) * w.rows + r] = out[t];
-      }
-    }
-  }
+  rows_in_token_blocks(n_tokens, w.cols * static_cast<int64_t>(sizeof(float)), row_begin, row_end, y, w.rows,
+                       [&]<int NT>(int64_t r, int64_t t0, float* out) {
+                         float_row<Load, NT>(base + r * rb, w.cols, x + t0 * w.cols, out);
+                       });
 }
 
 }  // namespace

@@ -53,6 +53,31 @@ inline int64_t tokens_per_block(int64_t bytes_per_token) {
   return std::max<int64_t>(kTokenTile, fit / kTokenTile * kTokenTile);
 }
 
+// y[t, r] (ld_y floats a token) for rows [row_begin, row_end) and every token,
+// by tiles of up to kTokenTile tokens of one row (tile.template
+// operator()<NT>(r, t0, out) fills out[0..NT)), a block of tokens_per_block
+// tokens at a time with the rows inside it.
+template <class Tile>
+void rows_in_token_blocks(int64_t n_tokens, int64_t bytes_per_token, int64_t row_begin, int64_t row_end, float* y,
+                          int64_t ld_y, const Tile& tile) {
+  const int64_t token_block = tokens_per_block(bytes_per_token);
+  for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
+    const int64_t te = std::min(n_tokens, tb + token_block);
+    for (int64_t r = row_begin; r < row_end; ++r)
+      for (int64_t t0 = tb; t0 < te; t0 += kTokenTile) {
+        const int nt = static_cast<int>(std::min<int64_t>(kTokenTile, te - t0));
+        float out[kTokenTile] = {};
+        switch (nt) {
+          case 1: tile.template operator()<1>(r, t0, out); break;
+          case 2: tile.template operator()<2>(r, t0, out); break;
+          case 3: tile.template operator()<3>(r, t0, out); break;
+          default: tile.template operator()<4>(r, t0, out); break;
+        }
+        for (int t = 0; t < nt; ++t) y[(t0 + t) * ld_y + r] = out[t];
+      }
+  }
+}
+
 }  // namespace
 
 // Products of rows [row_begin, row_end) with block-quantized weights

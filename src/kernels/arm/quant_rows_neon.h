@@ -471,27 +471,13 @@ void quant_row(DType dtype, const void* row, int64_t cols, const ActBlock* const
 void rows_of_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                    int64_t row_end) {
   const int64_t rb = row_bytes(*dtype_info(w.dtype), w.cols), n_blocks = w.cols / kQK;
-  const int64_t token_block = tokens_per_block(n_blocks * static_cast<int64_t>(sizeof(ActBlock)));
   const auto* base = static_cast<const uint8_t*>(w.data);
-  for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
-    const int64_t te = std::min(n_tokens, tb + token_block);
-    for (int64_t r = row_begin; r < row_end; ++r) {
-      const void* row = base + r * rb;
-      for (int64_t t0 = tb; t0 < te; t0 += kTokenTile) {
-        const int nt = static_cast<int>(std::min<int64_t>(kTokenTile, te - t0));
-        const ActBlock* tokens[kTokenTile];
-        float out[kTokenTile] = {};
-        for (int t = 0; t < nt; ++t) tokens[t] = act + (t0 + t) * n_blocks;
-        switch (nt) {
-          case 1: quant_row<1>(w.dtype, row, w.cols, tokens, out); break;
-          case 2: quant_row<2>(w.dtype, row, w.cols, tokens, out); break;
-          case 3: quant_row<3>(w.dtype, row, w.cols, tokens, out); break;
-          default: quant_row<4>(w.dtype, row, w.cols, tokens, out); break;
-        }
-        for (int t = 0; t < nt; ++t) y[(t0 + t) * w.rows + r] = out[t];
-      }
-    }
-  }
+  rows_in_token_blocks(n_tokens, n_blocks * static_cast<int64_t>(sizeof(ActBlock)), row_begin, row_end, y, w.rows,
+                       [&]<int NT>(int64_t r, int64_t t0, float* out) {
+                         const ActBlock* tokens[NT];
+                         for (int t = 0; t < NT; ++t) tokens[t] = act + (t0 + t) * n_blocks;
+                         quant_row<NT>(w.dtype, base + r * rb, w.cols, tokens, out);
+                       });
 }
 
 }  // namespace
