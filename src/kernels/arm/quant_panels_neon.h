@@ -86,11 +86,11 @@ struct K23Units {  // Q3_K: d (sc_s - 32) (q - 4); Q2_K: d sc_s q - dmin m_s
   static constexpr int kUnits = 8, kMins = kThree ? 0 : 2;
   static constexpr bool kHalfScales = true;
   static void units(const Block& b, Unit* u) {
-    int32_t scale[16], min[16];
-    k23_scales(b, scale, min);
+    int8_t scale[16], min[16] = {};
+    vst1q_s8(scale, k23_scale_bytes(b));
     const float d = half_to_float(b.d);
     float dmin = 0.0f;
-    if constexpr (!kThree) dmin = half_to_float(b.dmin);
+    if constexpr (!kThree) dmin = half_to_float(b.dmin), vst1q_s8(min, k23_min_bytes(b));
     for (int j = 0; j < 8; ++j) {
       u[j] = {{}, {d * static_cast<float>(scale[2 * j]), d * static_cast<float>(scale[2 * j + 1])},
               {-dmin * static_cast<float>(min[2 * j]), -dmin * static_cast<float>(min[2 * j + 1])}};

@@ -164,16 +164,6 @@ void row_32(const Block* w, int64_t n_blocks, const ActBlock* const* act, float*
 
 // ---- 256-element super-blocks ----------------------------------------------
 
-// acc + d * a.d * (s0 * (w0 . a.q[0..15]) + s1 * (w1 . a.q[16..31])): a
-// 32-element unit whose two 16-element halves have their own integer scale
-// (Q6_K, Q3_K, Q2_K).
-inline float32x4_t add_halves(float32x4_t acc, int8x16_t w0, int8x16_t w1, int32_t s0, int32_t s1,
-                              const ActBlock& a, float d) {
-  const int32x4_t p0 = dot16(w0, a.q);
-  const int32x4_t p1 = dot16(w1, a.q + 16);
-  return vmlaq_n_f32(acc, vcvtq_f32_s32(vmlaq_n_s32(vmulq_n_s32(p0, s0), p1, s1)), d * a.d);
-}
-
 // Lanes of v with bit `mask` set, as `value` (else 0).
 inline uint8x16_t bit_as(uint8x16_t v, uint8_t mask, uint8_t value) {
   return vandq_u8(vtstq_u8(v, vdupq_n_u8(mask)), vdupq_n_u8(value));
@@ -292,61 +282,17 @@ inline void q6k_unit(const BlockQ6_K& b, int h, int g, int8x16_t* w) {
   w[1] = vsubq_s8(s8(vorrq_u8(l1, h1)), bias);
 }
 
-// Q6_K's 16 sub-block scales times d as 4 float vectors (sub-blocks 4k..4k+3 in [k]).
-inline void q6k_scales(const BlockQ6_K& b, float d, float32x4_t* sc) {
-  const int8x16_t s = vld1q_s8(b.scales);
+// 16 signed byte scales times d as 4 float vectors ([k]: scales 4k..4k+3).
+inline void scales16(int8x16_t s, float d, float32x4_t* out) {
   const int16x8_t lo = vmovl_s8(vget_low_s8(s)), hi = vmovl_high_s8(s);
-  sc[0] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), d);
-  sc[1] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(lo)), d);
-  sc[2] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), d);
-  sc[3] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(hi)), d);
+  out[0] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(lo))), d);
+  out[1] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(lo)), d);
+  out[2] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(hi))), d);
+  out[3] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(hi)), d);
 }
 
-// Per half h of a super-block the 8 products d sc_s a.d_j (s = 2j, 2j + 1 for
-// the half's units j) come out as two vectors, and each 16-element half of a
-// unit takes one sdot, one convert and one multiply-add by a lane of them; the
-// unit loop is unrolled (template lambda) so every shift and lane is a
-// constant. (The loop with integer scale multiplies ran about 45 instructions
-// a unit: docs/PERFORMANCE.md section 32.)
-template <int NT>
-void row_q6_k(const BlockQ6_K* w, int64_t n_super, const ActBlock* const* act, float* out) {
-  float32x4_t acc[NT];
-#pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
-  for (int64_t sb = 0; sb < n_super; ++sb) {
-    const BlockQ6_K& b = w[sb];
-    float32x4_t sc[4];
-    q6k_scales(b, half_to_float(b.d), sc);
-    const auto half = [&]<int H>() {
-      float32x4_t f[NT][2];  // sub-blocks 8H..8H+3 and 8H+4..8H+7: units 4H + g use lanes 2(g % 2), + 1 of f[g / 2]
-#pragma GCC unroll 4
-      for (int t = 0; t < NT; ++t) {
-        float32x4_t ad, unused;
-        act_scales4<false>(act[t] + 8 * sb + 4 * H, &ad, &unused);
-        f[t][0] = vmulq_f32(sc[2 * H], vzip1q_f32(ad, ad));
-        f[t][1] = vmulq_f32(sc[2 * H + 1], vzip2q_f32(ad, ad));
-      }
-      const auto unit = [&]<int G>() {
-        int8x16_t q[2];
-        q6k_unit(b, H, G, q);
-#pragma GCC unroll 4
-        for (int t = 0; t < NT; ++t) {
-          const ActBlock& a = act[t][8 * sb + 4 * H + G];
-          acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot16(q[0], a.q)), f[t][G / 2], 2 * (G % 2));
-          acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot16(q[1], a.q + 16)), f[t][G / 2], 2 * (G % 2) + 1);
-        }
-      };
-      unit.template operator()<0>();
-      unit.template operator()<1>();
-      unit.template operator()<2>();
-      unit.template operator()<3>();
-    };
-    half.template operator()<0>();
-    half.template operator()<1>();
-  }
-#pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
-}
+// Q6_K's 16 sub-block scales times d as 4 float vectors (sub-blocks 4k..4k+3 in [k]).
+inline void q6k_scales(const BlockQ6_K& b, float d, float32x4_t* sc) { scales16(vld1q_s8(b.scales), d, sc); }
 
 // Q2_K and Q3_K: unit j = 4n + k (activation block 8 sb + j) takes bits
 // 2k, 2k + 1 of qs[32n + l]; Q2_K: value d * sc_s * q - dmin * m_s with 4-bit
@@ -370,46 +316,109 @@ inline void k23_unit(const Block& b, int j, int8x16_t* w) {
   }
 }
 
-// Q2_K's 16 scales and mins, or Q3_K's 16 scales less 32 (mins 0).
-template <class Block>
-inline void k23_scales(const Block& b, int32_t* scale, int32_t* min) {
-  for (int s = 0; s < 16; ++s) {
-    if constexpr (sizeof(Block) == sizeof(BlockQ3_K))
-      scale[s] = q3k_scale(b.scales, s) - 32, min[s] = 0;
-    else
-      scale[s] = b.scales[s] & 0x0F, min[s] = b.scales[s] >> 4;
-  }
+// The 16 sub-block scales as signed bytes: Q2_K's low nibbles of scales[]
+// (its mins are the high nibbles), Q3_K's q3k_scale - 32, its 12 bytes read as
+// three little-endian words w and remixed into four: the low nibbles of w0
+// and w1 (sub-blocks 0..7), then their high nibbles (8..15), each byte with its
+// 2 high bits from w2.
+inline int8x16_t k23_scale_bytes(const BlockQ2_K& b) {
+  return s8(vandq_u8(vld1q_u8(b.scales), vdupq_n_u8(0x0F)));
+}
+inline int8x16_t k23_min_bytes(const BlockQ2_K& b) { return s8(vshrq_n_u8(vld1q_u8(b.scales), 4)); }
+inline int8x16_t k23_scale_bytes(const BlockQ3_K& b) {
+  uint32_t w[3];
+  std::memcpy(w, b.scales, sizeof w);
+  const uint32_t lo4 = 0x0F0F0F0Fu, lo2 = 0x03030303u;
+  const uint32_t words[4] = {(w[0] & lo4) | (w[2] & lo2) << 4, (w[1] & lo4) | ((w[2] >> 2) & lo2) << 4,
+                             ((w[0] >> 4) & lo4) | ((w[2] >> 4) & lo2) << 4,
+                             ((w[1] >> 4) & lo4) | ((w[2] >> 6) & lo2) << 4};
+  return vsubq_s8(vreinterpretq_s8_u32(vld1q_u32(words)), vdupq_n_s8(32));
 }
 
-template <class Block, int NT>
-void row_k23(const Block* w, int64_t n_super, const ActBlock* const* act, float* out) {
-  constexpr bool kThree = sizeof(Block) == sizeof(BlockQ3_K);
+// How Q6_K, Q3_K and Q2_K give the row kernel below their super-blocks: the 16
+// sub-block scales times d as 4 float vectors (sub-blocks 4k..4k+3 in [k]),
+// Q2_K's 16 mins times dmin the same way (kMins), and unit 4H + G's quants.
+struct Q6_KSub16 {
+  using Block = BlockQ6_K;
+  static constexpr bool kMins = false;
+  static void scales(const Block& b, float32x4_t* sc, float32x4_t*) { q6k_scales(b, half_to_float(b.d), sc); }
+  template <int H, int G>
+  static void unit(const Block& b, int8x16_t* q) {
+    q6k_unit(b, H, G, q);
+  }
+};
+template <class K23Block>
+struct K23Sub16 {
+  using Block = K23Block;
+  static constexpr bool kMins = sizeof(Block) == sizeof(BlockQ2_K);
+  static void scales(const Block& b, float32x4_t* sc, float32x4_t* mn) {
+    scales16(k23_scale_bytes(b), half_to_float(b.d), sc);
+    if constexpr (kMins) scales16(k23_min_bytes(b), half_to_float(b.dmin), mn);
+  }
+  template <int H, int G>
+  static void unit(const Block& b, int8x16_t* q) {
+    k23_unit(b, 4 * H + G, q);
+  }
+};
+
+// Super-blocks of 16 sub-blocks of 16 (Q6_K, Q3_K, Q2_K). Per half H of a
+// super-block the 8 products d sc_s a.d_j (s = 2j, 2j + 1 for the half's units
+// j) come out as two vectors, and each 16-element half of a unit takes one
+// sdot, one convert and one multiply-add by a lane of them; Q2_K's mins leave
+// as two multiply-subtracts a half by dmin m_s times a.d_j and the 16-element
+// sums. The unit loop is unrolled (template lambdas) so every shift and lane
+// is a constant. (The loop with integer scale multiplies ran about 45
+// instructions a Q6_K unit: docs/PERFORMANCE.md section 32.)
+template <class Src, int NT>
+void row_sub16(const typename Src::Block* w, int64_t n_super, const ActBlock* const* act, float* out) {
   float32x4_t acc[NT];
-  float mins[NT] = {};
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
   for (int64_t sb = 0; sb < n_super; ++sb) {
-    const Block& b = w[sb];
-    const float d = half_to_float(b.d);
-    int32_t scale[16], min[16];
-    k23_scales(b, scale, min);
-    float dmin = 0.0f;
-    if constexpr (!kThree) dmin = half_to_float(b.dmin);
-    for (int j = 0; j < 8; ++j) {
-      int8x16_t q[2];
-      k23_unit(b, j, q);
+    const auto& b = w[sb];
+    float32x4_t sc[4], mn[4];
+    Src::scales(b, sc, mn);
+    const auto half = [&]<int H>() {
+      float32x4_t f[NT][2];  // units 4H + g use lanes 2(g % 2), + 1 of f[g / 2]
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
-        const ActBlock& a = act[t][8 * sb + j];
-        acc[t] = add_halves(acc[t], q[0], q[1], scale[2 * j], scale[2 * j + 1], a, d);
-        if constexpr (!kThree)
-          mins[t] += dmin * a.d *
-                     static_cast<float>(min[2 * j] * a.qsum_lo + min[2 * j + 1] * (a.qsum - a.qsum_lo));
+        const ActBlock* a = act[t] + 8 * sb + 4 * H;
+        float32x4_t ad, unused;
+        act_scales4<false>(a, &ad, &unused);
+        const float32x4_t ad0 = vzip1q_f32(ad, ad), ad1 = vzip2q_f32(ad, ad);
+        f[t][0] = vmulq_f32(sc[2 * H], ad0);
+        f[t][1] = vmulq_f32(sc[2 * H + 1], ad1);
+        if constexpr (Src::kMins) {  // sums of the 16-element halves: [lo0 hi0 lo1 hi1], [lo2 hi2 lo3 hi3]
+          int32x4_t lo = vdupq_n_s32(0), all = vdupq_n_s32(0);
+          lo = vld1q_lane_s32(&a[0].qsum_lo, lo, 0), all = vld1q_lane_s32(&a[0].qsum, all, 0);
+          lo = vld1q_lane_s32(&a[1].qsum_lo, lo, 1), all = vld1q_lane_s32(&a[1].qsum, all, 1);
+          lo = vld1q_lane_s32(&a[2].qsum_lo, lo, 2), all = vld1q_lane_s32(&a[2].qsum, all, 2);
+          lo = vld1q_lane_s32(&a[3].qsum_lo, lo, 3), all = vld1q_lane_s32(&a[3].qsum, all, 3);
+          const float32x4_t qlo = vcvtq_f32_s32(lo), qhi = vcvtq_f32_s32(vsubq_s32(all, lo));
+          acc[t] = vfmsq_f32(acc[t], mn[2 * H], vmulq_f32(ad0, vzip1q_f32(qlo, qhi)));
+          acc[t] = vfmsq_f32(acc[t], mn[2 * H + 1], vmulq_f32(ad1, vzip2q_f32(qlo, qhi)));
+        }
       }
-    }
+      const auto unit = [&]<int G>() {
+        int8x16_t q[2];
+        Src::template unit<H, G>(b, q);
+#pragma GCC unroll 4
+        for (int t = 0; t < NT; ++t) {
+          const ActBlock& a = act[t][8 * sb + 4 * H + G];
+          acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot16(q[0], a.q)), f[t][G / 2], 2 * (G % 2));
+          acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot16(q[1], a.q + 16)), f[t][G / 2], 2 * (G % 2) + 1);
+        }
+      };
+      unit.template operator()<0>();
+      unit.template operator()<1>();
+      unit.template operator()<2>();
+      unit.template operator()<3>();
+    };
+    half.template operator()<0>();
+    half.template operator()<1>();
   }
 #pragma GCC unroll 4
-  for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]) - mins[t];
+  for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
 }
 
 // IQ4_XS: 8 sub-blocks of 32, each an IQ4_NL block's indices (qs[16j..]),
@@ -456,11 +465,11 @@ void quant_row(DType dtype, const void* row, int64_t cols, const ActBlock* const
     case DType::kQ5_0: return row_32<BlockQ5_0, NT>(static_cast<const BlockQ5_0*>(row), nb, act, out);
     case DType::kQ5_1: return row_32<BlockQ5_1, NT>(static_cast<const BlockQ5_1*>(row), nb, act, out);
     case DType::kIQ4_NL: return row_32<BlockIQ4_NL, NT>(static_cast<const BlockIQ4_NL*>(row), nb, act, out);
-    case DType::kQ2_K: return row_k23<BlockQ2_K, NT>(static_cast<const BlockQ2_K*>(row), ns, act, out);
-    case DType::kQ3_K: return row_k23<BlockQ3_K, NT>(static_cast<const BlockQ3_K*>(row), ns, act, out);
+    case DType::kQ2_K: return row_sub16<K23Sub16<BlockQ2_K>, NT>(static_cast<const BlockQ2_K*>(row), ns, act, out);
+    case DType::kQ3_K: return row_sub16<K23Sub16<BlockQ3_K>, NT>(static_cast<const BlockQ3_K*>(row), ns, act, out);
     case DType::kQ4_K: return row_k45<BlockQ4_K, NT>(static_cast<const BlockQ4_K*>(row), ns, act, out);
     case DType::kQ5_K: return row_k45<BlockQ5_K, NT>(static_cast<const BlockQ5_K*>(row), ns, act, out);
-    case DType::kQ6_K: return row_q6_k<NT>(static_cast<const BlockQ6_K*>(row), ns, act, out);
+    case DType::kQ6_K: return row_sub16<Q6_KSub16, NT>(static_cast<const BlockQ6_K*>(row), ns, act, out);
     case DType::kIQ4_XS: return row_iq4_xs<NT>(static_cast<const BlockIQ4_XS*>(row), ns, act, out);
     default: return;  // supports() admits only the types above
   }
