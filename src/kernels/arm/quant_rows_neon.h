@@ -431,6 +431,24 @@ inline void iq4xs_unit(const BlockIQ4_XS& b, int j, int8x16_t* w) {
   w[0] = vqtbl1q_s8(grid, lo), w[1] = vqtbl1q_s8(grid, hi);
 }
 
+// IQ4_XS's 8 sub-block scales (scale_j - 32) times d as two float vectors
+// (sub-blocks 0..3, 4..7): the low 4 bits are nibble j % 2 of scales_l[j / 2]
+// (the even and odd nibbles zipped), the high 2 bits bits 2j, 2j + 1 of
+// scales_h (one variable shift of 8 copies).
+inline void iq4xs_scales(const BlockIQ4_XS& b, float d, float32x4_t* sc) {
+  uint32_t l;
+  std::memcpy(&l, b.scales_l, sizeof l);
+  const uint8x8_t low = vzip1_u8(vcreate_u8(l & 0x0F0F0F0Fu), vcreate_u8((l >> 4) & 0x0F0F0F0Fu));
+  static const int16_t kDown[8] = {0, -2, -4, -6, -8, -10, -12, -14};
+  const uint16x8_t h = vandq_u16(vshlq_u16(vdupq_n_u16(b.scales_h), vld1q_s16(kDown)), vdupq_n_u16(3));
+  const int16x8_t s = vsubq_s16(vreinterpretq_s16_u16(vmovl_u8(vorr_u8(low, vshl_n_u8(vmovn_u16(h), 4)))),
+                                vdupq_n_s16(32));
+  sc[0] = vmulq_n_f32(vcvtq_f32_s32(vmovl_s16(vget_low_s16(s))), d);
+  sc[1] = vmulq_n_f32(vcvtq_f32_s32(vmovl_high_s16(s)), d);
+}
+
+// As row_k45 without mins: the 8 products d (scale_j - 32) a.d_j as two
+// vectors, one convert and one lane multiply-add a unit.
 template <int NT>
 void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const ActBlock* const* act, float* out) {
   float32x4_t acc[NT];
@@ -438,17 +456,30 @@ void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const ActBlock* const* ac
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockIQ4_XS& b = w[sb];
-    const float d = half_to_float(b.d);
-    for (int j = 0; j < 8; ++j) {
-      int8x16_t q[2];
-      iq4xs_unit(b, j, q);
-      const float dj = d * static_cast<float>(iq4xs_scale(b, j) - 32);
+    float32x4_t sc[2], f[NT][2];
+    iq4xs_scales(b, half_to_float(b.d), sc);
 #pragma GCC unroll 4
-      for (int t = 0; t < NT; ++t) {
-        const ActBlock& a = act[t][8 * sb + j];
-        acc[t] = vmlaq_n_f32(acc[t], vcvtq_f32_s32(dot32(q[0], q[1], a.q)), dj * a.d);
-      }
+    for (int t = 0; t < NT; ++t) {
+      float32x4_t ad[2], unused;
+      act_scales4<false>(act[t] + 8 * sb, &ad[0], &unused);
+      act_scales4<false>(act[t] + 8 * sb + 4, &ad[1], &unused);
+      f[t][0] = vmulq_f32(sc[0], ad[0]), f[t][1] = vmulq_f32(sc[1], ad[1]);
     }
+    const auto unit = [&]<int J>() {
+      int8x16_t q[2];
+      iq4xs_unit(b, J, q);
+#pragma GCC unroll 4
+      for (int t = 0; t < NT; ++t)
+        acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot32(q[0], q[1], act[t][8 * sb + J].q)), f[t][J / 4], J % 4);
+    };
+    unit.template operator()<0>();
+    unit.template operator()<1>();
+    unit.template operator()<2>();
+    unit.template operator()<3>();
+    unit.template operator()<4>();
+    unit.template operator()<5>();
+    unit.template operator()<6>();
+    unit.template operator()<7>();
   }
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
