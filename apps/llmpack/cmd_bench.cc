@@ -47,17 +47,20 @@ struct BenchOptions {
 using PeakByThreads = std::vector<std::pair<int, double>>;
 
 // --kernel_path: runs every test on the named kernel path (scalar, avx2,
-// avx512, neon, neon_dotprod), for example to measure the AVX2 code on an AVX-512 machine.
+// avx512, neon, neon_dotprod, neon_i8mm), for example to measure the AVX2
+// code on an AVX-512 machine.
 Status select_kernel_path(const std::string& name) {
   if (name.empty()) return ok_status();
   for (auto path : {kernels::KernelPath::kScalar, kernels::KernelPath::kAvx2, kernels::KernelPath::kAvx512,
-                    kernels::KernelPath::kNeon, kernels::KernelPath::kNeonDotprod}) {
+                    kernels::KernelPath::kNeon, kernels::KernelPath::kNeonDotprod,
+                    kernels::KernelPath::kNeonI8mm}) {
     if (kernels::kernel_path_name(path) != name) continue;
     if (kernels::set_kernel_path(path)) return ok_status();
     return Status::error("--kernel_path " + name + ": this CPU or build cannot run it (the best here is " +
                                     std::string(kernels::kernel_path_name(kernels::active_kernel_path())) + ")");
   }
-  return Status::error("--kernel_path: expected scalar, avx2, avx512, neon or neon_dotprod, got '" + name + "'");
+  return Status::error("--kernel_path: expected scalar, avx2, avx512, neon, neon_dotprod or neon_i8mm, got '" + name +
+                       "'");
 }
 
 // --avx512_decode: which kernels decode on the AVX-512 path.
@@ -493,7 +496,8 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
   cmd->add_flag("--profile", o->profile,
                 "Also give each pp and tg test's time per forward stage (projections, attention, other)");
   cmd->add_option("--kernel_path", o->kernel_path,
-                  "Kernel path: scalar, avx2, avx512, neon or neon_dotprod (default: the best this CPU supports)");
+                  "Kernel path: scalar, avx2, avx512, neon, neon_dotprod or neon_i8mm (default: the best this "
+                  "CPU supports)");
   cmd->add_option("--avx512_decode", o->avx512_decode,
                   "Decode kernels on the avx512 path: auto (the AVX2 ones where the CPU runs 512-bit vectors "
                   "as two halves, as Zen 4 does), on (the AVX-512 ones) or off (the AVX2 ones)");

@@ -71,6 +71,19 @@ bool cpu_has_dotprod() {
 #endif
 }
 
+// The int8 matrix multiply (smmla, FEAT_I8MM, optional from ARMv8.2, part of
+// ARMv8.6): Linux reports it as HWCAP2_I8MM (bit 13 of AT_HWCAP2). The
+// neon_i8mm path also needs the dot product (its decode and 1-3 token
+// products are the dotprod kernels).
+bool cpu_has_i8mm() {
+#if defined(__aarch64__) && defined(__linux__)
+  constexpr unsigned long kHwcap2I8mm = 1ul << 13;
+  return cpu_has_dotprod() && (getauxval(AT_HWCAP2) & kHwcap2I8mm) != 0;
+#else
+  return false;
+#endif
+}
+
 // The CPU family of an AMD CPU, 0 for other vendors. Family 19h is Zen 3 and
 // Zen 4 (of those only Zen 4 has AVX-512, and it splits each 512-bit
 // instruction into two 256-bit halves); 1Ah is Zen 5, which runs them whole,
@@ -102,6 +115,9 @@ bool path_built(KernelPath path) {
 KernelPath best_path() {
   if (path_built(KernelPath::kAvx512) && cpu_has_avx512()) return KernelPath::kAvx512;
   if (path_built(KernelPath::kAvx2) && cpu_has_avx2()) return KernelPath::kAvx2;
+  // kNeonI8mm is chosen only when asked for (--kernel_path neon_i8mm): its
+  // gain over the sdot panels has not been measured on an ARM core
+  // (docs/PERFORMANCE.md section 32).
   if (path_built(KernelPath::kNeonDotprod) && cpu_has_dotprod()) return KernelPath::kNeonDotprod;
   if (path_built(KernelPath::kNeon) && cpu_has_neon()) return KernelPath::kNeon;
   return KernelPath::kScalar;
@@ -124,9 +140,19 @@ bool use_avx2() {
 bool use_avx512() { return path_state().load(std::memory_order_relaxed) == KernelPath::kAvx512; }
 bool use_neon() {
   const KernelPath path = path_state().load(std::memory_order_relaxed);
-  return path == KernelPath::kNeon || path == KernelPath::kNeonDotprod;
+  return path == KernelPath::kNeon || path == KernelPath::kNeonDotprod || path == KernelPath::kNeonI8mm;
 }
-bool use_dotprod() { return path_state().load(std::memory_order_relaxed) == KernelPath::kNeonDotprod; }
+// Which int8 kernels the NEON path's block types run.
+neon::Int8Kernels neon_int8_kernels() {
+  switch (path_state().load(std::memory_order_relaxed)) {
+    case KernelPath::kNeonI8mm:
+      return neon::Int8Kernels::kI8mm;
+    case KernelPath::kNeonDotprod:
+      return neon::Int8Kernels::kDotprod;
+    default:
+      return neon::Int8Kernels::kWidening;
+  }
+}
 
 std::atomic<Avx512Decode>& avx512_decode_state() {
   static std::atomic<Avx512Decode> state{Avx512Decode::kAuto};
@@ -178,6 +204,8 @@ bool cpu_supports(KernelPath path) {
       return cpu_has_neon();
     case KernelPath::kNeonDotprod:
       return cpu_has_dotprod();
+    case KernelPath::kNeonI8mm:
+      return cpu_has_i8mm();
   }
   return false;
 }
@@ -231,6 +259,8 @@ std::string_view kernel_path_name(KernelPath path) {
       return "neon";
     case KernelPath::kNeonDotprod:
       return "neon_dotprod";
+    case KernelPath::kNeonI8mm:
+      return "neon_i8mm";
   }
   return "unknown";
 }
@@ -268,6 +298,7 @@ bool simd_matmul_takes(KernelPath path, DType dtype) {
       return avx2::supports(dtype);
     case KernelPath::kNeon:
     case KernelPath::kNeonDotprod:
+    case KernelPath::kNeonI8mm:
       return neon::supports(dtype);
   }
   return false;
@@ -309,7 +340,7 @@ bool simd_takes(const WeightMatrix& w, int64_t n_tokens, const void* scratch) {
 // Rows [b, e) of y = w · x on the SIMD path, after prepare().
 void simd_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                const void* scratch, int64_t b, int64_t e) {
-  if (use_neon()) return neon::matmul_rows(w, x, n_tokens, y, scratch, b, e, use_dotprod());
+  if (use_neon()) return neon::matmul_rows(w, x, n_tokens, y, scratch, b, e, neon_int8_kernels());
   if (use_avx512() && avx512::supports(w.dtype, n_tokens, avx512_decode_in_use()))
     return avx512::matmul_rows(w, x, n_tokens, y, scratch, b, e);
   avx2::matmul_rows(w, x, n_tokens, y, scratch, b, e);

@@ -16,8 +16,10 @@ namespace llmpack::kernels {
 
 // kNeon: aarch64's Advanced SIMD (kernels/arm/neon.h); prefill attention
 // goes one query at a time on that path (no tiles of queries). kNeonDotprod: the same, with the block types'
-// products built with the dot-product extension (sdot), on CPUs that have it.
-enum class KernelPath { kScalar, kAvx2, kAvx512, kNeon, kNeonDotprod };
+// products built with the dot-product extension (sdot), on CPUs that have it. kNeonI8mm: kNeonDotprod
+// with the prefill of block types on the int8 matrix multiply (smmla, FEAT_I8MM), on CPUs that have both;
+// never the default (active_kernel_path picks kNeonDotprod there): set it to measure it.
+enum class KernelPath { kScalar, kAvx2, kAvx512, kNeon, kNeonDotprod, kNeonI8mm };
 // The path in use (the best the CPU supports unless forced).
 KernelPath active_kernel_path();
 // Forces a path (tests compare each path with the scalar one). Returns false

@@ -54,7 +54,7 @@ void rope(float* x, int64_t head_dim, int64_t rot_dim, int64_t pos, const float*
   const KernelPath path = active_kernel_path();
   if (path == KernelPath::kAvx2 || path == KernelPath::kAvx512)
     return avx2::rope_rotate(x, t.cos, t.sin, half, adjacent);
-  if (path == KernelPath::kNeon || path == KernelPath::kNeonDotprod)
+  if (path == KernelPath::kNeon || path == KernelPath::kNeonDotprod || path == KernelPath::kNeonI8mm)
     return neon::rope_rotate(x, t.cos, t.sin, half, adjacent);
   for (int64_t i = 0; i < half; ++i) {
     const int64_t a = adjacent ? 2 * i : i;

@@ -422,7 +422,7 @@ TEST(Bench, BadFlagsGiveOneLine) {
       {"-p 16", 1, "needs a model"},
       {"-m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf"},
       {"-m /nonexistent/model.gguf --save /tmp/x.gguf", 1, "--save needs a --synthetic model"},
-      {"--synthetic stories110m:q4_0 --kernel_path avx9", 1, "expected scalar, avx2, avx512, neon or neon_dotprod, got 'avx9'"},
+      {"--synthetic stories110m:q4_0 --kernel_path avx9", 1, "expected scalar, avx2, avx512, neon, neon_dotprod or neon_i8mm, got 'avx9'"},
       {"--synthetic stories110m:q4_0 --avx512_decode yes", 1, "--avx512_decode: expected auto, on or off, got 'yes'"},
       {"--synthetic stories110m:q4_0 --float_decode_prefetch -1", 1,
        "--float_decode_prefetch: expected auto or a byte count from 0 to 65536, got '-1'"},

@@ -29,11 +29,17 @@ size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
 }
 
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, const void* scratch,
-                 int64_t row_begin, int64_t row_end, bool dotprod) {
+                 int64_t row_begin, int64_t row_end, Int8Kernels int8) {
   if (is_float(w.dtype)) return float_rows(w, x, n_tokens, y, row_begin, row_end);
   const auto* act = static_cast<const ActBlock*>(scratch);
-  if (dotprod) return quant_rows_dotprod(w, act, n_tokens, y, row_begin, row_end);
-  quant_rows(w, act, n_tokens, y, row_begin, row_end);
+  switch (int8) {
+    case Int8Kernels::kI8mm:
+      return quant_rows_i8mm(w, act, n_tokens, y, row_begin, row_end);
+    case Int8Kernels::kDotprod:
+      return quant_rows_dotprod(w, act, n_tokens, y, row_begin, row_end);
+    case Int8Kernels::kWidening:
+      return quant_rows(w, act, n_tokens, y, row_begin, row_end);
+  }
 }
 
 }  // namespace llmpack::kernels::neon

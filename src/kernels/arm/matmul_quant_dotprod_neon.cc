@@ -32,7 +32,7 @@ namespace llmpack::kernels::neon {
 
 void quant_rows_dotprod(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                         int64_t row_end) {
-  if (n_tokens >= kTokenTile) return panel_rows_of_quant(w, act, n_tokens, y, row_begin, row_end);
+  if (n_tokens >= kTokenTile) return panel_rows_of_quant<SdotPanels>(w, act, n_tokens, y, row_begin, row_end);
   rows_of_quant(w, act, n_tokens, y, row_begin, row_end);
 }
 

@@ -28,12 +28,16 @@ size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens);
 void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_tokens, int64_t t_begin,
                          int64_t t_end, void* scratch);
 
+// Which int8 kernels the block types run: widening multiplies (every
+// aarch64 CPU), the dot-product extension (sdot; only where
+// cpu_supports(KernelPath::kNeonDotprod)), or that plus the int8 matrix
+// multiply for prefill (smmla; only where cpu_supports(KernelPath::kNeonI8mm)).
+enum class Int8Kernels { kWidening, kDotprod, kI8mm };
+
 // y[t, r] for every token and rows [row_begin, row_end); x: [n_tokens, w.cols],
-// y: [n_tokens, w.rows]; scratch: what prepare_activations filled. dotprod:
-// the block types' kernels built with the dot-product extension (sdot); only
-// where cpu_supports(KernelPath::kNeonDotprod).
+// y: [n_tokens, w.rows]; scratch: what prepare_activations filled.
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, const void* scratch,
-                 int64_t row_begin, int64_t row_end, bool dotprod);
+                 int64_t row_begin, int64_t row_end, Int8Kernels int8);
 
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
 // rope's rotation of one head by a position's cos/sin table (kernels/rope.cc):

@@ -87,6 +87,8 @@ void quant_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, fl
                 int64_t row_end);
 void quant_rows_dotprod(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                         int64_t row_end);
+void quant_rows_i8mm(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
+                     int64_t row_end);
 void float_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t row_begin,
                 int64_t row_end);
 

@@ -117,8 +117,10 @@ struct UnitSource<BlockIQ4_XS> {  // value d (scale_j - 32) grid[index]
   }
 };
 
-// A unit of 4 rows: q[g] holds bytes 4g..4g+3 of rows 0, 1, 2, 3 (group g of
-// the unit's 32 elements); s0, s1, m0, m1 one lane a row.
+// A unit of 4 rows, in one of two layouts: for sdot (kPairs false) q[g] holds
+// bytes 4g..4g+3 of rows 0, 1, 2, 3 (group g of the unit's 32 elements); for
+// smmla (kPairs true) q[4R + g] holds bytes 8g..8g+7 of rows 2R and 2R + 1.
+// s0, s1, m0, m1 one lane a row either way.
 struct PanelUnit {
   int8x16_t q[8];
   float32x4_t s0, s1, m0, m1;
@@ -141,7 +143,7 @@ inline void interleave4(const int8x16_t* rows, int8x16_t* out) {
 
 // Blocks [b_begin, b_end) of n_rows (1..4) rows as PanelUnits; absent rows
 // are zeros.
-template <class Block>
+template <class Block, bool kPairs>
 void pack_panel(const Block* const* rows, int n_rows, int64_t b_begin, int64_t b_end, PanelUnit* out) {
   using Src = UnitSource<Block>;
   for (int64_t blk = b_begin; blk < b_end; ++blk) {
@@ -151,7 +153,15 @@ void pack_panel(const Block* const* rows, int n_rows, int64_t b_begin, int64_t b
       PanelUnit& p = out[(blk - b_begin) * Src::kUnits + j];
       for (int h = 0; h < 2; ++h) {
         const int8x16_t half[4] = {u[0][j].w[h], u[1][j].w[h], u[2][j].w[h], u[3][j].w[h]};
-        interleave4(half, p.q + 4 * h);
+        if constexpr (kPairs) {  // groups 2h, 2h + 1 of row pairs (0, 1) and (2, 3)
+          for (int pair = 0; pair < 2; ++pair) {
+            const int64x2_t a = vreinterpretq_s64_s8(half[2 * pair]), b = vreinterpretq_s64_s8(half[2 * pair + 1]);
+            p.q[4 * pair + 2 * h] = vreinterpretq_s8_s64(vzip1q_s64(a, b));
+            p.q[4 * pair + 2 * h + 1] = vreinterpretq_s8_s64(vzip2q_s64(a, b));
+          }
+        } else {
+          interleave4(half, p.q + 4 * h);
+        }
       }
       float s0[4], s1[4], m0[4], m1[4];
       for (int r = 0; r < 4; ++r)
@@ -164,8 +174,14 @@ void pack_panel(const Block* const* rows, int n_rows, int64_t b_begin, int64_t b
 // acc[t] (4 rows) += the panel's n_units units . token t's activation blocks
 // act[t][0..n_units). The unit's 8 quant vectors are loaded once for the NT
 // tokens, and the sums stay in registers (the token loop unrolled).
+struct SdotPanels {
+  static constexpr bool kPairs = false;
+  template <class Src, int NT>
+  static void tile(const PanelUnit* panel, int64_t n_units, const ActBlock* const* act, float32x4_t* acc_io);
+};
+
 template <class Src, int NT>
-void panel_tile(const PanelUnit* panel, int64_t n_units, const ActBlock* const* act, float32x4_t* acc_io) {
+void SdotPanels::tile(const PanelUnit* panel, int64_t n_units, const ActBlock* const* act, float32x4_t* acc_io) {
   float32x4_t acc[NT];
   const ActBlock* tokens[NT];
 #pragma GCC unroll 4
@@ -207,7 +223,7 @@ void panel_tile(const PanelUnit* panel, int64_t n_units, const ActBlock* const* 
 
 // Tokens [t0, t0 + nt) of one panel (rows r0..r0 + n_rows) over units
 // [k0, k0 + n_units): y[t, r] = (k0 == 0 ? 0 : y[t, r]) + the tile's sums.
-template <class Src, int NT>
+template <class Kernel, class Src, int NT>
 void panel_tokens(const PanelUnit* panel, int64_t n_units, const ActBlock* act, int64_t units_per_token,
                   int64_t k0, int64_t t0, float* y, int64_t ld_y, int64_t r0, int n_rows) {
   const ActBlock* tokens[NT];
@@ -219,7 +235,7 @@ void panel_tokens(const PanelUnit* panel, int64_t n_units, const ActBlock* act, 
       for (int r = 0; r < n_rows; ++r) prior[r] = y[(t0 + t) * ld_y + r0 + r];
     acc[t] = vld1q_f32(prior);
   }
-  panel_tile<Src, NT>(panel, n_units, tokens, acc);
+  Kernel::template tile<Src, NT>(panel, n_units, tokens, acc);
   for (int t = 0; t < NT; ++t) {
     float sums[4];
     vst1q_f32(sums, acc[t]);
@@ -227,8 +243,9 @@ void panel_tokens(const PanelUnit* panel, int64_t n_units, const ActBlock* act, 
   }
 }
 
-// Rows [row_begin, row_end) of y = w . x for n_tokens >= 4, in panels.
-template <class Block>
+// Rows [row_begin, row_end) of y = w . x for n_tokens >= 4, in panels, with
+// Kernel's layout and tile (SdotPanels; matmul_quant_i8mm_neon.cc's smmla).
+template <class Kernel, class Block>
 void panel_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                 int64_t row_end) {
   using Src = UnitSource<Block>;
@@ -248,10 +265,10 @@ void panel_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, fl
         const int n_rows = static_cast<int>(std::min<int64_t>(4, row_end - r0));
         const Block* rows[4];
         for (int r = 0; r < n_rows; ++r) rows[r] = reinterpret_cast<const Block*>(base + (r0 + r) * rb);
-        pack_panel(rows, n_rows, b0, b1, panel);
+        pack_panel<Block, Kernel::kPairs>(rows, n_rows, b0, b1, panel);
         for (int64_t t0 = tb; t0 < te; t0 += kTokenTile) {
           const auto run = [&]<int NT>() {
-            panel_tokens<Src, NT>(panel, n_units, act, units_per_token, k0, t0, y, w.rows, r0, n_rows);
+            panel_tokens<Kernel, Src, NT>(panel, n_units, act, units_per_token, k0, t0, y, w.rows, r0, n_rows);
           };
           switch (std::min<int64_t>(kTokenTile, te - t0)) {
             case 1: run.template operator()<1>(); break;
@@ -265,22 +282,24 @@ void panel_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, fl
   }
 }
 
-// Prefill by weight type (quant_rows_dotprod sends 4 tokens or more here).
+// Prefill by weight type (quant_rows_dotprod and quant_rows_i8mm send 4 tokens
+// or more here).
+template <class Kernel>
 void panel_rows_of_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
                          int64_t row_begin, int64_t row_end) {
   switch (w.dtype) {
-    case DType::kQ8_0: return panel_rows<BlockQ8_0>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kQ4_0: return panel_rows<BlockQ4_0>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kQ4_1: return panel_rows<BlockQ4_1>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kQ5_0: return panel_rows<BlockQ5_0>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kQ5_1: return panel_rows<BlockQ5_1>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kIQ4_NL: return panel_rows<BlockIQ4_NL>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kQ2_K: return panel_rows<BlockQ2_K>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kQ3_K: return panel_rows<BlockQ3_K>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kQ4_K: return panel_rows<BlockQ4_K>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kQ5_K: return panel_rows<BlockQ5_K>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kQ6_K: return panel_rows<BlockQ6_K>(w, act, n_tokens, y, row_begin, row_end);
-    case DType::kIQ4_XS: return panel_rows<BlockIQ4_XS>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ8_0: return panel_rows<Kernel, BlockQ8_0>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ4_0: return panel_rows<Kernel, BlockQ4_0>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ4_1: return panel_rows<Kernel, BlockQ4_1>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ5_0: return panel_rows<Kernel, BlockQ5_0>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ5_1: return panel_rows<Kernel, BlockQ5_1>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ4_NL: return panel_rows<Kernel, BlockIQ4_NL>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ2_K: return panel_rows<Kernel, BlockQ2_K>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ3_K: return panel_rows<Kernel, BlockQ3_K>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ4_K: return panel_rows<Kernel, BlockQ4_K>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ5_K: return panel_rows<Kernel, BlockQ5_K>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ6_K: return panel_rows<Kernel, BlockQ6_K>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ4_XS: return panel_rows<Kernel, BlockIQ4_XS>(w, act, n_tokens, y, row_begin, row_end);
     default: return rows_of_quant(w, act, n_tokens, y, row_begin, row_end);
   }
 }

@@ -24,7 +24,7 @@ size_t scratch_bytes(DType, int64_t, int64_t) { return 0; }
 void prepare_activations(DType, const float*, int64_t, int64_t, int64_t, int64_t, void*) {
   no_neon_path("neon::prepare_activations");
 }
-void matmul_rows(const WeightMatrix&, const float*, int64_t, float*, const void*, int64_t, int64_t, bool) {
+void matmul_rows(const WeightMatrix&, const float*, int64_t, float*, const void*, int64_t, int64_t, Int8Kernels) {
   no_neon_path("neon::matmul_rows");
 }
 void rmsnorm(float*, const float*, const float*, int64_t, float) { no_neon_path("neon::rmsnorm"); }

@@ -169,10 +169,14 @@ TEST(DispatchTest, PathsAreConsistent) {
   EXPECT_EQ(kernel_path_name(KernelPath::kAvx2), "avx2");
   EXPECT_EQ(kernel_path_name(KernelPath::kNeon), "neon");
   EXPECT_EQ(kernel_path_name(KernelPath::kNeonDotprod), "neon_dotprod");
+  EXPECT_EQ(kernel_path_name(KernelPath::kNeonI8mm), "neon_i8mm");
   if (cpu_supports(KernelPath::kNeonDotprod)) {
     EXPECT_TRUE(cpu_supports(KernelPath::kNeon));
   }
-  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon, KernelPath::kNeonDotprod}) {
+  if (cpu_supports(KernelPath::kNeonI8mm)) {  // its decode is the dotprod kernels
+    EXPECT_TRUE(cpu_supports(KernelPath::kNeonDotprod));
+  }
+  for (KernelPath p : testing::kSimdKernelPaths) {
     if (!cpu_supports(p)) {
       EXPECT_FALSE(set_kernel_path(p)) << kernel_path_name(p);
     }
@@ -180,7 +184,7 @@ TEST(DispatchTest, PathsAreConsistent) {
   // The scalar path has no SIMD kernels; the SIMD paths have them for the
   // types of the Q4_K_M / Q8_0 / F16 files users download.
   for (DType d : testing::kBlockTypes) EXPECT_FALSE(simd_matmul_takes(KernelPath::kScalar, d));
-  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon, KernelPath::kNeonDotprod}) {
+  for (KernelPath p : testing::kSimdKernelPaths) {
     if (!cpu_supports(p)) continue;
     for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ4_K, DType::kQ6_K})
       EXPECT_TRUE(simd_matmul_takes(p, d)) << kernel_path_name(p) << " " << dtype_name(d);
@@ -197,7 +201,7 @@ TEST(DispatchTest, PathsAreConsistent) {
   }
 #endif
 #if defined(LLMPACK_FORCE_SCALAR)
-  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon, KernelPath::kNeonDotprod}) EXPECT_FALSE(set_kernel_path(p));
+  for (KernelPath p : testing::kSimdKernelPaths) EXPECT_FALSE(set_kernel_path(p));
 #endif
 }
 

@@ -84,11 +84,15 @@ inline std::vector<float> matmul_on_path(KernelPath path, const WeightMatrix& w,
   return y;
 }
 
+// Every path other than scalar, whether or not this machine runs it.
+inline constexpr KernelPath kSimdKernelPaths[] = {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon,
+                                                  KernelPath::kNeonDotprod, KernelPath::kNeonI8mm};
+
 // Paths other than scalar that this machine and build can run.
 inline std::vector<KernelPath> simd_paths() {
   std::vector<KernelPath> paths;
   PathGuard guard;
-  for (KernelPath p : {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon, KernelPath::kNeonDotprod})
+  for (KernelPath p : kSimdKernelPaths)
     if (set_kernel_path(p)) paths.push_back(p);
   return paths;
 }
