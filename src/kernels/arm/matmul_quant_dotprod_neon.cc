@@ -8,22 +8,7 @@
 // tokens or more) runs on 4-row panels (arm/quant_panels_neon.h).
 #include "kernels/arm/neon.h"
 #include "kernels/arm/neon_internal.h"
-
-#if !defined(__ARM_FEATURE_DOTPROD)
-#error "matmul_quant_dotprod_neon.cc needs -march=armv8.2-a+dotprod (CMakeLists.txt sets it)"
-#endif
-
-namespace llmpack::kernels::neon {
-namespace {
-
-inline int32x4_t dot16(int8x16_t w, const int8_t* x) { return vdotq_s32(vdupq_n_s32(0), w, vld1q_s8(x)); }
-
-inline int32x4_t dot32(int8x16_t w0, int8x16_t w1, const int8_t* x) {
-  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, vld1q_s8(x)), w1, vld1q_s8(x + 16));
-}
-
-}  // namespace
-}  // namespace llmpack::kernels::neon
+#include "kernels/arm/sdot_neon.h"
 
 #include "kernels/arm/quant_rows_neon.h"
 #include "kernels/arm/quant_panels_neon.h"

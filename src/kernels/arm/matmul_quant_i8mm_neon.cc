@@ -9,22 +9,11 @@
 // neon_i8mm path was asked for (it is not the default: unmeasured on hardware).
 #include "kernels/arm/neon.h"
 #include "kernels/arm/neon_internal.h"
+#include "kernels/arm/sdot_neon.h"
 
-#if !defined(__ARM_FEATURE_DOTPROD) || !defined(__ARM_FEATURE_MATMUL_INT8)
+#if !defined(__ARM_FEATURE_MATMUL_INT8)
 #error "matmul_quant_i8mm_neon.cc needs -march=armv8.2-a+dotprod+i8mm (CMakeLists.txt sets it)"
 #endif
-
-namespace llmpack::kernels::neon {
-namespace {
-
-inline int32x4_t dot16(int8x16_t w, const int8_t* x) { return vdotq_s32(vdupq_n_s32(0), w, vld1q_s8(x)); }
-
-inline int32x4_t dot32(int8x16_t w0, int8x16_t w1, const int8_t* x) {
-  return vdotq_s32(vdotq_s32(vdupq_n_s32(0), w0, vld1q_s8(x)), w1, vld1q_s8(x + 16));
-}
-
-}  // namespace
-}  // namespace llmpack::kernels::neon
 
 #include "kernels/arm/quant_panels_neon.h"
 #include "kernels/arm/quant_rows_neon.h"

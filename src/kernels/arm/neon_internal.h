@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 
 #include "kernels/kernels.h"
 
@@ -53,6 +54,26 @@ inline int64_t tokens_per_block(int64_t bytes_per_token) {
   return std::max<int64_t>(kTokenTile, fit / kTokenTile * kTokenTile);
 }
 
+// f.template operator()<I>() for I = 0 .. N - 1 in order: the unrolled loops
+// whose index must be a constant (vector lanes, shift counts).
+template <int N, class F>
+inline void for_constants(const F& f) {
+  [&]<int... I>(std::integer_sequence<int, I...>) {
+    (f.template operator()<I>(), ...);
+  }(std::make_integer_sequence<int, N>());
+}
+
+// f.template operator()<NT>() for a tile of nt tokens (1 .. kTokenTile).
+template <class F>
+inline void with_tile_tokens(int nt, const F& f) {
+  switch (nt) {
+    case 1: return f.template operator()<1>();
+    case 2: return f.template operator()<2>();
+    case 3: return f.template operator()<3>();
+    default: return f.template operator()<4>();
+  }
+}
+
 // y[t, r] (ld_y floats a token) for rows [row_begin, row_end) and every token,
 // by tiles of up to kTokenTile tokens of one row (tile.template
 // operator()<NT>(r, t0, out) fills out[0..NT)), a block of tokens_per_block
@@ -67,12 +88,7 @@ void rows_in_token_blocks(int64_t n_tokens, int64_t bytes_per_token, int64_t row
       for (int64_t t0 = tb; t0 < te; t0 += kTokenTile) {
         const int nt = static_cast<int>(std::min<int64_t>(kTokenTile, te - t0));
         float out[kTokenTile] = {};
-        switch (nt) {
-          case 1: tile.template operator()<1>(r, t0, out); break;
-          case 2: tile.template operator()<2>(r, t0, out); break;
-          case 3: tile.template operator()<3>(r, t0, out); break;
-          default: tile.template operator()<4>(r, t0, out); break;
-        }
+        with_tile_tokens(nt, [&]<int NT>() { tile.template operator()<NT>(r, t0, out); });
         for (int t = 0; t < nt; ++t) y[(t0 + t) * ld_y + r] = out[t];
       }
   }

@@ -267,15 +267,9 @@ void panel_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, fl
         for (int r = 0; r < n_rows; ++r) rows[r] = reinterpret_cast<const Block*>(base + (r0 + r) * rb);
         pack_panel<Block, Kernel::kPairs>(rows, n_rows, b0, b1, panel);
         for (int64_t t0 = tb; t0 < te; t0 += kTokenTile) {
-          const auto run = [&]<int NT>() {
+          with_tile_tokens(static_cast<int>(std::min<int64_t>(kTokenTile, te - t0)), [&]<int NT>() {
             panel_tokens<Kernel, Src, NT>(panel, n_units, act, units_per_token, k0, t0, y, w.rows, r0, n_rows);
-          };
-          switch (std::min<int64_t>(kTokenTile, te - t0)) {
-            case 1: run.template operator()<1>(); break;
-            case 2: run.template operator()<2>(); break;
-            case 3: run.template operator()<3>(); break;
-            default: run.template operator()<4>(); break;
-          }
+          });
         }
       }
     }

@@ -253,10 +253,7 @@ void row_k45(const Block* w, int64_t n_super, const ActBlock* const* act, float*
         acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot32(hi[0], hi[1], h.q)), f[t][C / 2], 2 * C % 4 + 1);
       }
     };
-    pair.template operator()<0>();
-    pair.template operator()<1>();
-    pair.template operator()<2>();
-    pair.template operator()<3>();
+    for_constants<4>(pair);
   }
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
@@ -409,13 +406,9 @@ void row_sub16(const typename Src::Block* w, int64_t n_super, const ActBlock* co
           acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot16(q[1], a.q + 16)), f[t][G / 2], 2 * (G % 2) + 1);
         }
       };
-      unit.template operator()<0>();
-      unit.template operator()<1>();
-      unit.template operator()<2>();
-      unit.template operator()<3>();
+      for_constants<4>(unit);
     };
-    half.template operator()<0>();
-    half.template operator()<1>();
+    for_constants<2>(half);
   }
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
@@ -472,14 +465,7 @@ void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const ActBlock* const* ac
       for (int t = 0; t < NT; ++t)
         acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot32(q[0], q[1], act[t][8 * sb + J].q)), f[t][J / 4], J % 4);
     };
-    unit.template operator()<0>();
-    unit.template operator()<1>();
-    unit.template operator()<2>();
-    unit.template operator()<3>();
-    unit.template operator()<4>();
-    unit.template operator()<5>();
-    unit.template operator()<6>();
-    unit.template operator()<7>();
+    for_constants<8>(unit);
   }
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) out[t] = vaddvq_f32(acc[t]);
