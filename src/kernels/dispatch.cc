@@ -462,14 +462,17 @@ void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t r
 }
 
 size_t attention_tokens_scratch_floats(int64_t head_dim, int64_t max_ctx) {
-  // the per-query path needs a score per position; the AVX2 tiles a fixed block
+  // the per-query path needs a score per position; the SIMD tiles a fixed block
   return std::max({static_cast<size_t>(std::max<int64_t>(max_ctx, 1)), avx2::attention_tokens_scratch_floats(head_dim),
-                   avx512::attention_tokens_scratch_floats(head_dim)});
+                   avx512::attention_tokens_scratch_floats(head_dim), neon::attention_tokens_scratch_floats(head_dim)});
 }
 
 void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_t group, int64_t start_pos,
                       const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
                       int64_t out_stride) {
+  if (use_neon() && neon::attention_tokens_supports(head_dim))
+    return neon::attention_tokens(q, q_stride, n_tokens, group, start_pos, kv, head_dim, scale, scratch, out,
+                                  out_stride);
   if (use_avx512() && avx512::attention_tokens_supports(head_dim))
     return avx512::attention_tokens(q, q_stride, n_tokens, group, start_pos, kv, head_dim, scale, scratch, out,
                                     out_stride);

@@ -20,6 +20,28 @@ const uint8_t* row_at(const void* base, int64_t row_stride_bytes, int64_t j) {
   return static_cast<const uint8_t*>(base) + j * row_stride_bytes;
 }
 
+// widen(row, buf) writes the head of one cache row as head_dim floats.
+template <class Widen>
+void attend(const float* q, const void* k, const void* v, int64_t row_stride_bytes, int64_t n_ctx,
+            int64_t head_dim, float scale, float* scores, float* out, Widen widen) {
+  float buf[kMaxHead];
+  for (int64_t j = 0; j < n_ctx; ++j) {
+    widen(row_at(k, row_stride_bytes, j), buf);
+    scores[j] = dot_f32(q, buf, head_dim) * scale;
+  }
+  softmax(scores, n_ctx);
+  std::fill(out, out + head_dim, 0.0f);
+  for (int64_t j = 0; j < n_ctx; ++j) {
+    widen(row_at(v, row_stride_bytes, j), buf);
+    const float p = scores[j];
+    int64_t d = 0;
+    for (; d + 4 <= head_dim; d += 4) vst1q_f32(out + d, vfmaq_n_f32(vld1q_f32(out + d), vld1q_f32(buf + d), p));
+    for (; d < head_dim; ++d) out[d] += p * buf[d];
+  }
+}
+
+}  // namespace
+
 void widen_f16(const uint16_t* h, int64_t n, float* out) {
   int64_t i = 0;
   for (; i + 4 <= n; i += 4) vst1q_f32(out + i, vcvt_f32_f16(vreinterpret_f16_u16(vld1_u16(h + i))));
@@ -44,28 +66,6 @@ void widen_q8_0(const uint8_t* row, int64_t first, int64_t n, float* out) {
     for (; i < stop; ++i, ++e) out[e - first] = d * static_cast<float>(block->qs[i]);
   }
 }
-
-// widen(row, buf) writes the head of one cache row as head_dim floats.
-template <class Widen>
-void attend(const float* q, const void* k, const void* v, int64_t row_stride_bytes, int64_t n_ctx,
-            int64_t head_dim, float scale, float* scores, float* out, Widen widen) {
-  float buf[kMaxHead];
-  for (int64_t j = 0; j < n_ctx; ++j) {
-    widen(row_at(k, row_stride_bytes, j), buf);
-    scores[j] = dot_f32(q, buf, head_dim) * scale;
-  }
-  softmax(scores, n_ctx);
-  std::fill(out, out + head_dim, 0.0f);
-  for (int64_t j = 0; j < n_ctx; ++j) {
-    widen(row_at(v, row_stride_bytes, j), buf);
-    const float p = scores[j];
-    int64_t d = 0;
-    for (; d + 4 <= head_dim; d += 4) vst1q_f32(out + d, vfmaq_n_f32(vld1q_f32(out + d), vld1q_f32(buf + d), p));
-    for (; d < head_dim; ++d) out[d] += p * buf[d];
-  }
-}
-
-}  // namespace
 
 void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v, int64_t row_stride_bytes,
                         int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out) {

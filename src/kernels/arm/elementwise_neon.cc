@@ -9,28 +9,6 @@
 namespace llmpack::kernels::neon {
 namespace {
 
-// e^x for x in float range: x = n ln2 + r with |r| <= ln2 / 2, e^r by its
-// Taylor series to r^6 (relative error under 2e-7 there), times 2^n built in
-// the exponent bits. x is clamped to [-87, 88] so 2^n stays a normal float:
-// e^-87 (about 1.6e-38) stands for anything smaller, which softmax and
-// silu treat as the zero it is next to their other terms. NaN stays NaN.
-float32x4_t exp4(float32x4_t x) {
-  x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.0f)), vdupq_n_f32(88.0f));
-  const float32x4_t n = vrndnq_f32(vmulq_n_f32(x, 1.44269504f));
-  // r = x - n ln2, ln2 in two parts so n * ln2_hi is exact
-  float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
-  r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
-  float32x4_t p = vdupq_n_f32(1.0f / 720.0f);
-  p = vfmaq_f32(vdupq_n_f32(1.0f / 120.0f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(1.0f / 24.0f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(1.0f / 6.0f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
-  p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
-  const int32x4_t pow2 = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
-  return vmulq_f32(p, vreinterpretq_f32_s32(pow2));
-}
-
 float exp1(float x) { return vgetq_lane_f32(exp4(vdupq_n_f32(x)), 0); }
 
 }  // namespace

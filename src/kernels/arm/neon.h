@@ -55,4 +55,18 @@ void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v, in
 void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t row_stride_bytes, int64_t first,
                          int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
 
+// Prefill attention (kernels.h attention_tokens) by tiles of up to 32
+// queries for head_dim % 4 == 0 (attention_tokens_supports); scratch:
+// attention_tokens_scratch_floats(head_dim) floats.
+bool attention_tokens_supports(int64_t head_dim);
+size_t attention_tokens_scratch_floats(int64_t head_dim);
+void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_t group, int64_t start_pos,
+                      const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
+                      int64_t out_stride);
+
+// Rows [j0, j0 + n) of a kv head's keys or values as f32, in place or
+// decoded into buf (attention_tiles.h BlockRowsFn; attention_tokens_neon.cc).
+const float* attention_block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t head_dim,
+                                  float* buf, bool in_place, int64_t* stride);
+
 }  // namespace llmpack::kernels::neon

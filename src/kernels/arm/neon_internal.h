@@ -24,6 +24,28 @@ inline float half_to_float(uint16_t h) {
   return static_cast<float>(v);
 }
 
+// e^x for x in float range: x = n ln2 + r with |r| <= ln2 / 2, e^r by its
+// Taylor series to r^6 (relative error under 2e-7 there), times 2^n built in
+// the exponent bits. x is clamped to [-87, 88] so 2^n stays a normal float:
+// e^-87 (about 1.6e-38) stands for anything smaller, which softmax and
+// silu treat as the zero it is next to their other terms. NaN stays NaN.
+inline float32x4_t exp4(float32x4_t x) {
+  x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.0f)), vdupq_n_f32(88.0f));
+  const float32x4_t n = vrndnq_f32(vmulq_n_f32(x, 1.44269504f));
+  // r = x - n ln2, ln2 in two parts so n * ln2_hi is exact
+  float32x4_t r = vfmsq_f32(x, n, vdupq_n_f32(0.693359375f));
+  r = vfmsq_f32(r, n, vdupq_n_f32(-2.12194440e-4f));
+  float32x4_t p = vdupq_n_f32(1.0f / 720.0f);
+  p = vfmaq_f32(vdupq_n_f32(1.0f / 120.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f / 24.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f / 6.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(0.5f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+  p = vfmaq_f32(vdupq_n_f32(1.0f), p, r);
+  const int32x4_t pow2 = vshlq_n_s32(vaddq_s32(vcvtq_s32_f32(n), vdupq_n_s32(127)), 23);
+  return vmulq_f32(p, vreinterpretq_f32_s32(pow2));
+}
+
 }  // namespace
 
 // One 32-element block of activations quantized to int8: x[i] ~ q[i] * d
@@ -107,6 +129,12 @@ void quant_rows_i8mm(const WeightMatrix& w, const ActBlock* act, int64_t n_token
                      int64_t row_end);
 void float_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t row_begin,
                 int64_t row_end);
+
+// The n elements of a cache row's head as f32 into out: f16 elements from h,
+// or elements [first, first + n) of a run of BlockQ8_0 starting at row
+// (attention_cache_neon.cc).
+void widen_f16(const uint16_t* h, int64_t n, float* out);
+void widen_q8_0(const uint8_t* row, int64_t first, int64_t n, float* out);
 
 // sum_i a[i] * b[i] over n floats (elementwise_neon.cc).
 float dot_f32(const float* a, const float* b, int64_t n);

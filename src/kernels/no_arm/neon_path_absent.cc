@@ -43,4 +43,14 @@ void attention_head_q8_0(const float*, const void*, const void*, int64_t, int64_
   no_neon_path("neon::attention_head_q8_0");
 }
 
+bool attention_tokens_supports(int64_t) { return false; }
+size_t attention_tokens_scratch_floats(int64_t) { return 0; }
+void attention_tokens(const float*, int64_t, int64_t, int64_t, int64_t, const KvHead&, int64_t, float, float*,
+                      float*, int64_t) {
+  no_neon_path("neon::attention_tokens");
+}
+const float* attention_block_rows(const KvHead&, const void*, int64_t, int, int64_t, float*, bool, int64_t*) {
+  no_neon_path("neon::attention_block_rows");
+}
+
 }  // namespace llmpack::kernels::neon

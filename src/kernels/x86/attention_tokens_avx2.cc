@@ -2,25 +2,25 @@
 // share one kv head go through the cache together, 32 keys at a time, with a
 // running (online) softmax per query, so each key and value row is read once
 // per tile of queries instead of once per query. The tile's scratch and walk
-// are attention_tokens_tile.h's; here, 8 queries per vector:
+// are attention_tiles.h's; here, 8 queries per vector:
 // scores: acc[key][lane group] += k[key][d] (broadcast) * qt[d][group];
 // values: acc[query][dims] += st[key][query] (broadcast) * v[key][dims].
 #include <algorithm>
 #include <cstring>
 
 #include "kernels/quant_blocks.h"
-#include "kernels/x86/attention_tokens_tile.h"
+#include "kernels/attention_tiles.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/simd_avx2.h"
 
 namespace llmpack::kernels::avx2 {
 namespace {
 
-using x86_tile::kKeys;
-using x86_tile::kMasked;
-using x86_tile::kTile;
-using x86_tile::Rows;
-using x86_tile::Scratch;
+using attention_tile::kKeys;
+using attention_tile::kMasked;
+using attention_tile::kTile;
+using attention_tile::Rows;
+using attention_tile::Scratch;
 
 float half_to_float(const uint8_t* p) {
   uint16_t h;
@@ -192,10 +192,11 @@ bool attention_tokens_supports(int64_t head_dim) { return head_dim > 0 && head_d
 void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_t group, int64_t start_pos,
                       const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
                       int64_t out_stride) {
-  const Scratch s = x86_tile::aligned_scratch(scratch, head_dim, 32);  // for the aligned loads of qt and st
-  const x86_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride};
+  const Scratch s = attention_tile::aligned_scratch(scratch, head_dim, 32);  // for the aligned loads of qt and st
+  const attention_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride,
+                                      &attention_block_rows};
   constexpr bool kValuesInPlace = false;  // see attend_tiles
-  x86_tile::attend_tiles(args, kv, n_tokens * group, s, kValuesInPlace,
+  attention_tile::attend_tiles(args, kv, n_tokens * group, s, kValuesInPlace,
                          [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n, bool all_visible) {
     switch ((n + 7) / 8) {
       case 1: score_block<1>(k, nk, head_dim, s.qt, s.st, s.bmax); break;

@@ -1,6 +1,6 @@
 // AVX-512 prefill attention (kernels.h attention_tokens) for head_dim % 16
 // == 0: the AVX2 kernel's plan (attention_tokens_avx2.cc; the tile's scratch
-// and walk are attention_tokens_tile.h's) with 16 queries to a vector and
+// and walk are attention_tiles.h's) with 16 queries to a vector and
 // twice the registers, so each broadcast key element or probability feeds
 // twice the FMAs. At d2048 the AVX2 kernel took 44% of a 1B-shape pp512
 // (docs/PERFORMANCE.md section 23).
@@ -11,17 +11,18 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/x86/attention_tokens_tile.h"
+#include "kernels/attention_tiles.h"
+#include "kernels/x86/avx2.h"
 #include "kernels/x86/avx512.h"
 
 namespace llmpack::kernels::avx512 {
 namespace {
 
-using x86_tile::kKeys;
-using x86_tile::kMasked;
-using x86_tile::kTile;
-using x86_tile::Rows;
-using x86_tile::Scratch;
+using attention_tile::kKeys;
+using attention_tile::kMasked;
+using attention_tile::kTile;
+using attention_tile::Rows;
+using attention_tile::Scratch;
 
 constexpr int kLanes = 16;
 
@@ -171,10 +172,11 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
                       const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
                       int64_t out_stride) {
   // 64-byte aligned for the aligned loads of qt, st and the per-query arrays
-  const Scratch s = x86_tile::aligned_scratch(scratch, head_dim, 64);
-  const x86_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride};
+  const Scratch s = attention_tile::aligned_scratch(scratch, head_dim, 64);
+  const attention_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride,
+                                      &avx2::attention_block_rows};
   constexpr bool kValuesInPlace = true;  // see attend_tiles
-  x86_tile::attend_tiles(args, kv, n_tokens * group, s, kValuesInPlace,
+  attention_tile::attend_tiles(args, kv, n_tokens * group, s, kValuesInPlace,
                          [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n, bool all_visible) {
     const int n_groups = (n + kLanes - 1) / kLanes;
     if (n_groups == 1)

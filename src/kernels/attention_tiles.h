@@ -1,8 +1,9 @@
-// What the AVX2 and AVX-512 prefill attention kernels (attention_tokens_avx2.cc,
-// attention_tokens_avx512.cc) share: the scratch layout of a tile of up to 32
-// queries that share a kv head, and the walk over tiles and blocks of 32
-// keys with a running softmax per query. The vector work of a block (scores,
-// softmax, value sums) is each file's own.
+// What the SIMD prefill attention kernels (x86/attention_tokens_avx2.cc,
+// x86/attention_tokens_avx512.cc, arm/attention_tokens_neon.cc) share: the
+// scratch layout of a tile of up to 32 queries that share a kv head, and the
+// walk over tiles and blocks of 32 keys with a running softmax per query. The
+// vector work of a block (scores, softmax, value sums) and the decoding of
+// f16 / q8_0 cache rows are each file's own.
 //
 // Layouts in the per-thread scratch (lane = query):
 //   qt[head_dim][32]  the tile's queries, transposed and pre-scaled
@@ -13,16 +14,15 @@
 //
 // Everything here has internal linkage: each kernel file compiles its own
 // copy with its own ISA flags (one shared inline copy could be the AVX-512
-// one on an AVX2 machine).
+// one on an AVX2 machine). Nothing here is ISA-specific.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
 #include "kernels/kernels.h"
-#include "kernels/x86/avx2.h"
 
-namespace llmpack::kernels::x86_tile {
+namespace llmpack::kernels::attention_tile {
 namespace {
 
 constexpr int kTile = 32;          // queries per tile
@@ -71,11 +71,12 @@ struct Rows {
   const float* row(int64_t j) const { return p + j * stride; }
 };
 
-inline Rows block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf, bool in_place) {
-  int64_t stride = 0;
-  const float* p = avx2::attention_block_rows(kv, base, j0, n, hd, buf, in_place, &stride);
-  return {p, stride};
-}
+// Rows [j0, j0 + n) of a kv head's keys or values (base: kv.k or kv.v) as
+// f32: in place when in_place and the cache holds f32 (*stride: floats from
+// row to row), else decoded into buf ([n][hd], *stride = hd). Each ISA file
+// gives its own (avx2::attention_block_rows, neon::attention_block_rows).
+using BlockRowsFn = const float* (*)(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf,
+                                     bool in_place, int64_t* stride);
 
 // A tile: queries qi in [q0, q0 + n) of the (token, head) order.
 struct TileArgs {
@@ -84,7 +85,15 @@ struct TileArgs {
   float scale;
   float* out;
   int64_t out_stride;
+  BlockRowsFn block_rows;
 };
+
+inline Rows block_rows(const TileArgs& a, const KvHead& kv, const void* base, int64_t j0, int n, float* buf,
+                       bool in_place) {
+  int64_t stride = 0;
+  const float* p = a.block_rows(kv, base, j0, n, a.hd, buf, in_place, &stride);
+  return {p, stride};
+}
 
 // Fills the tile's queries (padding lanes zero, seeing no position) and
 // clears its running max, sum and outputs; returns the positions the tile's
@@ -132,8 +141,8 @@ void attend_tiles(const TileArgs& a, const KvHead& kv, int64_t n_queries, const 
       // one head apart) they are copied together first (in a cache of whole
       // rows they are 2 KiB apart, and 32 such rows fall into 2 of L1's 64 sets).
       const bool v_together = values_in_place && kv.row_stride_bytes == a.hd * 4;
-      const Rows k_rows = block_rows(kv, kv.k, j0, nk, a.hd, s.kb, /*in_place=*/true);
-      const Rows v_rows = block_rows(kv, kv.v, j0, nk, a.hd, s.vb, v_together);
+      const Rows k_rows = block_rows(a, kv, kv.k, j0, nk, s.kb, /*in_place=*/true);
+      const Rows v_rows = block_rows(a, kv, kv.v, j0, nk, s.vb, v_together);
       const bool all_visible = j0 + nk <= n_keys_first;
       block(k_rows, v_rows, j0, nk, n, all_visible);
     }
@@ -147,4 +156,4 @@ void attend_tiles(const TileArgs& a, const KvHead& kv, int64_t n_queries, const 
 }
 
 }  // namespace
-}  // namespace llmpack::kernels::x86_tile
+}  // namespace llmpack::kernels::attention_tile
