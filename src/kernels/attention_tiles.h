@@ -71,12 +71,9 @@ struct Rows {
   const float* row(int64_t j) const { return p + j * stride; }
 };
 
-// Rows [j0, j0 + n) of a kv head's keys or values (base: kv.k or kv.v) as
-// f32: in place when in_place and the cache holds f32 (*stride: floats from
-// row to row), else decoded into buf ([n][hd], *stride = hd). Each ISA file
-// gives its own (avx2::attention_block_rows, neon::attention_block_rows).
-using BlockRowsFn = const float* (*)(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf,
-                                     bool in_place, int64_t* stride);
+// Elements [kv.first, kv.first + hd) of one cache row as f32 into buf[hd].
+// Each ISA file gives its own (avx2::attention_decode_row, neon::attention_decode_row).
+using DecodeRowFn = void (*)(const KvHead& kv, const uint8_t* row, int64_t hd, float* buf);
 
 // A tile: queries qi in [q0, q0 + n) of the (token, head) order.
 struct TileArgs {
@@ -85,14 +82,19 @@ struct TileArgs {
   float scale;
   float* out;
   int64_t out_stride;
-  BlockRowsFn block_rows;
+  DecodeRowFn decode_row;
 };
 
+// Rows [j0, j0 + n) of a kv head's keys or values (base: kv.k or kv.v) as
+// f32: an f32 cache's own floats when in_place allows, else decoded into
+// buf[n][hd].
 inline Rows block_rows(const TileArgs& a, const KvHead& kv, const void* base, int64_t j0, int n, float* buf,
                        bool in_place) {
-  int64_t stride = 0;
-  const float* p = a.block_rows(kv, base, j0, n, a.hd, buf, in_place, &stride);
-  return {p, stride};
+  const auto* rows = static_cast<const uint8_t*>(base) + j0 * kv.row_stride_bytes;
+  if (in_place && kv.elem == CacheElem::kF32 && kv.row_stride_bytes % 4 == 0)
+    return {reinterpret_cast<const float*>(rows) + kv.first, kv.row_stride_bytes / 4};
+  for (int j = 0; j < n; ++j) a.decode_row(kv, rows + j * kv.row_stride_bytes, a.hd, buf + j * a.hd);
+  return {buf, a.hd};
 }
 
 // Fills the tile's queries (padding lanes zero, seeing no position) and

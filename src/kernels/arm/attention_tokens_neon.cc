@@ -164,8 +164,9 @@ void value_block(const Scratch& s, const Rows& v, int n_keys, int64_t hd, int n_
   for (; d0 < hd; d0 += kLanes) value_queries<1>(s, v, n_keys, hd, n_queries, d0);
 }
 
-// Elements [kv.first, kv.first + hd) of one cache row as f32 into buf.
-void decode_row(const KvHead& kv, const uint8_t* row, int64_t hd, float* buf) {
+}  // namespace
+
+void attention_decode_row(const KvHead& kv, const uint8_t* row, int64_t hd, float* buf) {
   switch (kv.elem) {
     case CacheElem::kF32:
       std::memcpy(buf, row + 4 * kv.first, static_cast<size_t>(hd) * 4);
@@ -177,20 +178,6 @@ void decode_row(const KvHead& kv, const uint8_t* row, int64_t hd, float* buf) {
   }
 }
 
-}  // namespace
-
-const float* attention_block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf,
-                                  bool in_place, int64_t* stride) {
-  const auto* rows = static_cast<const uint8_t*>(base) + j0 * kv.row_stride_bytes;
-  if (in_place && kv.elem == CacheElem::kF32 && kv.row_stride_bytes % 4 == 0) {
-    *stride = kv.row_stride_bytes / 4;
-    return reinterpret_cast<const float*>(rows) + kv.first;
-  }
-  for (int j = 0; j < n; ++j) decode_row(kv, rows + j * kv.row_stride_bytes, hd, buf + j * hd);
-  *stride = hd;
-  return buf;
-}
-
 size_t attention_tokens_scratch_floats(int64_t head_dim) { return Scratch::floats(head_dim); }
 
 bool attention_tokens_supports(int64_t head_dim) { return head_dim > 0 && head_dim % kLanes == 0; }
@@ -200,7 +187,7 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
                       int64_t out_stride) {
   const Scratch s = attention_tile::aligned_scratch(scratch, head_dim, 16);
   const attention_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride,
-                                      &attention_block_rows};
+                                      &attention_decode_row};
   // Values are copied together per block, as the AVX2 kernel does: a cache
   // of whole rows puts a head's 32 value rows 2 KiB or more apart.
   constexpr bool kValuesInPlace = false;

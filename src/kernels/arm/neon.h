@@ -64,9 +64,8 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
                       const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
                       int64_t out_stride);
 
-// Rows [j0, j0 + n) of a kv head's keys or values as f32, in place or
-// decoded into buf (attention_tiles.h BlockRowsFn; attention_tokens_neon.cc).
-const float* attention_block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t head_dim,
-                                  float* buf, bool in_place, int64_t* stride);
+// One cache row's head as f32 (attention_tiles.h DecodeRowFn;
+// attention_tokens_neon.cc).
+void attention_decode_row(const KvHead& kv, const uint8_t* row, int64_t head_dim, float* buf);
 
 }  // namespace llmpack::kernels::neon

@@ -49,8 +49,8 @@ void attention_tokens(const float*, int64_t, int64_t, int64_t, int64_t, const Kv
                       float*, int64_t) {
   no_neon_path("neon::attention_tokens");
 }
-const float* attention_block_rows(const KvHead&, const void*, int64_t, int, int64_t, float*, bool, int64_t*) {
-  no_neon_path("neon::attention_block_rows");
+void attention_decode_row(const KvHead&, const uint8_t*, int64_t, float*) {
+  no_neon_path("neon::attention_decode_row");
 }
 
 }  // namespace llmpack::kernels::neon

@@ -56,8 +56,8 @@ void attention_tokens(const float*, int64_t, int64_t, int64_t, int64_t, const Kv
                       float*, int64_t) {
   no_simd_path("avx2::attention_tokens");
 }
-const float* attention_block_rows(const KvHead&, const void*, int64_t, int, int64_t, float*, bool, int64_t*) {
-  no_simd_path("avx2::attention_block_rows");
+void attention_decode_row(const KvHead&, const uint8_t*, int64_t, float*) {
+  no_simd_path("avx2::attention_decode_row");
 }
 void rope_rotate(float*, const float*, const float*, int64_t, bool) { no_simd_path("avx2::rope_rotate"); }
 

@@ -28,8 +28,9 @@ float half_to_float(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
-// Elements [first, first + hd) of one f16 or q8_0 cache row as f32 into buf.
-void decode_row(const KvHead& kv, const uint8_t* row, int64_t hd, float* buf) {
+}  // namespace
+
+void attention_decode_row(const KvHead& kv, const uint8_t* row, int64_t hd, float* buf) {
   if (kv.elem == CacheElem::kF16) {
     for (int64_t d = 0; d < hd; d += 8)
       _mm256_storeu_ps(buf + d, _mm256_cvtph_ps(_mm_loadu_si128(
@@ -56,6 +57,8 @@ void decode_row(const KvHead& kv, const uint8_t* row, int64_t hd, float* buf) {
     }
   }
 }
+
+namespace {
 
 // st[j][8g..8g+8) = sum_d k_j[d] * qt[d][8g..] for KR keys and NG lane
 // groups; bmax[8g..] keeps each lane's highest score of the block.
@@ -173,18 +176,6 @@ void value_block(const Scratch& s, const Rows& v, int n_keys, int64_t hd, int n_
 
 }  // namespace
 
-const float* attention_block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t hd, float* buf,
-                                  bool in_place, int64_t* stride) {
-  const auto* rows = static_cast<const uint8_t*>(base) + j0 * kv.row_stride_bytes;
-  if (in_place && kv.elem == CacheElem::kF32 && kv.row_stride_bytes % 4 == 0) {
-    *stride = kv.row_stride_bytes / 4;
-    return reinterpret_cast<const float*>(rows) + kv.first;
-  }
-  for (int j = 0; j < n; ++j) decode_row(kv, rows + j * kv.row_stride_bytes, hd, buf + j * hd);
-  *stride = hd;
-  return buf;
-}
-
 size_t attention_tokens_scratch_floats(int64_t head_dim) { return Scratch::floats(head_dim); }
 
 bool attention_tokens_supports(int64_t head_dim) { return head_dim > 0 && head_dim % 8 == 0; }
@@ -194,7 +185,7 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
                       int64_t out_stride) {
   const Scratch s = attention_tile::aligned_scratch(scratch, head_dim, 32);  // for the aligned loads of qt and st
   const attention_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride,
-                                      &attention_block_rows};
+                                      &attention_decode_row};
   constexpr bool kValuesInPlace = false;  // see attend_tiles
   attention_tile::attend_tiles(args, kv, n_tokens * group, s, kValuesInPlace,
                          [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n, bool all_visible) {

@@ -174,7 +174,7 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
   // 64-byte aligned for the aligned loads of qt, st and the per-query arrays
   const Scratch s = attention_tile::aligned_scratch(scratch, head_dim, 64);
   const attention_tile::TileArgs args{q, q_stride, group, start_pos, head_dim, scale, out, out_stride,
-                                      &avx2::attention_block_rows};
+                                      &avx2::attention_decode_row};
   constexpr bool kValuesInPlace = true;  // see attend_tiles
   attention_tile::attend_tiles(args, kv, n_tokens * group, s, kValuesInPlace,
                          [&](const Rows& k, const Rows& v, int64_t j0, int nk, int n, bool all_visible) {

@@ -52,11 +52,9 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
                       const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
                       int64_t out_stride);
 
-// Rows [j0, j0 + n) of a kv head's keys or values (base: kv.k or kv.v) as
-// f32, row j0 + j at result + j * *stride: an f32 cache's own floats when
-// in_place allows, else decoded into buf[n][head_dim] (*stride = head_dim).
-// Shared by the prefill attention kernels (attention_tokens_avx2.cc defines it).
-const float* attention_block_rows(const KvHead& kv, const void* base, int64_t j0, int n, int64_t head_dim,
-                                  float* buf, bool in_place, int64_t* stride);
+// Elements [kv.first, kv.first + head_dim) of one cache row (f32, f16 or
+// q8_0) as f32 into buf: the prefill attention kernels' row decoder
+// (attention_tiles.h DecodeRowFn; attention_tokens_avx2.cc defines it).
+void attention_decode_row(const KvHead& kv, const uint8_t* row, int64_t head_dim, float* buf);
 
 }  // namespace llmpack::kernels::avx2
