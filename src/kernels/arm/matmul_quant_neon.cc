@@ -65,9 +65,26 @@ void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_to
     for (int64_t b = 0; b < n_blocks; ++b) quantize_block(x + t * cols + b * kQK, act + t * n_blocks + b);
 }
 
+namespace {
+
+// The 256-element super-block types (Q2_K to Q6_K, IQ4_XS) go 2 tokens a pass
+// over a row here, the 32-element ones 4. With the widening multiplies a
+// 3- or 4-token super-block kernel needs more than the 32 vector registers
+// once GCC 12 has scheduled it (Q4_K's 4-token loop: 967 instructions a
+// super-block, 137 of them stores to the stack and 202 loads back), so that
+// per token it costs 1.2-1.7x the 2-token one in llvm-mca's Cortex-A55,
+// Cortex-A57 and Apple M1 models (docs/PERFORMANCE.md section 35); the
+// sdot kernels need fewer registers and keep 4.
+int widening_tile_tokens(DType dtype) {
+  const auto info = dtype_info(dtype);
+  return info && info->block_elems == kQKK ? 2 : kTokenTile;
+}
+
+}  // namespace
+
 void quant_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                 int64_t row_end) {
-  rows_of_quant(w, act, n_tokens, y, row_begin, row_end);
+  rows_of_quant(w, act, n_tokens, y, row_begin, row_end, widening_tile_tokens(w.dtype));
 }
 
 }  // namespace llmpack::kernels::neon

@@ -97,18 +97,19 @@ inline void with_tile_tokens(int nt, const F& f) {
 }
 
 // y[t, r] (ld_y floats a token) for rows [row_begin, row_end) and every token,
-// by tiles of up to kTokenTile tokens of one row (tile.template
-// operator()<NT>(r, t0, out) fills out[0..NT)), a block of tokens_per_block
-// tokens at a time with the rows inside it.
+// by tiles of up to tile_tokens (1 .. kTokenTile) tokens of one row
+// (tile.template operator()<NT>(r, t0, out) fills out[0..NT)), a block of
+// tokens_per_block tokens at a time with the rows inside it.
 template <class Tile>
 void rows_in_token_blocks(int64_t n_tokens, int64_t bytes_per_token, int64_t row_begin, int64_t row_end, float* y,
-                          int64_t ld_y, const Tile& tile) {
+                          int64_t ld_y, int tile_tokens, const Tile& tile) {
   const int64_t token_block = tokens_per_block(bytes_per_token);
+  tile_tokens = std::clamp(tile_tokens, 1, kTokenTile);
   for (int64_t tb = 0; tb < n_tokens; tb += token_block) {
     const int64_t te = std::min(n_tokens, tb + token_block);
     for (int64_t r = row_begin; r < row_end; ++r)
-      for (int64_t t0 = tb; t0 < te; t0 += kTokenTile) {
-        const int nt = static_cast<int>(std::min<int64_t>(kTokenTile, te - t0));
+      for (int64_t t0 = tb; t0 < te; t0 += tile_tokens) {
+        const int nt = static_cast<int>(std::min<int64_t>(tile_tokens, te - t0));
         float out[kTokenTile] = {};
         with_tile_tokens(nt, [&]<int NT>() { tile.template operator()<NT>(r, t0, out); });
         for (int t = 0; t < nt; ++t) y[(t0 + t) * ld_y + r] = out[t];

@@ -492,14 +492,14 @@ void quant_row(DType dtype, const void* row, int64_t cols, const ActBlock* const
   }
 }
 
-// Rows [row_begin, row_end) of y = w . x, up to kTokenTile tokens per pass
-// over a row, a block of tokens (tokens_per_block) at a time.
+// Rows [row_begin, row_end) of y = w . x, up to tile_tokens (<= kTokenTile)
+// tokens per pass over a row, a block of tokens (tokens_per_block) at a time.
 void rows_of_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
-                   int64_t row_end) {
+                   int64_t row_end, int tile_tokens = kTokenTile) {
   const int64_t rb = row_bytes(*dtype_info(w.dtype), w.cols), n_blocks = w.cols / kQK;
   const auto* base = static_cast<const uint8_t*>(w.data);
   rows_in_token_blocks(n_tokens, n_blocks * static_cast<int64_t>(sizeof(ActBlock)), row_begin, row_end, y, w.rows,
-                       [&]<int NT>(int64_t r, int64_t t0, float* out) {
+                       tile_tokens, [&]<int NT>(int64_t r, int64_t t0, float* out) {
                          const ActBlock* tokens[NT];
                          for (int t = 0; t < NT; ++t) tokens[t] = act + (t0 + t) * n_blocks;
                          quant_row<NT>(w.dtype, base + r * rb, w.cols, tokens, out);
