@@ -25,7 +25,7 @@ bool supports(DType dtype) {
 
 size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
   if (!supports(dtype) || is_float(dtype) || cols <= 0 || n_tokens <= 0) return 0;
-  return static_cast<size_t>(n_tokens * (cols / kQK)) * sizeof(ActBlock);
+  return activation_scratch_bytes(n_tokens, cols / kQK);
 }
 
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, const void* scratch,

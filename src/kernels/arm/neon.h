@@ -20,7 +20,8 @@ namespace llmpack::kernels::neon {
 bool supports(DType dtype);
 
 // Scratch for n_tokens rows of `cols` activations quantized to int8 blocks of
-// 32 (0 for float weights): ActBlock [n_tokens][cols / 32].
+// 32 (0 for float weights): ActBlock [n_tokens][cols / 32], then the blocks'
+// scales as float [n_tokens][cols / 32] (neon_internal.h).
 size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens);
 
 // Quantizes tokens [t_begin, t_end) of x [n_tokens, cols] into scratch (one

@@ -60,6 +60,19 @@ struct ActBlock {
 };
 static_assert(sizeof(ActBlock) == 44);
 
+// The scratch prepare_activations fills for n_tokens tokens of n_blocks
+// blocks: ActBlock [n_tokens][n_blocks], then each block's d again as float
+// [n_tokens][n_blocks] (the row kernels read 4 blocks' scales as one vector).
+inline size_t activation_scratch_bytes(int64_t n_tokens, int64_t n_blocks) {
+  return static_cast<size_t>(n_tokens * n_blocks) * (sizeof(ActBlock) + sizeof(float));
+}
+inline const float* activation_scales(const ActBlock* act, int64_t n_tokens, int64_t n_blocks) {
+  return reinterpret_cast<const float*>(act + n_tokens * n_blocks);
+}
+inline float* activation_scales(ActBlock* act, int64_t n_tokens, int64_t n_blocks) {
+  return reinterpret_cast<float*>(act + n_tokens * n_blocks);
+}
+
 // Tokens whose products share one unpacking of a weight block (prefill reuses
 // each block across this many tokens; decode has 1 to 3).
 constexpr int kTokenTile = 4;

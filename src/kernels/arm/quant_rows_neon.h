@@ -90,18 +90,26 @@ inline Unpacked32 unpack(const BlockIQ4_NL& b) {
   return {vqtbl1q_s8(grid, lo), vqtbl1q_s8(grid, hi), half_to_float(b.d), 0.0f};
 }
 
-// The activation scales d_j and d_j * qsum_j of blocks a[0..3] as float
-// vectors (lane loads: ActBlocks are 44 bytes apart).
+// One token's activations as prepare_activations lays them out: its int8
+// blocks, and the blocks' scales d again as a run of floats, so that the
+// kernels take 4 blocks' scales with one vector load (from the blocks, 44
+// bytes apart, GCC 12 made 4 loads and 4 lane moves of them).
+struct TokenActs {
+  const ActBlock* blocks;
+  const float* d;
+};
+
+// The activation scales d_j and d_j * qsum_j of blocks b .. b + 3 as float
+// vectors (the sums by lane loads from the blocks).
 template <bool kSums>
-inline void act_scales4(const ActBlock* a, float32x4_t* ad, float32x4_t* adq) {
-  float32x4_t dv = vdupq_n_f32(0.0f);
-  int32x4_t qv = vdupq_n_s32(0);
-  dv = vld1q_lane_f32(&a[0].d, dv, 0), dv = vld1q_lane_f32(&a[1].d, dv, 1);
-  dv = vld1q_lane_f32(&a[2].d, dv, 2), dv = vld1q_lane_f32(&a[3].d, dv, 3);
+inline void act_scales4(const TokenActs& a, int64_t b, float32x4_t* ad, float32x4_t* adq) {
+  const float32x4_t dv = vld1q_f32(a.d + b);
   *ad = dv;
   if constexpr (kSums) {
-    qv = vld1q_lane_s32(&a[0].qsum, qv, 0), qv = vld1q_lane_s32(&a[1].qsum, qv, 1);
-    qv = vld1q_lane_s32(&a[2].qsum, qv, 2), qv = vld1q_lane_s32(&a[3].qsum, qv, 3);
+    const ActBlock* blk = a.blocks + b;
+    int32x4_t qv = vdupq_n_s32(0);
+    qv = vld1q_lane_s32(&blk[0].qsum, qv, 0), qv = vld1q_lane_s32(&blk[1].qsum, qv, 1);
+    qv = vld1q_lane_s32(&blk[2].qsum, qv, 2), qv = vld1q_lane_s32(&blk[3].qsum, qv, 3);
     *adq = vmulq_f32(dv, vcvtq_f32_s32(qv));
   }
 }
@@ -126,7 +134,7 @@ inline float32x4_t halves4(const uint16_t* p, size_t stride) {
 // m * (sum of the block's x) = m * d_x * qsum, four blocks a multiply-add.
 // The last n_blocks % 4 blocks go one at a time.
 template <class Block, int NT>
-void row_32(const Block* w, int64_t n_blocks, const ActBlock* const* act, float* out) {
+void row_32(const Block* w, int64_t n_blocks, const TokenActs* act, float* out) {
   constexpr bool kMin = kBlockHasMin<Block>;
   float32x4_t acc[NT];
   float tail[NT] = {};
@@ -140,11 +148,11 @@ void row_32(const Block* w, int64_t n_blocks, const ActBlock* const* act, float*
     if constexpr (kMin) mw = halves4(&w[b].m, sizeof(Block));
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) {
-      const ActBlock* a = act[t] + b;
+      const ActBlock* a = act[t].blocks + b;
       const int32x4_t sums = vpaddq_s32(vpaddq_s32(dot32(u[0].w0, u[0].w1, a[0].q), dot32(u[1].w0, u[1].w1, a[1].q)),
                                         vpaddq_s32(dot32(u[2].w0, u[2].w1, a[2].q), dot32(u[3].w0, u[3].w1, a[3].q)));
       float32x4_t ad, adq;
-      act_scales4<kMin>(a, &ad, &adq);
+      act_scales4<kMin>(act[t], b, &ad, &adq);
       acc[t] = vfmaq_f32(acc[t], vcvtq_f32_s32(sums), vmulq_f32(dw, ad));
       if constexpr (kMin) acc[t] = vfmaq_f32(acc[t], mw, adq);
     }
@@ -153,7 +161,7 @@ void row_32(const Block* w, int64_t n_blocks, const ActBlock* const* act, float*
     const Unpacked32 u = unpack(w[b]);
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) {
-      const ActBlock& a = act[t][b];
+      const ActBlock& a = act[t].blocks[b];
       tail[t] += u.d * a.d * static_cast<float>(vaddvq_s32(dot32(u.w0, u.w1, a.q)));
       if constexpr (kMin) tail[t] += u.m * a.d * static_cast<float>(a.qsum);
     }
@@ -213,10 +221,10 @@ inline void k45_scales(const uint8_t* packed, float d, float dmin, float32x4_t* 
   mn[1] = vmulq_n_f32(vcvtq_f32_u32(vmovl_u16(vget_high_u16(m16))), dmin);
 }
 
-// The same for blocks a[0..7]: blocks 0..3 in [0], 4..7 in [1].
-inline void act_scales8(const ActBlock* a, float32x4_t* ad, float32x4_t* adq) {
-  act_scales4<true>(a, &ad[0], &adq[0]);
-  act_scales4<true>(a + 4, &ad[1], &adq[1]);
+// The same for blocks b .. b + 7: b .. b + 3 in [0], b + 4 .. b + 7 in [1].
+inline void act_scales8(const TokenActs& a, int64_t b, float32x4_t* ad, float32x4_t* adq) {
+  act_scales4<true>(a, b, &ad[0], &adq[0]);
+  act_scales4<true>(a, b + 4, &ad[1], &adq[1]);
 }
 
 // Per super-block the 8 products d sc_j a.d_j come out as two vectors
@@ -226,7 +234,7 @@ inline void act_scales8(const ActBlock* a, float32x4_t* ad, float32x4_t* adq) {
 // scalar products took about half of the instructions of a super-block:
 // docs/PERFORMANCE.md section 32.)
 template <class Block, int NT>
-void row_k45(const Block* w, int64_t n_super, const ActBlock* const* act, float* out) {
+void row_k45(const Block* w, int64_t n_super, const TokenActs* act, float* out) {
   float32x4_t acc[NT];
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
@@ -237,7 +245,7 @@ void row_k45(const Block* w, int64_t n_super, const ActBlock* const* act, float*
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) {
       float32x4_t ad[2], adq[2];
-      act_scales8(act[t] + 8 * sb, ad, adq);
+      act_scales8(act[t], 8 * sb, ad, adq);
       f[t][0] = vmulq_f32(sc[0], ad[0]), f[t][1] = vmulq_f32(sc[1], ad[1]);
       acc[t] = vfmsq_f32(vfmsq_f32(acc[t], mn[0], adq[0]), mn[1], adq[1]);
     }
@@ -247,8 +255,8 @@ void row_k45(const Block* w, int64_t n_super, const ActBlock* const* act, float*
       k45_pair(b, C, lo, hi);
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
-        const ActBlock& a = act[t][8 * sb + 2 * C];
-        const ActBlock& h = act[t][8 * sb + 2 * C + 1];
+        const ActBlock& a = act[t].blocks[8 * sb + 2 * C];
+        const ActBlock& h = act[t].blocks[8 * sb + 2 * C + 1];
         acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot32(lo[0], lo[1], a.q)), f[t][C / 2], 2 * C % 4);
         acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot32(hi[0], hi[1], h.q)), f[t][C / 2], 2 * C % 4 + 1);
       }
@@ -367,7 +375,7 @@ struct K23Sub16 {
 // is a constant. (The loop with integer scale multiplies ran about 45
 // instructions a Q6_K unit: docs/PERFORMANCE.md section 32.)
 template <class Src, int NT>
-void row_sub16(const typename Src::Block* w, int64_t n_super, const ActBlock* const* act, float* out) {
+void row_sub16(const typename Src::Block* w, int64_t n_super, const TokenActs* act, float* out) {
   float32x4_t acc[NT];
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
@@ -379,9 +387,9 @@ void row_sub16(const typename Src::Block* w, int64_t n_super, const ActBlock* co
       float32x4_t f[NT][2];  // units 4H + g use lanes 2(g % 2), + 1 of f[g / 2]
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
-        const ActBlock* a = act[t] + 8 * sb + 4 * H;
+        const ActBlock* a = act[t].blocks + 8 * sb + 4 * H;
         float32x4_t ad, unused;
-        act_scales4<false>(a, &ad, &unused);
+        act_scales4<false>(act[t], 8 * sb + 4 * H, &ad, &unused);
         const float32x4_t ad0 = vzip1q_f32(ad, ad), ad1 = vzip2q_f32(ad, ad);
         f[t][0] = vmulq_f32(sc[2 * H], ad0);
         f[t][1] = vmulq_f32(sc[2 * H + 1], ad1);
@@ -401,7 +409,7 @@ void row_sub16(const typename Src::Block* w, int64_t n_super, const ActBlock* co
         Src::template unit<H, G>(b, q);
 #pragma GCC unroll 4
         for (int t = 0; t < NT; ++t) {
-          const ActBlock& a = act[t][8 * sb + 4 * H + G];
+          const ActBlock& a = act[t].blocks[8 * sb + 4 * H + G];
           acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot16(q[0], a.q)), f[t][G / 2], 2 * (G % 2));
           acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot16(q[1], a.q + 16)), f[t][G / 2], 2 * (G % 2) + 1);
         }
@@ -443,7 +451,7 @@ inline void iq4xs_scales(const BlockIQ4_XS& b, float d, float32x4_t* sc) {
 // As row_k45 without mins: the 8 products d (scale_j - 32) a.d_j as two
 // vectors, one convert and one lane multiply-add a unit.
 template <int NT>
-void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const ActBlock* const* act, float* out) {
+void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const TokenActs* act, float* out) {
   float32x4_t acc[NT];
 #pragma GCC unroll 4
   for (int t = 0; t < NT; ++t) acc[t] = vdupq_n_f32(0.0f);
@@ -454,8 +462,8 @@ void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const ActBlock* const* ac
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) {
       float32x4_t ad[2], unused;
-      act_scales4<false>(act[t] + 8 * sb, &ad[0], &unused);
-      act_scales4<false>(act[t] + 8 * sb + 4, &ad[1], &unused);
+      act_scales4<false>(act[t], 8 * sb, &ad[0], &unused);
+      act_scales4<false>(act[t], 8 * sb + 4, &ad[1], &unused);
       f[t][0] = vmulq_f32(sc[0], ad[0]), f[t][1] = vmulq_f32(sc[1], ad[1]);
     }
     const auto unit = [&]<int J>() {
@@ -463,7 +471,7 @@ void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const ActBlock* const* ac
       iq4xs_unit(b, J, q);
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t)
-        acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot32(q[0], q[1], act[t][8 * sb + J].q)), f[t][J / 4], J % 4);
+        acc[t] = vfmaq_laneq_f32(acc[t], vcvtq_f32_s32(dot32(q[0], q[1], act[t].blocks[8 * sb + J].q)), f[t][J / 4], J % 4);
     };
     for_constants<8>(unit);
   }
@@ -473,7 +481,7 @@ void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const ActBlock* const* ac
 
 // One row against NT tokens, by weight type.
 template <int NT>
-void quant_row(DType dtype, const void* row, int64_t cols, const ActBlock* const* act, float* out) {
+void quant_row(DType dtype, const void* row, int64_t cols, const TokenActs* act, float* out) {
   const int64_t nb = cols / kQK, ns = cols / kQKK;
   switch (dtype) {
     case DType::kQ8_0: return row_32<BlockQ8_0, NT>(static_cast<const BlockQ8_0*>(row), nb, act, out);
@@ -498,10 +506,12 @@ void rows_of_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens,
                    int64_t row_end, int tile_tokens = kTokenTile) {
   const int64_t rb = row_bytes(*dtype_info(w.dtype), w.cols), n_blocks = w.cols / kQK;
   const auto* base = static_cast<const uint8_t*>(w.data);
+  const float* scales = activation_scales(act, n_tokens, n_blocks);
   rows_in_token_blocks(n_tokens, n_blocks * static_cast<int64_t>(sizeof(ActBlock)), row_begin, row_end, y, w.rows,
                        tile_tokens, [&]<int NT>(int64_t r, int64_t t0, float* out) {
-                         const ActBlock* tokens[NT];
-                         for (int t = 0; t < NT; ++t) tokens[t] = act + (t0 + t) * n_blocks;
+                         TokenActs tokens[NT];
+                         for (int t = 0; t < NT; ++t)
+                           tokens[t] = {act + (t0 + t) * n_blocks, scales + (t0 + t) * n_blocks};
                          quant_row<NT>(w.dtype, base + r * rb, w.cols, tokens, out);
                        });
 }
