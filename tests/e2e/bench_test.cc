@@ -211,10 +211,12 @@ TEST(Bench, BandwidthPairsEachTgRepetitionWithItsBound) {
     tests.push_back(test);
     EXPECT_EQ(threads, 2) << line;
     EXPECT_EQ(count, 3) << line;  // one figure per repetition
-    // shares print to the percent, and one repetition of this tiny model can
-    // stall on a busy machine: a range may start at 0, the median may not
+    // shares print to the percent, and a repetition of this tiny model can
+    // stall on a busy machine (two of three did in a CI run while other
+    // builds held both cores: "0% ... (median of 3; 0-1%)"): the range and
+    // the median may start at 0, but not every repetition stalls
     EXPECT_GE(lo, 0.0) << line;
-    EXPECT_GT(median, 0.0) << line;
+    EXPECT_GT(hi, 0.0) << line;
     EXPECT_LE(lo, median) << line;
     EXPECT_LE(median, hi) << line;
     // a share, in percent: decode does not read its weights five times faster
