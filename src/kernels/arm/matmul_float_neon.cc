@@ -72,7 +72,7 @@ struct LoadBF16 {
 // out[i][t] = row_i . x_t for NR rows (row i at rows + i * row_stride bytes)
 // and NT tokens (x_t at x + t * cols). Tiles of up to 8 row-token pairs
 // (decode's 4 x 1, the row and token tails) step 8 columns with a second
-// accumulator for the upper 4, so that 8 or more FMA chains are in flight;
+// accumulator for the upper 4, twice the FMA chains in flight (decode: 8);
 // larger ones step 4 columns with one set (a 4 x 4 tile: 16 accumulators, 4
 // weights and 4 activations of the 32 registers). The unrolling goes by
 // for_constants so that GCC keeps every accumulator in a register: with
