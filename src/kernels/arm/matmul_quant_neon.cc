@@ -61,13 +61,18 @@ void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_to
   if (scratch_bytes(dtype, cols, n_tokens) == 0) return;
   auto* act = static_cast<ActBlock*>(scratch);
   const int64_t n_blocks = cols / kQK;
-  float* scales = activation_scales(act, n_tokens, n_blocks);
-  for (int64_t t = t_begin; t < t_end; ++t)
+  for (int64_t t = t_begin; t < t_end; ++t) {
+    float* runs = activation_runs(act, n_tokens, n_blocks, t);
+    float *dq = runs + n_blocks, *halves = runs + 2 * n_blocks;
     for (int64_t b = 0; b < n_blocks; ++b) {
       ActBlock& a = act[t * n_blocks + b];
       quantize_block(x + t * cols + b * kQK, &a);
-      scales[t * n_blocks + b] = a.d;
+      runs[b] = a.d;
+      dq[b] = a.d * static_cast<float>(a.qsum);
+      halves[2 * b] = a.d * static_cast<float>(a.qsum_lo);
+      halves[2 * b + 1] = a.d * static_cast<float>(a.qsum - a.qsum_lo);
     }
+  }
 }
 
 namespace {

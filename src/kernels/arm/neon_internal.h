@@ -61,16 +61,22 @@ struct ActBlock {
 static_assert(sizeof(ActBlock) == 44);
 
 // The scratch prepare_activations fills for n_tokens tokens of n_blocks
-// blocks: ActBlock [n_tokens][n_blocks], then each block's d again as float
-// [n_tokens][n_blocks] (the row kernels read 4 blocks' scales as one vector).
+// blocks: ActBlock [n_tokens][n_blocks], then per token kActFloatsPerBlock
+// runs of floats (the row kernels read 4 blocks' terms as one vector load;
+// from the 44-byte blocks GCC 12 made a load and a lane move of each):
+// d [n_blocks], d * qsum [n_blocks] (the min terms of Q4_1, Q5_1, Q4_K and
+// Q5_K), and d * qsum_lo, d * (qsum - qsum_lo) [n_blocks][2] (Q2_K's).
+constexpr int kActFloatsPerBlock = 4;
 inline size_t activation_scratch_bytes(int64_t n_tokens, int64_t n_blocks) {
-  return static_cast<size_t>(n_tokens * n_blocks) * (sizeof(ActBlock) + sizeof(float));
+  return static_cast<size_t>(n_tokens * n_blocks) * (sizeof(ActBlock) + kActFloatsPerBlock * sizeof(float));
 }
-inline const float* activation_scales(const ActBlock* act, int64_t n_tokens, int64_t n_blocks) {
-  return reinterpret_cast<const float*>(act + n_tokens * n_blocks);
+// Token t's runs: d at [0, n_blocks), d * qsum at [n_blocks, 2 n_blocks), the
+// half sums at [2 n_blocks, 4 n_blocks).
+inline const float* activation_runs(const ActBlock* act, int64_t n_tokens, int64_t n_blocks, int64_t t) {
+  return reinterpret_cast<const float*>(act + n_tokens * n_blocks) + t * kActFloatsPerBlock * n_blocks;
 }
-inline float* activation_scales(ActBlock* act, int64_t n_tokens, int64_t n_blocks) {
-  return reinterpret_cast<float*>(act + n_tokens * n_blocks);
+inline float* activation_runs(ActBlock* act, int64_t n_tokens, int64_t n_blocks, int64_t t) {
+  return reinterpret_cast<float*>(act + n_tokens * n_blocks) + t * kActFloatsPerBlock * n_blocks;
 }
 
 // Tokens whose products share one unpacking of a weight block (prefill reuses

@@ -91,27 +91,20 @@ inline Unpacked32 unpack(const BlockIQ4_NL& b) {
 }
 
 // One token's activations as prepare_activations lays them out: its int8
-// blocks, and the blocks' scales d again as a run of floats, so that the
-// kernels take 4 blocks' scales with one vector load (from the blocks, 44
-// bytes apart, GCC 12 made 4 loads and 4 lane moves of them).
+// blocks, and the runs of per-block floats after them (neon_internal.h:
+// d, d * qsum, the half sums), so that the kernels take 4 blocks' terms
+// with one vector load.
 struct TokenActs {
   const ActBlock* blocks;
-  const float* d;
+  const float* runs;
 };
 
-// The activation scales d_j and d_j * qsum_j of blocks b .. b + 3 as float
-// vectors (the sums by lane loads from the blocks).
+// The activation scales d_j and d_j * qsum_j of blocks b .. b + 3 of a row of
+// n_blocks as float vectors.
 template <bool kSums>
-inline void act_scales4(const TokenActs& a, int64_t b, float32x4_t* ad, float32x4_t* adq) {
-  const float32x4_t dv = vld1q_f32(a.d + b);
-  *ad = dv;
-  if constexpr (kSums) {
-    const ActBlock* blk = a.blocks + b;
-    int32x4_t qv = vdupq_n_s32(0);
-    qv = vld1q_lane_s32(&blk[0].qsum, qv, 0), qv = vld1q_lane_s32(&blk[1].qsum, qv, 1);
-    qv = vld1q_lane_s32(&blk[2].qsum, qv, 2), qv = vld1q_lane_s32(&blk[3].qsum, qv, 3);
-    *adq = vmulq_f32(dv, vcvtq_f32_s32(qv));
-  }
+inline void act_scales4(const TokenActs& a, int64_t n_blocks, int64_t b, float32x4_t* ad, float32x4_t* adq) {
+  *ad = vld1q_f32(a.runs + b);
+  if constexpr (kSums) *adq = vld1q_f32(a.runs + n_blocks + b);
 }
 
 // The 4 half-precision fields at p, p + stride, ... (bytes) as floats: lane
@@ -152,7 +145,7 @@ void row_32(const Block* w, int64_t n_blocks, const TokenActs* act, float* out) 
       const int32x4_t sums = vpaddq_s32(vpaddq_s32(dot32(u[0].w0, u[0].w1, a[0].q), dot32(u[1].w0, u[1].w1, a[1].q)),
                                         vpaddq_s32(dot32(u[2].w0, u[2].w1, a[2].q), dot32(u[3].w0, u[3].w1, a[3].q)));
       float32x4_t ad, adq;
-      act_scales4<kMin>(act[t], b, &ad, &adq);
+      act_scales4<kMin>(act[t], n_blocks, b, &ad, &adq);
       acc[t] = vfmaq_f32(acc[t], vcvtq_f32_s32(sums), vmulq_f32(dw, ad));
       if constexpr (kMin) acc[t] = vfmaq_f32(acc[t], mw, adq);
     }
@@ -222,9 +215,9 @@ inline void k45_scales(const uint8_t* packed, float d, float dmin, float32x4_t* 
 }
 
 // The same for blocks b .. b + 7: b .. b + 3 in [0], b + 4 .. b + 7 in [1].
-inline void act_scales8(const TokenActs& a, int64_t b, float32x4_t* ad, float32x4_t* adq) {
-  act_scales4<true>(a, b, &ad[0], &adq[0]);
-  act_scales4<true>(a, b + 4, &ad[1], &adq[1]);
+inline void act_scales8(const TokenActs& a, int64_t n_blocks, int64_t b, float32x4_t* ad, float32x4_t* adq) {
+  act_scales4<true>(a, n_blocks, b, &ad[0], &adq[0]);
+  act_scales4<true>(a, n_blocks, b + 4, &ad[1], &adq[1]);
 }
 
 // Per super-block the 8 products d sc_j a.d_j come out as two vectors
@@ -245,7 +238,7 @@ void row_k45(const Block* w, int64_t n_super, const TokenActs* act, float* out) 
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) {
       float32x4_t ad[2], adq[2];
-      act_scales8(act[t], 8 * sb, ad, adq);
+      act_scales8(act[t], 8 * n_super, 8 * sb, ad, adq);
       f[t][0] = vmulq_f32(sc[0], ad[0]), f[t][1] = vmulq_f32(sc[1], ad[1]);
       acc[t] = vfmsq_f32(vfmsq_f32(acc[t], mn[0], adq[0]), mn[1], adq[1]);
     }
@@ -387,21 +380,15 @@ void row_sub16(const typename Src::Block* w, int64_t n_super, const TokenActs* a
       float32x4_t f[NT][2];  // units 4H + g use lanes 2(g % 2), + 1 of f[g / 2]
 #pragma GCC unroll 4
       for (int t = 0; t < NT; ++t) {
-        const ActBlock* a = act[t].blocks + 8 * sb + 4 * H;
         float32x4_t ad, unused;
-        act_scales4<false>(act[t], 8 * sb + 4 * H, &ad, &unused);
+        act_scales4<false>(act[t], 8 * n_super, 8 * sb + 4 * H, &ad, &unused);
         const float32x4_t ad0 = vzip1q_f32(ad, ad), ad1 = vzip2q_f32(ad, ad);
         f[t][0] = vmulq_f32(sc[2 * H], ad0);
         f[t][1] = vmulq_f32(sc[2 * H + 1], ad1);
-        if constexpr (Src::kMins) {  // sums of the 16-element halves: [lo0 hi0 lo1 hi1], [lo2 hi2 lo3 hi3]
-          int32x4_t lo = vdupq_n_s32(0), all = vdupq_n_s32(0);
-          lo = vld1q_lane_s32(&a[0].qsum_lo, lo, 0), all = vld1q_lane_s32(&a[0].qsum, all, 0);
-          lo = vld1q_lane_s32(&a[1].qsum_lo, lo, 1), all = vld1q_lane_s32(&a[1].qsum, all, 1);
-          lo = vld1q_lane_s32(&a[2].qsum_lo, lo, 2), all = vld1q_lane_s32(&a[2].qsum, all, 2);
-          lo = vld1q_lane_s32(&a[3].qsum_lo, lo, 3), all = vld1q_lane_s32(&a[3].qsum, all, 3);
-          const float32x4_t qlo = vcvtq_f32_s32(lo), qhi = vcvtq_f32_s32(vsubq_s32(all, lo));
-          acc[t] = vfmsq_f32(acc[t], mn[2 * H], vmulq_f32(ad0, vzip1q_f32(qlo, qhi)));
-          acc[t] = vfmsq_f32(acc[t], mn[2 * H + 1], vmulq_f32(ad1, vzip2q_f32(qlo, qhi)));
+        if constexpr (Src::kMins) {  // d times the 16-element half sums: [lo0 hi0 lo1 hi1], [lo2 hi2 lo3 hi3]
+          const float* halves = act[t].runs + 2 * (8 * n_super) + 2 * (8 * sb + 4 * H);
+          acc[t] = vfmsq_f32(acc[t], mn[2 * H], vld1q_f32(halves));
+          acc[t] = vfmsq_f32(acc[t], mn[2 * H + 1], vld1q_f32(halves + 4));
         }
       }
       const auto unit = [&]<int G>() {
@@ -462,8 +449,8 @@ void row_iq4_xs(const BlockIQ4_XS* w, int64_t n_super, const TokenActs* act, flo
 #pragma GCC unroll 4
     for (int t = 0; t < NT; ++t) {
       float32x4_t ad[2], unused;
-      act_scales4<false>(act[t], 8 * sb, &ad[0], &unused);
-      act_scales4<false>(act[t], 8 * sb + 4, &ad[1], &unused);
+      act_scales4<false>(act[t], 8 * n_super, 8 * sb, &ad[0], &unused);
+      act_scales4<false>(act[t], 8 * n_super, 8 * sb + 4, &ad[1], &unused);
       f[t][0] = vmulq_f32(sc[0], ad[0]), f[t][1] = vmulq_f32(sc[1], ad[1]);
     }
     const auto unit = [&]<int J>() {
@@ -506,12 +493,11 @@ void rows_of_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens,
                    int64_t row_end, int tile_tokens = kTokenTile) {
   const int64_t rb = row_bytes(*dtype_info(w.dtype), w.cols), n_blocks = w.cols / kQK;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  const float* scales = activation_scales(act, n_tokens, n_blocks);
   rows_in_token_blocks(n_tokens, n_blocks * static_cast<int64_t>(sizeof(ActBlock)), row_begin, row_end, y, w.rows,
                        tile_tokens, [&]<int NT>(int64_t r, int64_t t0, float* out) {
                          TokenActs tokens[NT];
                          for (int t = 0; t < NT; ++t)
-                           tokens[t] = {act + (t0 + t) * n_blocks, scales + (t0 + t) * n_blocks};
+                           tokens[t] = {act + (t0 + t) * n_blocks, activation_runs(act, n_tokens, n_blocks, t0 + t)};
                          quant_row<NT>(w.dtype, base + r * rb, w.cols, tokens, out);
                        });
 }
