@@ -1,6 +1,5 @@
-// AVX-512 VNNI prefill GEMM for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and
-// IQ4_XS weights (several tokens at once); the counterpart of x86/matmul_packed_avx2.cc (which
-// also takes Q2_K's prefill: its per-half mins do not fit this file's units).
+// AVX-512 VNNI prefill GEMM for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL
+// and IQ4_XS weights (several tokens at once); the counterpart of x86/matmul_packed_avx2.cc.
 //
 // Rows are packed, 16 at a time, into a row-interleaved panel on the stack
 // (the weights in memory are never changed): for each 32-column unit, int32
@@ -23,9 +22,10 @@
 //   (Q5_K: the same with q in 0..31)
 //   Q6_K: q in 0..63, value = d sc_h (q - 32): ws = d sc_h, init = -32 qsum_h
 //   Q3_K: q in 0..7, value = d (sc_h - 32) (q - 4): ws = d (sc_h - 32), init = -4 qsum_h
+//   Q2_K: q in 0..3, value = d sc_h q - dmin m_h: ws = d sc_h, wm = dmin m_h, init = 0
 //   IQ4_NL / IQ4_XS: q = grid value + 128:    ws = d (d (scale - 32)), init = -128 qsum
 // so the offsets cost nothing (vpdpbusd accumulates onto init) and only Q4_K,
-// Q5_K, Q4_1 and Q5_1 have a float min term.
+// Q5_K, Q4_1, Q5_1 and Q2_K (one per half) have a float min term.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -54,19 +54,24 @@ constexpr int kTile = 6;         // tokens per register tile: 12 int32 + 12 f32 
 // decode, where the weights' memory bandwidth bounds either kernel.
 constexpr int64_t kMinTokens = 4;
 
-// One unit (32 columns) of 16 rows. ws[0]: the rows' scales (Q6_K: of
-// elements 0..15); ws[1]: Q4_K's mins, Q6_K's scales of elements 16..31.
-struct alignas(64) Unit {
+// One unit (32 columns) of 16 rows. ws[0]: the rows' scales (the types with
+// 16-element halves, Q6_K, Q3_K and Q2_K: of elements 0..15); ws[1]: Q4_K's
+// mins, the halves' scales of elements 16..31; ws[2], ws[3]: Q2_K's mins of
+// the two halves (only its units carry them: kScaleVecs).
+template <int kScaleVecs>
+struct alignas(64) UnitOf {
   uint8_t q[8][64];
-  float ws[2][kPanelRows];
+  float ws[kScaleVecs][kPanelRows];
 };
+using Unit = UnitOf<2>;
 
 // Per token and unit of a column chunk: the int32 start of the sum (init[1]:
-// Q6_K's second half), the activation scale d and d * qsum (Q4_K's min term).
+// a half type's second half), the activation scale d, and the min term's
+// activation sum d * qsum (Q4_K; Q2_K: dqs[h] = d * qsum of half h).
 struct TokenUnit {
   int32_t init[2];
   float d;
-  float dqs;
+  float dqs[2];
 };
 
 // Packing works on 16 rows at once: src[r] is row r's block (a zero block
@@ -183,7 +188,7 @@ struct OffsetPack {
   static void token(const ActBlock& a, TokenUnit* tu) {
     if constexpr (kHasMin) {
       tu->init[0] = 0;
-      tu->dqs = a.d * static_cast<float>(a.qsum);
+      tu->dqs[0] = a.d * static_cast<float>(a.qsum);
     } else {
       tu->init[0] = -16 * a.qsum;
     }
@@ -246,7 +251,7 @@ struct K45Pack {
   }
   static void token(const ActBlock& a, TokenUnit* tu) {
     tu->init[0] = 0;
-    tu->dqs = a.d * static_cast<float>(a.qsum);
+    tu->dqs[0] = a.d * static_cast<float>(a.qsum);
   }
 };
 
@@ -364,6 +369,47 @@ struct Q3_KPack {
   }
 };
 
+// Q2_K unit j = 4n + k: q = (qs[32n + l] >> 2k) & 3; its halves are
+// sub-blocks 2j and 2j + 1, whose scale bytes hold sc (low nibble: ws[h] =
+// d sc) and m (high nibble: ws[2 + h] = dmin m), with the min term's sums
+// d * qsum of each half.
+struct Q2_KPack {
+  static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(BlockQ2_K), kScaleVecs = 4;
+  static constexpr bool kMin = true, kHalves = true;
+  static void pack_block(const uint8_t* const* src, UnitOf<kScaleVecs>* u) {
+    const __m512 d = f16x16(src, offsetof(BlockQ2_K, d));
+    const __m512 dmin = f16x16(src, offsetof(BlockQ2_K, dmin));
+    __m512i sc[4], qs[16];  // scales[4i..4i+3] / qs[32n + 4g..] (qs[8n + g]) as int32 lane of each row
+    transpose16x4(src, offsetof(BlockQ2_K, scales), sc);
+    for (int i = 0; i < 4; ++i) transpose16x4(src, offsetof(BlockQ2_K, qs) + 16 * i, qs + 4 * i);
+    for (int j = 0; j < 8; ++j) {
+      const int bit = 16 * (j % 2);  // scales 2j and 2j + 1 are bytes 2 (j % 2) and + 1 of lane j / 2
+      for (int h = 0; h < 2; ++h) {
+        _mm512_store_ps(u[j].ws[h], _mm512_mul_ps(d, byte_field(sc[j / 2], bit + 8 * h, 0x0F)));
+        _mm512_store_ps(u[j].ws[2 + h], _mm512_mul_ps(dmin, byte_field(sc[j / 2], bit + 8 * h + 4, 0x0F)));
+      }
+      const int n = j / 4, k = j % 4;
+      for (int g = 0; g < 8; ++g)
+        _mm512_store_si512(u[j].q[g], _mm512_and_si512(_mm512_srli_epi32(qs[8 * n + g], 2 * k), _mm512_set1_epi8(3)));
+    }
+  }
+  static void token(const ActBlock& a, TokenUnit* tu) {
+    tu->dqs[0] = a.d * static_cast<float>(a.qsum_lo);
+    tu->dqs[1] = a.d * static_cast<float>(a.qsum - a.qsum_lo);
+  }
+};
+
+// The unit type of packer P: UnitOf<P::kScaleVecs>, or Unit.
+template <class P>
+constexpr int scale_vecs() {
+  if constexpr (requires { P::kScaleVecs; })
+    return P::kScaleVecs;
+  else
+    return 2;
+}
+template <class P>
+using UnitFor = UnitOf<scale_vecs<P>()>;
+
 // Stands in for the blocks of rows past the matrix (zero quants and scales).
 alignas(64) constexpr uint8_t kZeroBlock[256] = {};
 static_assert(sizeof(BlockQ6_K) <= sizeof(kZeroBlock));
@@ -372,7 +418,7 @@ static_assert(sizeof(BlockQ6_K) <= sizeof(kZeroBlock));
 // zero scales) over blocks [blk0, blk0 + n_blk) into u[n_blk * kUnitsPerBlock].
 template <class P>
 void pack_panel(const uint8_t* base, int64_t stride, int64_t r0, int n_rows, int64_t blk0,
-                int64_t n_blk, Unit* u) {
+                int64_t n_blk, UnitFor<P>* u) {
   if constexpr (requires { P::kGroupedType; })  // a grouped Q5 type: ungrouped, then packed as plain
     return x86::pack_ungrouped<kPanelRows, kChunkUnits, P>(
         base, stride, r0, n_rows, blk0, n_blk, [&](const uint8_t* plain, int64_t plain_stride) {
@@ -396,7 +442,7 @@ void fill_token_units(const ActBlock* act, int64_t n_sub, int64_t n_tokens, int6
     for (int64_t k = 0; k < n_units; ++k) {
       const ActBlock& a = act[t * n_sub + k];
       TokenUnit& out = tu[t * kChunkUnits + k];
-      out = TokenUnit{{0, 0}, a.d, 0.0f};
+      out = TokenUnit{{0, 0}, a.d, {0.0f, 0.0f}};
       P::token(a, &out);
     }
 }
@@ -405,7 +451,7 @@ void fill_token_units(const ActBlock* act, int64_t n_sub, int64_t n_tokens, int6
 // n_units units. u: panel 0 (panel p at u + p * kChunkUnits); act / tu: token
 // 0 at unit 0 of the chunk, token t at act + t * n_sub, tu + t * kChunkUnits.
 template <class P, int NP, int T>
-inline void tile(const Unit* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
+inline void tile(const UnitFor<P>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
                  const TokenUnit* tu, __m512* acc) {
   constexpr int kHalves = P::kHalves ? 2 : 1, kGroups = 8 / kHalves;
   for (int64_t k = 0; k < n_units; ++k) {
@@ -443,9 +489,10 @@ inline void tile(const Unit* u, int64_t n_units, const ActBlock* act, int64_t n_
           const __m512 sd = _mm512_mul_ps(_mm512_cvtepi32_ps(s[p * T + t]),
                                           _mm512_set1_ps(tu[t * kChunkUnits + k].d));
           acc[p * T + t] = _mm512_fmadd_ps(sd, ws, acc[p * T + t]);
-          if constexpr (P::kMin) {
-            const __m512 wm = _mm512_load_ps(u[p * kChunkUnits + k].ws[1]);
-            acc[p * T + t] = _mm512_fnmadd_ps(wm, _mm512_set1_ps(tu[t * kChunkUnits + k].dqs), acc[p * T + t]);
+          if constexpr (P::kMin) {  // Q2_K: half h's; the others' (h = 0): ws[1], dqs[0]
+            const __m512 wm = _mm512_load_ps(u[p * kChunkUnits + k].ws[P::kHalves ? 2 + h : 1]);
+            const __m512 dqs = _mm512_set1_ps(tu[t * kChunkUnits + k].dqs[h]);
+            acc[p * T + t] = _mm512_fnmadd_ps(wm, dqs, acc[p * T + t]);
           }
         }
       }
@@ -456,7 +503,7 @@ inline void tile(const Unit* u, int64_t n_units, const ActBlock* act, int64_t n_
 // y rows [0, n_rows) (n_rows <= 16 * NP) of tokens [0, T) at y (row stride
 // ld_y per token): stores (first chunk) or adds.
 template <class P, int NP, int T>
-void tile_store(const Unit* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
+void tile_store(const UnitFor<P>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
                 const TokenUnit* tu, float* y, int64_t ld_y, int n_rows, bool add) {
   __m512 acc[NP * T];
   for (int i = 0; i < NP * T; ++i) acc[i] = _mm512_setzero_ps();
@@ -480,7 +527,7 @@ void tile_store(const Unit* u, int64_t n_units, const ActBlock* act, int64_t n_s
 
 // tile_store for nt <= T tokens (the token tail picks a smaller tile).
 template <class P, int NP, int T>
-void tile_tokens(int nt, const Unit* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
+void tile_tokens(int nt, const UnitFor<P>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
                  const TokenUnit* tu, float* y, int64_t ld_y, int n_rows, bool add) {
   if (nt == T) return tile_store<P, NP, T>(u, n_units, act, n_sub, tu, y, ld_y, n_rows, add);
   if constexpr (T > 1) tile_tokens<P, NP, T - 1>(nt, u, n_units, act, n_sub, tu, y, ld_y, n_rows, add);
@@ -488,7 +535,7 @@ void tile_tokens(int nt, const Unit* u, int64_t n_units, const ActBlock* act, in
 
 // tile_tokens for np <= NP panels (the last tile of a group may have fewer).
 template <class P, int NP>
-void tile_panels(int np, int nt, const Unit* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
+void tile_panels(int np, int nt, const UnitFor<P>* u, int64_t n_units, const ActBlock* act, int64_t n_sub,
                  const TokenUnit* tu, float* y, int64_t ld_y, int n_rows, bool add) {
   if (np == NP) return tile_tokens<P, NP, kTile>(nt, u, n_units, act, n_sub, tu, y, ld_y, n_rows, add);
   if constexpr (NP > 1) tile_panels<P, NP - 1>(np, nt, u, n_units, act, n_sub, tu, y, ld_y, n_rows, add);
@@ -498,7 +545,7 @@ void tile_panels(int np, int nt, const Unit* u, int64_t n_units, const ActBlock*
 // tile's TokenUnits are derived into a small stack table first (forward
 // allocates nothing, P6; the cost is one entry per 2048 multiply-adds).
 template <class P>
-void tokens_over_panels(const Unit* units, int n_panels, int64_t n_units, int64_t r0, int64_t r1,
+void tokens_over_panels(const UnitFor<P>* units, int n_panels, int64_t n_units, int64_t r0, int64_t r1,
                         const ActBlock* act, int64_t n_sub, int64_t n_tokens, float* y, int64_t ld_y,
                         bool add) {
   TokenUnit tt[kTile * kChunkUnits];
@@ -509,7 +556,7 @@ void tokens_over_panels(const Unit* units, int n_panels, int64_t n_units, int64_
       const int np = std::min(kTilePanels, n_panels - p);
       const int64_t r = r0 + p * kPanelRows;
       const int n_rows = static_cast<int>(std::min<int64_t>(np * kPanelRows, r1 - r));
-      const Unit* u = units + p * kChunkUnits;
+      const UnitFor<P>* u = units + p * kChunkUnits;
       const ActBlock* a = act + t * n_sub;
       float* out = y + t * ld_y + r;
       tile_panels<P, kTilePanels>(np, nt, u, n_units, a, n_sub, tt, out, ld_y, n_rows, add);
@@ -525,7 +572,7 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
   const int64_t n_sub = w.cols / 32;
   const int64_t stride = n_blk * P::kBytes;
   const auto* base = static_cast<const uint8_t*>(w.data);
-  Unit units[kGroupPanels * kChunkUnits];  // 80 KiB of stack
+  UnitFor<P> units[kGroupPanels * kChunkUnits];  // 80 KiB of stack (Q2_K: 96 KiB)
   for (int64_t b0 = 0; b0 < n_blk; b0 += kBlkPerChunk) {
     const int64_t nb = std::min(kBlkPerChunk, n_blk - b0);
     const int64_t n_units = nb * P::kUnitsPerBlock;
@@ -549,9 +596,9 @@ void matmul_typed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, 
 bool quant_supports(DType dtype, int64_t n_tokens) {
   const bool packed = dtype == DType::kQ4_0 || dtype == DType::kQ4_1 || dtype == DType::kQ5_0 ||
                       dtype == DType::kQ5_1 || dtype == DType::kQ5_0x8 || dtype == DType::kQ5_1x8 ||
-                      dtype == DType::kQ8_0 || dtype == DType::kQ3_K || dtype == DType::kQ4_K ||
-                      dtype == DType::kQ5_K || dtype == DType::kQ6_K || dtype == DType::kIQ4_NL ||
-                      dtype == DType::kIQ4_XS;
+                      dtype == DType::kQ8_0 || dtype == DType::kQ2_K || dtype == DType::kQ3_K ||
+                      dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K ||
+                      dtype == DType::kIQ4_NL || dtype == DType::kIQ4_XS;
   return packed && n_tokens >= kMinTokens;
 }
 
@@ -570,6 +617,7 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     case DType::kQ4_K: return matmul_typed<K45Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ5_K: return matmul_typed<K45Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ6_K: return matmul_typed<Q6_KPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kQ2_K: return matmul_typed<Q2_KPack>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kQ3_K: return matmul_typed<Q3_KPack>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kIQ4_NL: return matmul_typed<IQ4Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kIQ4_XS: return matmul_typed<IQ4Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
