@@ -93,7 +93,7 @@ size_t matmul_scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens);
 // x: [n_tokens, w.cols] f32 contiguous; y: [n_tokens, w.rows] f32 contiguous.
 // Splits rows (and token tiles) over the pool; allocates nothing: the prefill
 // kernels keep their packed weights and block sums on the stack of each
-// thread that runs them, the caller's included (up to about 90 KiB, and 6 KiB
+// thread that runs them, the caller's included (up to about 100 KiB, and 6 KiB
 // (AVX2) or 12 KiB (AVX-512) more while a grouped Q5 panel is ungrouped; every
 // platform's default thread stack holds that, musl's 128 KiB only just).
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
