@@ -19,6 +19,7 @@
 #include <span>
 
 #include "common/fixtures.h"
+#include "common/golden_logits.h"
 #include "engine/llama_program.h"
 #include "export/exporter.h"
 #include "kernels/kernels.h"
@@ -26,47 +27,8 @@
 namespace llmpack {
 namespace {
 
-// All positions' logits of `model_path` on the active kernel path: the prompt
-// in one call (prefill kernels), or a token a call (decode kernels).
-std::vector<std::vector<float>> all_logits(const std::string& model_path, const std::vector<int64_t>& tokens,
-                                           bool one_by_one = false) {
-  ProgramOptions options;
-  options.cpu_threads = 2;
-  options.logits_rows = 16;
-  auto pkg = load_package(model_path, "", options);
-  EXPECT_TRUE(pkg.ok()) << pkg.status().message();
-  if (!pkg.ok()) return {};
-  std::vector<std::vector<float>> rows;
-  if (one_by_one) {
-    for (size_t p = 0; p < tokens.size(); ++p) {
-      auto step = pkg->program->forward(std::span<const int64_t>(&tokens[p], 1), static_cast<int64_t>(p));
-      EXPECT_TRUE(step.ok()) << step.status().message();
-      if (!step.ok()) return {};
-      rows.emplace_back(step->last().begin(), step->last().end());
-    }
-    return rows;
-  }
-  auto logits = pkg->program->forward(tokens, 0, /*all_logits=*/true);
-  EXPECT_TRUE(logits.ok()) << logits.status().message();
-  if (!logits.ok()) return {};
-  for (size_t p = 0; p < tokens.size(); ++p) rows.emplace_back(logits->row(p).begin(), logits->row(p).end());
-  return rows;
-}
-
-// The worst max |a - b| / max |b| over positions.
-template <class Row>
-double worst_relative(const std::vector<std::vector<float>>& a, const std::vector<Row>& b) {
-  double worst = 0;
-  for (size_t p = 0; p < b.size(); ++p) {
-    double diff = 0, scale = 0;
-    for (size_t i = 0; i < b[p].size(); ++i) {
-      diff = std::max(diff, std::abs(double(a[p][i]) - double(b[p][i])));
-      scale = std::max(scale, std::abs(double(b[p][i])));
-    }
-    worst = std::max(worst, diff / scale);
-  }
-  return worst;
-}
+using testing::all_logits;
+using testing::worst_relative;
 
 TEST(EcosystemLowBitExports, SimdPathsMatchScalarAndErrorsRankByBits) {
   LLMPACK_REQUIRE_FIXTURE(model_path, "gguf/ecosystem/eco-llama-F32.gguf");
