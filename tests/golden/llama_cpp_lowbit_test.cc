@@ -1,13 +1,14 @@
-// Q2_K, Q3_K, IQ4_XS and IQ4_NL blocks written by llama.cpp's own quantizer
-// (tests/data/llama_cpp_lowbit, with its README): llmpack reads them as
-// llama.cpp does. The scalar path (blocks dequantized, products in double)
-// and every SIMD path this CPU has lie as close to llama.cpp's logits as
+// Q2_K, Q3_K, IQ4_XS, IQ4_NL, Q5_0 and Q5_1 blocks written by llama.cpp's own
+// quantizer (tests/data/llama_cpp_lowbit, with its README): llmpack reads them
+// as llama.cpp does. The scalar path (blocks dequantized, products in double)
+// and every SIMD path this CPU has, the prompt in one call (prefill kernels)
+// and a token a call (decode kernels), lie as close to llama.cpp's logits as
 // llama.cpp's activation rounding puts its own logits from an exact forward
 // pass (0.012-0.017 of the largest logit for the shared fixtures' types); a
 // block layout read wrongly gives unrelated logits (distances near 1).
 // Measured on Zen 5 (each position's max |diff| over its max |logit|, the
 // worst position): scalar 0.015-0.018, AVX2 and AVX-512 0.015-0.021 from
-// llama.cpp, 0.011-0.013 from the scalar path.
+// llama.cpp, 0.011-0.014 from the scalar path.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -46,20 +47,22 @@ TEST_P(LlamaCppLowBitFiles, EveryPathIsAsCloseToLlamaCppAsItsActivationRounding)
   for (kernels::KernelPath p : {kernels::KernelPath::kAvx2, kernels::KernelPath::kAvx512, kernels::KernelPath::kNeon,
                                   kernels::KernelPath::kNeonDotprod, kernels::KernelPath::kNeonI8mm}) {
     if (!kernels::set_kernel_path(p)) continue;
-    const auto simd = all_logits(model, tokens);
-    const std::string path(kernels::kernel_path_name(p));
-    const double vs_llama_cpp = worst_relative(simd, llama_cpp), vs_scalar = worst_relative(simd, scalar);
-    RecordProperty(path + "_vs_llama_cpp", std::to_string(vs_llama_cpp));
-    RecordProperty(path + "_vs_scalar", std::to_string(vs_scalar));
-    EXPECT_LT(vs_llama_cpp, kBound) << GetParam() << " " << path;
-    EXPECT_LT(vs_scalar, kBound) << GetParam() << " " << path;
+    for (bool one_by_one : {false, true}) {
+      const auto simd = all_logits(model, tokens, one_by_one);
+      const std::string run = std::string(kernels::kernel_path_name(p)) + (one_by_one ? "_decode" : "_prefill");
+      const double vs_llama_cpp = worst_relative(simd, llama_cpp), vs_scalar = worst_relative(simd, scalar);
+      RecordProperty(run + "_vs_llama_cpp", std::to_string(vs_llama_cpp));
+      RecordProperty(run + "_vs_scalar", std::to_string(vs_scalar));
+      EXPECT_LT(vs_llama_cpp, kBound) << GetParam() << " " << run;
+      EXPECT_LT(vs_scalar, kBound) << GetParam() << " " << run;
+    }
   }
   ASSERT_TRUE(kernels::set_kernel_path(best));
 }
 
 INSTANTIATE_TEST_SUITE_P(Files, LlamaCppLowBitFiles,
                          ::testing::Values("eco-llama-Q2_K.gguf", "eco-llama-Q3_K_M.gguf", "eco-llama-IQ4_XS.gguf",
-                                           "eco-llama-IQ4_NL.gguf"),
+                                           "eco-llama-IQ4_NL.gguf", "eco-llama-Q5_0.gguf", "eco-llama-Q5_1.gguf"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& ch : name)
