@@ -14,7 +14,7 @@ struct Entry {
 };
 
 // Block layouts as GGUF defines them.
-constexpr std::array<Entry, 23> kTable = {{
+constexpr std::array<Entry, 30> kTable = {{
     {DType::kF32, {"f32", 1, 4}},
     {DType::kF16, {"f16", 1, 2}},
     {DType::kQ4_0, {"q4_0", 32, 18}},
@@ -31,6 +31,13 @@ constexpr std::array<Entry, 23> kTable = {{
     {DType::kQ8_K, {"q8_k", 256, 292}},
     {DType::kIQ4_NL, {"iq4_nl", 32, 18}},
     {DType::kIQ4_XS, {"iq4_xs", 256, 136}},
+    {DType::kIQ2_XXS, {"iq2_xxs", 256, 66}},
+    {DType::kIQ2_XS, {"iq2_xs", 256, 74}},
+    {DType::kIQ2_S, {"iq2_s", 256, 82}},
+    {DType::kIQ3_XXS, {"iq3_xxs", 256, 98}},
+    {DType::kIQ3_S, {"iq3_s", 256, 110}},
+    {DType::kIQ1_S, {"iq1_s", 256, 50}},
+    {DType::kIQ1_M, {"iq1_m", 256, 56}},
     {DType::kI8, {"i8", 1, 1}},
     {DType::kI16, {"i16", 1, 2}},
     {DType::kI32, {"i32", 1, 4}},

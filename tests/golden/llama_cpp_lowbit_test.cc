@@ -62,7 +62,9 @@ TEST_P(LlamaCppLowBitFiles, EveryPathIsAsCloseToLlamaCppAsItsActivationRounding)
 
 INSTANTIATE_TEST_SUITE_P(Files, LlamaCppLowBitFiles,
                          ::testing::Values("eco-llama-Q2_K.gguf", "eco-llama-Q3_K_M.gguf", "eco-llama-IQ4_XS.gguf",
-                                           "eco-llama-IQ4_NL.gguf", "eco-llama-Q5_0.gguf", "eco-llama-Q5_1.gguf"),
+                                           "eco-llama-IQ4_NL.gguf", "eco-llama-Q5_0.gguf", "eco-llama-Q5_1.gguf",
+                                           "eco-llama-IQ2_XXS.gguf", "eco-llama-IQ2_XS.gguf", "eco-llama-IQ2_M.gguf",
+                                           "eco-llama-IQ3_XXS.gguf", "eco-llama-IQ1_S.gguf", "eco-llama-IQ1_M.gguf"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& ch : name)

@@ -215,7 +215,7 @@ bool dequantize_quant(DType dtype, const void* src, int64_t n, float* out) {
       dequant_iq4_xs(static_cast<const BlockIQ4_XS*>(src), n / kQKK, out);
       return true;
     default:
-      return false;
+      return dequantize_iq(dtype, src, n, out);
   }
 }
 

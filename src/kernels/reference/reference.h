@@ -18,8 +18,11 @@ bool supports(DType dtype);
 void dequantize_elems(DType dtype, const void* src, int64_t n, float* out);
 
 // The block types (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL,
-// IQ4_XS); false for other types.
+// IQ4_XS and the codebook types below); false for other types.
 bool dequantize_quant(DType dtype, const void* src, int64_t n, float* out);
+// The codebook types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M
+// (kernels/iq_blocks.h; reference/dequantize_iq.cc); false for other types.
+bool dequantize_iq(DType dtype, const void* src, int64_t n, float* out);
 
 // sum_c row[c] * x[c] over n elements of one packed weight row.
 float dot_row(DType dtype, const void* row, const float* x, int64_t n);
