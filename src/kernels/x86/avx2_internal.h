@@ -105,6 +105,13 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
 bool packed_supports(DType dtype);
 void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y,
                         int64_t row_begin, int64_t row_end);
+// The codebook types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M),
+// every token count: each row unpacked a chunk at a time to int8 weights and
+// multiplied with all tokens (x86/matmul_iq_avx2.cc).
+bool iq_supports(DType dtype);
+void matmul_rows_iq(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
+                    int64_t row_end);
+
 // Fewest tokens for which packing pays off (below it rows stream, as in decode).
 constexpr int64_t kPackedMinTokens = 4;
 

@@ -11,9 +11,9 @@ bool is_float(DType dtype) {
   return dtype == DType::kF32 || dtype == DType::kF16 || dtype == DType::kBF16;
 }
 
-// Every quantized type has decode kernels and a packed prefill: the packed
-// path's list is the list.
-bool is_quant(DType dtype) { return packed_supports(dtype); }
+// Every block type has decode kernels and a packed prefill (the packed path's
+// list), except the codebook types, whose one kernel serves every token count.
+bool is_quant(DType dtype) { return packed_supports(dtype) || iq_supports(dtype); }
 
 }  // namespace
 
@@ -51,6 +51,8 @@ void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_to
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                  const void* scratch, int64_t row_begin, int64_t row_end) {
   if (is_float(w.dtype)) return matmul_rows_float(w, x, n_tokens, y, row_begin, row_end);
+  if (iq_supports(w.dtype))
+    return matmul_rows_iq(w, static_cast<const ActBlock*>(scratch), n_tokens, y, row_begin, row_end);
   if (is_quant(w.dtype))
     return matmul_rows_quant(w, static_cast<const ActBlock*>(scratch), n_tokens, y, row_begin, row_end);
 }

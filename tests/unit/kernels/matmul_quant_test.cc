@@ -17,6 +17,8 @@
 namespace llmpack::kernels {
 namespace {
 
+using testing::quantize_like_the_kernels;
+using testing::QuantizedActs;
 using testing::random_floats;
 
 
@@ -112,25 +114,6 @@ TEST_P(MatmulQuantTest, DecodeStepsAndTails) {
       check(GetParam(), 35, cols, n_tokens, n_tokens == 2 ? pool1 : pool2);
       if (::testing::Test::HasFatalFailure()) return;
     }
-}
-
-// The int8 activations the SIMD paths dot with: per block of 32, d = amax /
-// 127 and q = x * (127 / amax) rounded to nearest even, both in float as the
-// kernels compute them.
-struct QuantizedActs {
-  std::vector<double> d;
-  std::vector<int> q;
-};
-QuantizedActs quantize_like_the_kernels(const float* x, int64_t cols) {
-  QuantizedActs a{std::vector<double>(static_cast<size_t>(cols / 32)), std::vector<int>(static_cast<size_t>(cols))};
-  for (int64_t b = 0; b < cols / 32; ++b) {
-    float m = 0.0f;
-    for (int i = 0; i < 32; ++i) m = std::max(m, std::fabs(x[32 * b + i]));
-    const float id = m > 0.0f ? 127.0f / m : 0.0f;
-    a.d[b] = m / 127.0f;
-    for (int i = 0; i < 32; ++i) a.q[32 * b + i] = static_cast<int>(std::nearbyint(x[32 * b + i] * id));
-  }
-  return a;
 }
 
 // Every block tail (n_blocks % 8 = 0..7, with and without whole steps before

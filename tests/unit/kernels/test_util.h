@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -114,6 +115,25 @@ inline std::vector<uint8_t> pack_rows(DType dtype, const std::vector<float>& val
   for (int64_t r = 0; r < rows; ++r)
     EXPECT_GT(quantize_row(dtype, values.data() + r * cols, cols, out.data() + r * rb), 0u) << dtype_name(dtype);
   return out;
+}
+
+// The int8 activations the SIMD paths dot with: per block of 32, d = amax /
+// 127 and q = x * (127 / amax) rounded to nearest even, both in float as the
+// kernels compute them.
+struct QuantizedActs {
+  std::vector<double> d;
+  std::vector<int> q;
+};
+inline QuantizedActs quantize_like_the_kernels(const float* x, int64_t cols) {
+  QuantizedActs a{std::vector<double>(static_cast<size_t>(cols / 32)), std::vector<int>(static_cast<size_t>(cols))};
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    float m = 0.0f;
+    for (int i = 0; i < 32; ++i) m = std::max(m, std::fabs(x[32 * b + i]));
+    const float id = m > 0.0f ? 127.0f / m : 0.0f;
+    a.d[b] = m / 127.0f;
+    for (int i = 0; i < 32; ++i) a.q[32 * b + i] = static_cast<int>(std::nearbyint(x[32 * b + i] * id));
+  }
+  return a;
 }
 
 }  // namespace llmpack::kernels::testing

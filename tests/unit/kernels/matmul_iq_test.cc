@@ -1,0 +1,109 @@
+// matmul on the codebook types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S,
+// IQ1_M). llmpack has no quantizer for them, so the weights are random
+// blocks: every byte pattern is a valid block once its super-block scale is
+// a sane f16. The scalar path must equal dequantize + exact dot; each SIMD
+// path that takes the type must equal the exact dot of the dequantized
+// weights with the activations as the kernels quantize them (int8 per 32),
+// up to float rounding: its integer sums are exact, so a weight, a sign or a
+// scale read wrongly anywhere in a row shows.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/half.h"
+#include "kernels/iq_blocks.h"
+#include "kernels/kernels.h"
+#include "unit/kernels/test_util.h"
+
+namespace llmpack::kernels {
+namespace {
+
+constexpr DType kIqTypes[] = {DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS,
+                              DType::kIQ3_S,   DType::kIQ1_S,  DType::kIQ1_M};
+
+// rows x cols weights of `dtype` as random blocks with super-block scales
+// between 0.005 and 0.02.
+std::vector<uint8_t> random_iq_rows(DType dtype, int64_t rows, int64_t cols, uint32_t seed) {
+  const auto info = *dtype_info(dtype);
+  std::vector<uint8_t> bytes(static_cast<size_t>(row_bytes(info, cols) * rows));
+  std::mt19937 rng(seed);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(0.005f, 0.02f);
+  for (size_t at = 0; at < bytes.size(); at += static_cast<size_t>(info.block_bytes)) {
+    const uint16_t d = f32_to_f16(scale(rng));
+    if (dtype != DType::kIQ1_M) {
+      std::memcpy(&bytes[at], &d, 2);
+      continue;
+    }
+    // IQ1_M: the f16 a nibble at a time in the top nibbles of its 4 uint16 scales.
+    auto* block = reinterpret_cast<BlockIQ1_M*>(&bytes[at]);
+    for (int n = 0; n < 4; ++n) {
+      uint16_t sc = iq_load_u16(block->scales + 2 * n);
+      sc = static_cast<uint16_t>((sc & 0x0FFF) | (((d >> (4 * n)) & 15) << 12));
+      std::memcpy(block->scales + 2 * n, &sc, 2);
+    }
+    EXPECT_EQ(iq1m_d_bits(*block), d);
+  }
+  return bytes;
+}
+
+void check(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool& pool) {
+  const auto packed = random_iq_rows(dtype, rows, cols, static_cast<uint32_t>(rows * 7 + cols + n_tokens));
+  const WeightMatrix w{dtype, rows, cols, packed.data()};
+  auto x = testing::random_floats(static_cast<size_t>(n_tokens * cols), static_cast<uint32_t>(3 + n_tokens), 2.0f);
+  x[0] = 40.0f;  // an outlier, as real activations have
+  std::vector<float> wd(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) dequantize_row(w, r, wd.data() + r * cols);
+  for (float v : wd) ASSERT_TRUE(std::isfinite(v));
+
+  const auto ref = testing::matmul_on_path(KernelPath::kScalar, w, x, n_tokens, pool);
+  for (KernelPath p : testing::all_paths()) {
+    const auto y = p == KernelPath::kScalar ? ref : testing::matmul_on_path(p, w, x, n_tokens, pool);
+    const bool quantizes = p != KernelPath::kScalar && simd_matmul_takes(p, dtype);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const auto a = testing::quantize_like_the_kernels(x.data() + t * cols, cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        double exact = 0, scale = 0;
+        for (int64_t c = 0; c < cols; ++c) {
+          const double xc = quantizes ? a.d[c / 32] * a.q[c] : double(x[t * cols + c]);
+          exact += double(wd[r * cols + c]) * xc;
+          scale += std::fabs(double(wd[r * cols + c]) * xc);
+        }
+        ASSERT_NEAR(y[t * rows + r], exact, 1e-5 * scale + 1e-6)
+            << kernel_path_name(p) << " " << dtype_name(dtype) << " rows=" << rows << " cols=" << cols
+            << " tokens=" << n_tokens << " r=" << r << " t=" << t;
+      }
+    }
+  }
+}
+
+class MatmulIqTest : public ::testing::TestWithParam<DType> {};
+
+// Decode (1-3 tokens) and prefill (token groups of 4 and their tails), rows
+// split over 1 and 2 threads, rows of one super-block up to several chunks
+// of unpacked weights (16 super-blocks a chunk).
+TEST_P(MatmulIqTest, EveryPathMatchesTheExactDotOfItsActivations) {
+  ThreadPool pool1(1), pool2(2);
+  for (int64_t rows : {1, 3, 6, 17})
+    for (int64_t cols : {256, 768, 17 * 256, 33 * 256})
+      for (int64_t n_tokens : {1, 2, 3, 4, 7, 9}) {
+        if (cols > 4096 && n_tokens > 4 && rows > 6) continue;  // the largest shapes with few tokens only
+        check(GetParam(), rows, cols, n_tokens, rows % 2 ? pool1 : pool2);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+}
+
+// The x86 paths have a kernel for every codebook type.
+TEST_P(MatmulIqTest, TheX86PathsTakeTheType) {
+  for (KernelPath p : testing::simd_paths())
+    if (p == KernelPath::kAvx2 || p == KernelPath::kAvx512) EXPECT_TRUE(simd_matmul_takes(p, GetParam()));
+}
+
+INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulIqTest, ::testing::ValuesIn(kIqTypes),
+                         [](const auto& info) { return std::string(dtype_name(info.param)); });
+
+}  // namespace
+}  // namespace llmpack::kernels
