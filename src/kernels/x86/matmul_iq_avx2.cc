@@ -10,6 +10,7 @@
 // the scale divided by 8, so every type multiplies as int8 x int8.
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "core/half.h"
 #include "kernels/iq_blocks.h"
@@ -53,15 +54,21 @@ struct Unpacked {
   alignas(32) float scale[kChunkSuper * 8][8];
 };
 
+inline __m256i four_u64(const uint64_t (&v)[4]) {
+  return _mm256_setr_epi64x(static_cast<long long>(v[0]), static_cast<long long>(v[1]), static_cast<long long>(v[2]),
+                            static_cast<long long>(v[3]));
+}
+
+inline void put_scales(Unpacked& u, int64_t block, float s0, float s1) {
+  _mm256_store_ps(u.scale[block], _mm256_set_m128(_mm_set1_ps(s1), _mm_set1_ps(s0)));
+}
+
 // Stores 32 weights of magnitudes mag (4 x 8 bytes, weight order) and sign
 // masks neg, and the block's scales (s0 for weights 0..15, s1 for 16..31).
 void put_block(Unpacked& u, int64_t block, const uint64_t (&mag)[4], const uint64_t (&neg)[4], float s0, float s1) {
-  const __m256i m = _mm256_setr_epi64x(static_cast<long long>(mag[0]), static_cast<long long>(mag[1]),
-                                       static_cast<long long>(mag[2]), static_cast<long long>(mag[3]));
-  const __m256i n = _mm256_setr_epi64x(static_cast<long long>(neg[0]), static_cast<long long>(neg[1]),
-                                       static_cast<long long>(neg[2]), static_cast<long long>(neg[3]));
+  const __m256i m = four_u64(mag), n = four_u64(neg);
   _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 32 * block), _mm256_sub_epi8(_mm256_xor_si256(m, n), n));
-  _mm256_store_ps(u.scale[block], _mm256_setr_ps(s0, s0, s0, s0, s1, s1, s1, s1));
+  put_scales(u, block, s0, s1);
 }
 
 float iq2_scale(float d, int s) { return d * (0.5f + static_cast<float>(s)) * 0.25f; }
@@ -137,12 +144,16 @@ void unpack_iq3_s(const BlockIQ3_S& b, Unpacked& u, int64_t first) {
 
 // IQ1: 8 g + 1 where the delta is +1/8, 8 g - 1 where it is -1/8, for the
 // grid values g (-1, 0, 1) of 4 groups of 8; minus[l]: group l's delta is -1/8.
+// 8 g per byte: a 16-bit shift by 3, less the bits it carried into the next byte.
 void put_iq1_block(Unpacked& u, int64_t block, const int (&index)[4], const bool (&minus)[4], float s0, float s1) {
-  int8_t q[32];
-  for (int l = 0; l < 4; ++l)
-    for (int j = 0; j < 8; ++j) q[8 * l + j] = static_cast<int8_t>(8 * kIq1sGrid[index[l]][j] + (minus[l] ? -1 : 1));
-  std::memcpy(u.q + 32 * block, q, 32);
-  _mm256_store_ps(u.scale[block], _mm256_setr_ps(s0, s0, s0, s0, s1, s1, s1, s1));
+  uint64_t grid[4], delta[4];
+  for (int l = 0; l < 4; ++l) {
+    std::memcpy(&grid[l], kIq1sGrid[index[l]].data(), 8);
+    delta[l] = minus[l] ? ~uint64_t{0} : 0x0101010101010101ull;  // -1 or +1 in every byte
+  }
+  const __m256i g8 = _mm256_and_si256(_mm256_slli_epi16(four_u64(grid), 3), _mm256_set1_epi8(static_cast<char>(0xF8)));
+  _mm256_store_si256(reinterpret_cast<__m256i*>(u.q + 32 * block), _mm256_add_epi8(g8, four_u64(delta)));
+  put_scales(u, block, s0, s1);
 }
 
 void unpack_iq1_s(const BlockIQ1_S& b, Unpacked& u, int64_t first) {
@@ -174,9 +185,8 @@ void unpack_iq1_m(const BlockIQ1_M& b, Unpacked& u, int64_t first) {
   }
 }
 
-// Unpacks super-blocks [sb0, sb0 + n) of a row into u.
-void unpack(DType dtype, const uint8_t* row, int64_t sb0, int64_t n, Unpacked& u) {
-  const auto block_bytes = dtype_info(dtype)->block_bytes;
+// Unpacks super-blocks [sb0, sb0 + n) of a row (blocks of block_bytes) into u.
+void unpack(DType dtype, int64_t block_bytes, const uint8_t* row, int64_t sb0, int64_t n, Unpacked& u) {
   for (int64_t i = 0; i < n; ++i) {
     const uint8_t* p = row + (sb0 + i) * block_bytes;
     switch (dtype) {
@@ -218,6 +228,9 @@ void dot_chunk(const Unpacked& u, int64_t n_blocks, const ActBlock* act, int64_t
   for (int t = 0; t < kTokens; ++t) sums[t] = hsum(acc[t]);
 }
 
+// Tokens a pass shares each weight load with (their sums stay in registers).
+constexpr int kTokenPass = 4;
+
 }  // namespace
 
 bool iq_supports(DType dtype) {
@@ -235,28 +248,38 @@ bool iq_supports(DType dtype) {
   }
 }
 
+// Rows go 8 at a time so that each token's 8 sums reach y as one 32-byte run
+// (a row at a time, y's column of n_tokens floats is as many cache lines).
 void matmul_rows_iq(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                     int64_t row_end) {
+  constexpr int64_t kRowGroup = 8;
   const int64_t n_super = w.cols / kQKK, n_sub = w.cols / 32;
-  const int64_t stride = row_bytes(*dtype_info(w.dtype), w.cols);
+  const auto info = *dtype_info(w.dtype);
+  const int64_t stride = row_bytes(info, w.cols);
+  std::vector<float> acc(static_cast<size_t>(n_tokens * kRowGroup));  // [token][row of the group]
   Unpacked u;
-  for (int64_t r = row_begin; r < row_end; ++r) {
-    const auto* row = static_cast<const uint8_t*>(w.data) + r * stride;
-    for (int64_t t = 0; t < n_tokens; ++t) y[t * w.rows + r] = 0.0f;
-    for (int64_t sb0 = 0; sb0 < n_super; sb0 += kChunkSuper) {
-      const int64_t n = std::min(kChunkSuper, n_super - sb0);
-      unpack(w.dtype, row, sb0, n, u);
-      float sums[4];
-      int64_t t = 0;
-      for (; t + 4 <= n_tokens; t += 4) {
-        dot_chunk<4>(u, 8 * n, act, n_sub, 8 * sb0, t, sums);
-        for (int k = 0; k < 4; ++k) y[(t + k) * w.rows + r] += sums[k];
-      }
-      for (; t < n_tokens; ++t) {
-        dot_chunk<1>(u, 8 * n, act, n_sub, 8 * sb0, t, sums);
-        y[t * w.rows + r] += sums[0];
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += kRowGroup) {
+    const int64_t n_rows = std::min(kRowGroup, row_end - r0);
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (int64_t i = 0; i < n_rows; ++i) {
+      const auto* row = static_cast<const uint8_t*>(w.data) + (r0 + i) * stride;
+      for (int64_t sb0 = 0; sb0 < n_super; sb0 += kChunkSuper) {
+        const int64_t n = std::min(kChunkSuper, n_super - sb0);
+        unpack(w.dtype, info.block_bytes, row, sb0, n, u);
+        float sums[kTokenPass];
+        int64_t t = 0;
+        for (; t + kTokenPass <= n_tokens; t += kTokenPass) {
+          dot_chunk<kTokenPass>(u, 8 * n, act, n_sub, 8 * sb0, t, sums);
+          for (int k = 0; k < kTokenPass; ++k) acc[(t + k) * kRowGroup + i] += sums[k];
+        }
+        for (; t < n_tokens; ++t) {
+          dot_chunk<1>(u, 8 * n, act, n_sub, 8 * sb0, t, sums);
+          acc[t * kRowGroup + i] += sums[0];
+        }
       }
     }
+    for (int64_t t = 0; t < n_tokens; ++t)
+      std::copy_n(acc.begin() + t * kRowGroup, n_rows, y + t * w.rows + r0);
   }
 }
 
