@@ -13,9 +13,26 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/dtype.h"
 #include "kernels/quant_blocks.h"
 
 namespace llmpack::kernels {
+
+// IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S and IQ1_M.
+inline bool is_codebook_type(DType t) {
+  switch (t) {
+    case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
+      return true;
+    default:
+      return false;
+  }
+}
 
 // Codebooks: entry i holds the magnitudes of one group.
 using IqGrid8 = std::array<uint8_t, 8>;  // IQ2_*: 8 magnitudes, each 8, 25 or 43

@@ -12,7 +12,7 @@ namespace {
 #include "kernels/iq_grids_data.inc"
 
 template <class Entry, size_t N, size_t L>
-constexpr std::array<Entry, N> expand(const uint16_t (&codes)[N], const std::array<int, L>& levels) {
+constexpr std::array<Entry, N> expand_codes(const uint16_t (&codes)[N], const std::array<int, L>& levels) {
   constexpr int kBits = L <= 4 ? 2 : 3;
   std::array<Entry, N> grid{};
   for (size_t i = 0; i < N; ++i)
@@ -30,11 +30,11 @@ constexpr std::array<int, 3> kIq1Levels = {-1, 0, 1};
 
 }  // namespace
 
-constinit const std::array<IqGrid8, 256> kIq2xxsGrid = expand<IqGrid8>(kIq2xxsCodes, kIq2Levels);
-constinit const std::array<IqGrid8, 512> kIq2xsGrid = expand<IqGrid8>(kIq2xsCodes, kIq2Levels);
-constinit const std::array<IqGrid8, 1024> kIq2sGrid = expand<IqGrid8>(kIq2sCodes, kIq2Levels);
-constinit const std::array<IqGrid4, 256> kIq3xxsGrid = expand<IqGrid4>(kIq3xxsCodes, kIq3xxsLevels);
-constinit const std::array<IqGrid4, 512> kIq3sGrid = expand<IqGrid4>(kIq3sCodes, kIq3sLevels);
-constinit const std::array<IqSignedGrid8, 2048> kIq1sGrid = expand<IqSignedGrid8>(kIq1sCodes, kIq1Levels);
+constinit const std::array<IqGrid8, 256> kIq2xxsGrid = expand_codes<IqGrid8>(kIq2xxsCodes, kIq2Levels);
+constinit const std::array<IqGrid8, 512> kIq2xsGrid = expand_codes<IqGrid8>(kIq2xsCodes, kIq2Levels);
+constinit const std::array<IqGrid8, 1024> kIq2sGrid = expand_codes<IqGrid8>(kIq2sCodes, kIq2Levels);
+constinit const std::array<IqGrid4, 256> kIq3xxsGrid = expand_codes<IqGrid4>(kIq3xxsCodes, kIq3xxsLevels);
+constinit const std::array<IqGrid4, 512> kIq3sGrid = expand_codes<IqGrid4>(kIq3sCodes, kIq3sLevels);
+constinit const std::array<IqSignedGrid8, 2048> kIq1sGrid = expand_codes<IqSignedGrid8>(kIq1sCodes, kIq1Levels);
 
 }  // namespace llmpack::kernels

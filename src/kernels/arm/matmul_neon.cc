@@ -5,6 +5,7 @@
 
 #include "kernels/arm/neon.h"
 #include "kernels/arm/neon_internal.h"
+#include "kernels/iq_blocks.h"
 #include "kernels/quant_blocks.h"
 
 namespace llmpack::kernels::neon {
@@ -14,13 +15,15 @@ bool is_float(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF16
 
 }  // namespace
 
-// Every type quant_row (arm/quant_rows_neon.h) and float_rows take.
+// Every type quant_row (arm/quant_rows_neon.h) and float_rows take; iq_rows
+// takes the codebook types.
 constexpr DType kNeonTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16, DType::kQ8_0,   DType::kQ4_0,
                                 DType::kQ4_1, DType::kQ5_0, DType::kQ5_1, DType::kQ2_K,   DType::kQ3_K,
                                 DType::kQ4_K, DType::kQ5_K, DType::kQ6_K, DType::kIQ4_NL, DType::kIQ4_XS};
 
 bool supports(DType dtype) {
-  return std::find(std::begin(kNeonTypes), std::end(kNeonTypes), dtype) != std::end(kNeonTypes);
+  return std::find(std::begin(kNeonTypes), std::end(kNeonTypes), dtype) != std::end(kNeonTypes) ||
+         is_codebook_type(dtype);
 }
 
 size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
@@ -32,6 +35,7 @@ void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
                  int64_t row_begin, int64_t row_end, Int8Kernels int8) {
   if (is_float(w.dtype)) return float_rows(w, x, n_tokens, y, row_begin, row_end);
   const auto* act = static_cast<const ActBlock*>(scratch);
+  if (is_codebook_type(w.dtype)) return iq_rows(w, act, n_tokens, y, row_begin, row_end);
   switch (int8) {
     case Int8Kernels::kI8mm:
       return quant_rows_i8mm(w, act, n_tokens, y, row_begin, row_end);

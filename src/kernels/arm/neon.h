@@ -14,9 +14,9 @@
 
 namespace llmpack::kernels::neon {
 
-// Weight types with a NEON matmul: F32, F16, BF16 and every block type of
+// Weight types with a NEON matmul: F32, F16, BF16, every block type of
 // kernels/quant_blocks.h (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K to Q6_K, IQ4_NL,
-// IQ4_XS).
+// IQ4_XS) and the codebook types of kernels/iq_blocks.h.
 bool supports(DType dtype);
 
 // Scratch for n_tokens rows of `cols` activations quantized to int8 blocks of

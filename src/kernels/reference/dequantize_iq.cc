@@ -15,7 +15,7 @@ void put_signed(float* out, float scale, const std::array<uint8_t, N>& magnitude
 }
 
 // The IQ2 scale of a 4-bit s: (0.5 + s) / 4, times d.
-float iq2_scale(float d, int s) { return d * (0.5f + s) * 0.25f; }
+float iq2_group_scale(float d, int s) { return d * (0.5f + s) * 0.25f; }
 
 void dequant_iq2_xxs(const BlockIQ2_XXS* b, int64_t n_blocks, float* out) {
   for (int64_t i = 0; i < n_blocks; ++i) {
@@ -23,7 +23,7 @@ void dequant_iq2_xxs(const BlockIQ2_XXS* b, int64_t n_blocks, float* out) {
     for (int g = 0; g < 8; ++g) {
       const uint8_t* indexes = reinterpret_cast<const uint8_t*>(b[i].qs + 4 * g);
       const uint32_t signs_and_scale = iq_load_u32(indexes + 4);
-      const float scale = iq2_scale(d, static_cast<int>(signs_and_scale >> 28));
+      const float scale = iq2_group_scale(d, static_cast<int>(signs_and_scale >> 28));
       for (int l = 0; l < 4; ++l, out += 8)
         put_signed(out, scale, kIq2xxsGrid[indexes[l]], iq_signs_of_7(signs_and_scale >> (7 * l)));
     }
@@ -36,7 +36,7 @@ void dequant_iq2_xs(const BlockIQ2_XS* b, int64_t n_blocks, float* out) {
     for (int g = 0; g < 8; ++g)
       for (int l = 0; l < 4; ++l, out += 8) {
         const uint16_t q = b[i].qs[4 * g + l];
-        const float scale = iq2_scale(d, (b[i].scales[g] >> (l < 2 ? 0 : 4)) & 0x0F);
+        const float scale = iq2_group_scale(d, (b[i].scales[g] >> (l < 2 ? 0 : 4)) & 0x0F);
         put_signed(out, scale, kIq2xsGrid[q & 511], iq_signs_of_7(q >> 9));
       }
   }
@@ -48,7 +48,7 @@ void dequant_iq2_s(const BlockIQ2_S* b, int64_t n_blocks, float* out) {
     for (int g = 0; g < 8; ++g)
       for (int l = 0; l < 4; ++l, out += 8) {
         const int index = b[i].qs[4 * g + l] | (((b[i].qh[g] >> (2 * l)) & 3) << 8);
-        const float scale = iq2_scale(d, (b[i].scales[g] >> (l < 2 ? 0 : 4)) & 0x0F);
+        const float scale = iq2_group_scale(d, (b[i].scales[g] >> (l < 2 ? 0 : 4)) & 0x0F);
         put_signed(out, scale, kIq2sGrid[index], b[i].qs[32 + 4 * g + l]);
       }
   }

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/half.h"
+#include "kernels/iq_blocks.h"
 #include "kernels/reference/reference.h"
 
 namespace llmpack::kernels::ref {
@@ -32,16 +33,9 @@ bool supports(DType dtype) {
     case DType::kQ3_K:
     case DType::kIQ4_NL:
     case DType::kIQ4_XS:
-    case DType::kIQ2_XXS:
-    case DType::kIQ2_XS:
-    case DType::kIQ2_S:
-    case DType::kIQ3_XXS:
-    case DType::kIQ3_S:
-    case DType::kIQ1_S:
-    case DType::kIQ1_M:
       return true;
     default:
-      return false;
+      return is_codebook_type(dtype);
   }
 }
 

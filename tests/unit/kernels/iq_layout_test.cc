@@ -71,7 +71,7 @@ TEST(IqCodebooks, SevenSignBitsGetAnEighthThatMakesTheNegativesEven) {
   EXPECT_EQ(iq_signs_of_7(127 + 128), 255);  // bits above the 7 are ignored
 }
 
-std::vector<float> dequantize(DType dtype, const void* block) {
+std::vector<float> dequantize_iq_block(DType dtype, const void* block) {
   std::vector<float> out(256);
   dequantize_row(WeightMatrix{dtype, 1, 256, block}, 0, out.data());
   return out;
@@ -101,7 +101,7 @@ TEST(IqLayout, IQ2_XXSBlocksDequantizeByTheGgufLayout) {
     }
     std::memcpy(bytes + 4, &hi, 4);
   }
-  const auto out = dequantize(DType::kIQ2_XXS, &b);
+  const auto out = dequantize_iq_block(DType::kIQ2_XXS, &b);
   for (int k = 0; k < 32; ++k)
     for (int j = 0; j < 8; ++j)
       ASSERT_EQ(out[8 * k + j], signed_weight(0.5f * (0.5f + scale[k / 4]) / 4, kIq2xxsGrid[index[k]][j],
@@ -121,7 +121,7 @@ TEST(IqLayout, IQ2_XSBlocksDequantizeByTheGgufLayout) {
     b.qs[k] = static_cast<uint16_t>(index[k] | (sign7[k] << 9));
   }
   for (int g = 0; g < 8; ++g) b.scales[g] = static_cast<uint8_t>(rng() % 256);
-  const auto out = dequantize(DType::kIQ2_XS, &b);
+  const auto out = dequantize_iq_block(DType::kIQ2_XS, &b);
   for (int k = 0; k < 32; ++k) {
     const int s = (b.scales[k / 4] >> (k % 4 < 2 ? 0 : 4)) & 15;  // low nibble: first 16 of the 32
     for (int j = 0; j < 8; ++j)
@@ -142,11 +142,12 @@ TEST(IqLayout, IQ2_SBlocksDequantizeByTheGgufLayout) {
     b.qs[32 + k] = static_cast<uint8_t>(rng() % 256);  // all 8 signs stored
   }
   for (int g = 0; g < 8; ++g) b.scales[g] = static_cast<uint8_t>(rng() % 256);
-  const auto out = dequantize(DType::kIQ2_S, &b);
+  const auto out = dequantize_iq_block(DType::kIQ2_S, &b);
   for (int k = 0; k < 32; ++k) {
     const int s = (b.scales[k / 4] >> (k % 4 < 2 ? 0 : 4)) & 15;
     for (int j = 0; j < 8; ++j)
-      ASSERT_EQ(out[8 * k + j], signed_weight((0.5f + s) / 4, kIq2sGrid[index[k]][j], b.qs[32 + k], j)) << k << " " << j;
+      ASSERT_EQ(out[8 * k + j], signed_weight((0.5f + s) / 4, kIq2sGrid[index[k]][j], b.qs[32 + k], j))
+          << k << " " << j;
   }
 }
 
@@ -165,7 +166,7 @@ TEST(IqLayout, IQ3_XXSBlocksDequantizeByTheGgufLayout) {
     }
     std::memcpy(b.qs + 64 + 4 * g, &word, 4);
   }
-  const auto out = dequantize(DType::kIQ3_XXS, &b);
+  const auto out = dequantize_iq_block(DType::kIQ3_XXS, &b);
   for (int e = 0; e < 256; ++e) {
     const int k = e / 8, j = e % 8;
     const int m = kIq3xxsGrid[b.qs[e / 4]][e % 4];
@@ -185,7 +186,7 @@ TEST(IqLayout, IQ3_SBlocksDequantizeByTheGgufLayout) {
   }
   for (auto& s : b.signs) s = static_cast<uint8_t>(rng() % 256);
   for (auto& s : b.scales) s = static_cast<uint8_t>(rng() % 256);
-  const auto out = dequantize(DType::kIQ3_S, &b);
+  const auto out = dequantize_iq_block(DType::kIQ3_S, &b);
   for (int e = 0; e < 256; ++e) {
     const int g = e / 32, s = (b.scales[g / 2] >> (4 * (g % 2))) & 15;
     const int m = kIq3sGrid[index[e / 4]][e % 4];
@@ -210,7 +211,7 @@ TEST(IqLayout, IQ1_SBlocksDequantizeByTheGgufLayout) {
       b.qh[g] = static_cast<uint16_t>(b.qh[g] | ((index[k] >> 8) << (3 * l)));
     }
   }
-  const auto out = dequantize(DType::kIQ1_S, &b);
+  const auto out = dequantize_iq_block(DType::kIQ1_S, &b);
   for (int e = 0; e < 256; ++e) {
     const int k = e / 8, g = e / 32;
     const float delta = minus[g] ? -0.125f : 0.125f;
@@ -239,7 +240,7 @@ TEST(IqLayout, IQ1_MBlocksDequantizeByTheGgufLayout) {
   }
   for (int n = 0; n < 4; ++n) sc[n] = static_cast<uint16_t>(sc[n] | (((kHalfF16 >> (4 * n)) & 15) << 12));
   std::memcpy(b.scales, sc, sizeof sc);
-  const auto out = dequantize(DType::kIQ1_M, &b);
+  const auto out = dequantize_iq_block(DType::kIQ1_M, &b);
   for (int e = 0; e < 256; ++e) {
     const int k = e / 8;
     const float delta = minus[k] ? -0.125f : 0.125f;

@@ -50,7 +50,7 @@ std::vector<uint8_t> random_iq_rows(DType dtype, int64_t rows, int64_t cols, uin
   return bytes;
 }
 
-void check(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool& pool) {
+void check_iq_matmul(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool& pool) {
   const auto packed = random_iq_rows(dtype, rows, cols, static_cast<uint32_t>(rows * 7 + cols + n_tokens));
   const WeightMatrix w{dtype, rows, cols, packed.data()};
   auto x = testing::random_floats(static_cast<size_t>(n_tokens * cols), static_cast<uint32_t>(3 + n_tokens), 2.0f);
@@ -91,15 +91,14 @@ TEST_P(MatmulIqTest, EveryPathMatchesTheExactDotOfItsActivations) {
     for (int64_t cols : {256, 768, 17 * 256, 33 * 256})
       for (int64_t n_tokens : {1, 2, 3, 4, 7, 9}) {
         if (cols > 4096 && n_tokens > 4 && rows > 6) continue;  // the largest shapes with few tokens only
-        check(GetParam(), rows, cols, n_tokens, rows % 2 ? pool1 : pool2);
+        check_iq_matmul(GetParam(), rows, cols, n_tokens, rows % 2 ? pool1 : pool2);
         if (::testing::Test::HasFatalFailure()) return;
       }
 }
 
-// The x86 paths have a kernel for every codebook type.
-TEST_P(MatmulIqTest, TheX86PathsTakeTheType) {
-  for (KernelPath p : testing::simd_paths())
-    if (p == KernelPath::kAvx2 || p == KernelPath::kAvx512) EXPECT_TRUE(simd_matmul_takes(p, GetParam()));
+// Every SIMD path has a kernel for every codebook type.
+TEST_P(MatmulIqTest, EverySimdPathTakesTheType) {
+  for (KernelPath p : testing::simd_paths()) EXPECT_TRUE(simd_matmul_takes(p, GetParam())) << kernel_path_name(p);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, MatmulIqTest, ::testing::ValuesIn(kIqTypes),

@@ -1,0 +1,54 @@
+// NEON matmul of the codebook types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,
+// IQ1_S, IQ1_M) against int8 activation blocks, as x86/matmul_iq_avx2.cc:
+// each row unpacked a chunk at a time (kernels/iq_unpack.h) into int8 weights
+// with a scale per 16, then multiplied with every token, 4 tokens a pass
+// sharing each weight load, rows 8 at a time so each token's 8 sums reach y
+// together. Widening products only (every aarch64 CPU): |w| <= 62 and |a| <=
+// 127, so two products fit an int16 lane (15748).
+#include "kernels/arm/neon_internal.h"
+#include "kernels/iq_unpack.h"
+
+namespace llmpack::kernels::neon {
+namespace {
+
+// The sums of one 16-weight half: 4 int32 lanes, each of 4 products.
+inline int32x4_t iq_half_dot(int8x16_t w, const int8_t* a) {
+  const int8x16_t x = vld1q_s8(a);
+  return vpaddlq_s16(vmlal_high_s8(vmull_s8(vget_low_s8(w), vget_low_s8(x)), w, x));
+}
+
+// Sums over the chunk's n_blocks blocks (activation blocks b0..) for kTokens
+// tokens t0.. at once; token t's blocks are act[t * n_sub ..].
+template <int kTokens>
+void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActBlock* act, int64_t n_sub, int64_t b0, int64_t t0,
+               float* sums) {
+  float32x4_t acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = vdupq_n_f32(0.0f);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int8x16_t w0 = vld1q_s8(u.q + 32 * b), w1 = vld1q_s8(u.q + 32 * b + 16);
+    const float s0 = u.scale[2 * b], s1 = u.scale[2 * b + 1];
+    for (int t = 0; t < kTokens; ++t) {
+      const ActBlock& a = act[(t0 + t) * n_sub + b0 + b];
+      acc[t] = vfmaq_n_f32(acc[t], vcvtq_f32_s32(iq_half_dot(w0, a.q)), s0 * a.d);
+      acc[t] = vfmaq_n_f32(acc[t], vcvtq_f32_s32(iq_half_dot(w1, a.q + 16)), s1 * a.d);
+    }
+  }
+  for (int t = 0; t < kTokens; ++t) sums[t] = vaddvq_f32(acc[t]);
+}
+
+}  // namespace
+
+void iq_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
+             int64_t row_end) {
+  const int64_t n_sub = w.cols / 32;
+  iq_rows_by_chunks(
+      w, n_tokens, y, row_begin, row_end,
+      [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
+        iq_dot_chunk<kIqTokenPass>(u, n_blocks, act, n_sub, b0, t, sums);
+      },
+      [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
+        iq_dot_chunk<1>(u, n_blocks, act, n_sub, b0, t, sums);
+      });
+}
+
+}  // namespace llmpack::kernels::neon
