@@ -1,7 +1,8 @@
 // Codebook rows (kernels/iq_blocks.h) unpacked to signed int8 weights and a
-// float scale per 16 weights, in plain C++ shared by the SIMD paths' codebook
-// kernels (x86/matmul_iq_avx2.cc, arm/matmul_iq_neon.cc), which then multiply
-// the int8 weights with int8 activations:
+// float scale per 16 weights, shared by the SIMD paths' codebook kernels
+// (x86/matmul_iq_avx2.cc, arm/matmul_iq_neon.cc; each supplies the few vector
+// steps as a policy), which then multiply the int8 weights with int8
+// activations:
 //   weight e = scale[e / 16] * q[e],  q in -62..62;
 // an IQ1 weight d (2s + 1) (g +/- 1/8), g in {-1, 0, 1}, is q = 8 g +/- 1
 // (-9..9) with the scale divided by 8, so every type multiplies as int8 x int8.
@@ -19,7 +20,6 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "core/half.h"
 #include "kernels/iq_blocks.h"
 #include "kernels/kernels.h"
 
@@ -45,13 +45,6 @@ constexpr std::array<uint64_t, 256> iq_make_sign_masks() {
 }
 constexpr std::array<uint64_t, 256> kIqSignMask = iq_make_sign_masks();
 
-// 8 magnitudes (each >= 1, so no byte's negation carries into the next) with
-// the signs of `signs` (bit j set: byte j negated).
-inline uint64_t iq_signed8(uint64_t magnitudes, uint8_t signs) {
-  const uint64_t neg = kIqSignMask[signs];
-  return (magnitudes ^ neg) + (neg & kIqBytes01);
-}
-
 inline uint64_t iq_bytes8(const IqGrid8& g) {
   uint64_t v;
   std::memcpy(&v, g.data(), 8);
@@ -63,102 +56,130 @@ inline uint64_t iq_bytes8(const IqGrid4& lo, const IqGrid4& hi) {
   std::memcpy(&b, hi.data(), 4);
   return a | uint64_t{b} << 32;
 }
-
-// IQ1 group of 8: 8 g + 1 per byte where the delta is +1/8, 8 g - 1 where it
-// is -1/8. 8 g: a shift by 3 less the bits carried into the next byte (its
-// low 3 bits are then 0, so + 1 is an or); - 1 is + 0xFF per byte with the
-// carries kept inside each byte.
-inline uint64_t iq1_group(const IqSignedGrid8& g, bool minus) {
+inline uint64_t iq_bytes8(const IqSignedGrid8& g) {
   uint64_t v;
   std::memcpy(&v, g.data(), 8);
-  const uint64_t x = (v << 3) & 0xF8F8F8F8F8F8F8F8ull;
-  const uint64_t plus_one = x | kIqBytes01;
-  const uint64_t minus_one = ((x & 0x7F7F7F7F7F7F7F7Full) + 0x7F7F7F7F7F7F7F7Full) ^ (~x & 0x8080808080808080ull);
-  const uint64_t pick = uint64_t{0} - static_cast<uint64_t>(minus);
-  return (minus_one & pick) | (plus_one & ~pick);
+  return v;
 }
 
-inline void iq_put8(int8_t* q, uint64_t v) { std::memcpy(q, &v, 8); }
+// IQ1's offsets of a group of 8: +1 in every byte where the delta is +1/8,
+// -1 where it is -1/8.
+inline uint64_t iq1_delta8(bool minus) { return minus ? ~uint64_t{0} : kIqBytes01; }
 
 inline float iq2_scale(float d, int s) { return d * (0.5f + static_cast<float>(s)) * 0.25f; }
 
+// The unpackers below write 32 weights at a time through an ISA's policy
+// `Isa`, which the kernel file supplies (the vector steps are its own):
+//   float Isa::half(uint16_t)                      an f16 scale as float
+//   void Isa::put_signed(int8_t* q, mag[4], neg[4])  q[8l + j] = byte j of
+//       mag[l], negated where byte j of neg[l] is 0xFF (magnitudes are >= 1)
+//   void Isa::put_iq1(int8_t* q, grid[4], delta[4])  q[8l + j] = 8 g + d for
+//       the signed bytes g of grid[l] and d of delta[l]
 // Each unpacks one super-block into q[256] and scale[16].
-inline void iq_unpack_iq2_xxs(const BlockIQ2_XXS& b, int8_t* q, float* scale) {
-  const float d = f16_to_f32(b.d);
+template <class Isa>
+void iq_unpack_iq2_xxs(const BlockIQ2_XXS& b, int8_t* q, float* scale) {
+  const float d = Isa::half(b.d);
   for (int g = 0; g < 8; ++g) {
     const auto* idx = reinterpret_cast<const uint8_t*>(b.qs + 4 * g);
     const uint32_t hi = iq_load_u32(idx + 4);
-    for (int l = 0; l < 4; ++l)
-      iq_put8(q + 32 * g + 8 * l, iq_signed8(iq_bytes8(kIq2xxsGrid[idx[l]]), iq_signs_of_7(hi >> (7 * l))));
+    uint64_t mag[4], neg[4];
+    for (int l = 0; l < 4; ++l) {
+      mag[l] = iq_bytes8(kIq2xxsGrid[idx[l]]);
+      neg[l] = kIqSignMask[iq_signs_of_7(hi >> (7 * l))];
+    }
+    Isa::put_signed(q + 32 * g, mag, neg);
     scale[2 * g] = scale[2 * g + 1] = iq2_scale(d, static_cast<int>(hi >> 28));
   }
 }
 
-inline void iq_unpack_iq2_xs(const BlockIQ2_XS& b, int8_t* q, float* scale) {
-  const float d = f16_to_f32(b.d);
+template <class Isa>
+void iq_unpack_iq2_xs(const BlockIQ2_XS& b, int8_t* q, float* scale) {
+  const float d = Isa::half(b.d);
   for (int g = 0; g < 8; ++g) {
+    uint64_t mag[4], neg[4];
     for (int l = 0; l < 4; ++l) {
       const uint16_t v = b.qs[4 * g + l];
-      iq_put8(q + 32 * g + 8 * l, iq_signed8(iq_bytes8(kIq2xsGrid[v & 511]), iq_signs_of_7(v >> 9)));
+      mag[l] = iq_bytes8(kIq2xsGrid[v & 511]);
+      neg[l] = kIqSignMask[iq_signs_of_7(v >> 9)];
     }
+    Isa::put_signed(q + 32 * g, mag, neg);
     scale[2 * g] = iq2_scale(d, b.scales[g] & 15);
     scale[2 * g + 1] = iq2_scale(d, b.scales[g] >> 4);
   }
 }
 
-inline void iq_unpack_iq2_s(const BlockIQ2_S& b, int8_t* q, float* scale) {
-  const float d = f16_to_f32(b.d);
+template <class Isa>
+void iq_unpack_iq2_s(const BlockIQ2_S& b, int8_t* q, float* scale) {
+  const float d = Isa::half(b.d);
   for (int g = 0; g < 8; ++g) {
+    uint64_t mag[4], neg[4];
     for (int l = 0; l < 4; ++l) {
-      const int index = b.qs[4 * g + l] | (((b.qh[g] >> (2 * l)) & 3) << 8);
-      iq_put8(q + 32 * g + 8 * l, iq_signed8(iq_bytes8(kIq2sGrid[index]), b.qs[32 + 4 * g + l]));
+      mag[l] = iq_bytes8(kIq2sGrid[b.qs[4 * g + l] | (((b.qh[g] >> (2 * l)) & 3) << 8)]);
+      neg[l] = kIqSignMask[b.qs[32 + 4 * g + l]];
     }
+    Isa::put_signed(q + 32 * g, mag, neg);
     scale[2 * g] = iq2_scale(d, b.scales[g] & 15);
     scale[2 * g + 1] = iq2_scale(d, b.scales[g] >> 4);
   }
 }
 
-inline void iq_unpack_iq3_xxs(const BlockIQ3_XXS& b, int8_t* q, float* scale) {
-  const float d = f16_to_f32(b.d);
+template <class Isa>
+void iq_unpack_iq3_xxs(const BlockIQ3_XXS& b, int8_t* q, float* scale) {
+  const float d = Isa::half(b.d);
   for (int g = 0; g < 8; ++g) {
     const uint32_t hi = iq_load_u32(b.qs + 64 + 4 * g);
     const uint8_t* idx = b.qs + 8 * g;
+    uint64_t mag[4], neg[4];
     for (int l = 0; l < 4; ++l) {
-      const uint64_t mag = iq_bytes8(kIq3xxsGrid[idx[2 * l]], kIq3xxsGrid[idx[2 * l + 1]]);
-      iq_put8(q + 32 * g + 8 * l, iq_signed8(mag, iq_signs_of_7(hi >> (7 * l))));
+      mag[l] = iq_bytes8(kIq3xxsGrid[idx[2 * l]], kIq3xxsGrid[idx[2 * l + 1]]);
+      neg[l] = kIqSignMask[iq_signs_of_7(hi >> (7 * l))];
     }
+    Isa::put_signed(q + 32 * g, mag, neg);
     scale[2 * g] = scale[2 * g + 1] = d * (0.5f + static_cast<float>(hi >> 28)) * 0.5f;
   }
 }
 
-inline void iq_unpack_iq3_s(const BlockIQ3_S& b, int8_t* q, float* scale) {
-  const float d = f16_to_f32(b.d);
+template <class Isa>
+void iq_unpack_iq3_s(const BlockIQ3_S& b, int8_t* q, float* scale) {
+  const float d = Isa::half(b.d);
   for (int g = 0; g < 8; ++g) {
     const auto index = [&](int quad) { return b.qs[8 * g + quad] | (((b.qh[g] >> quad) & 1) << 8); };
+    uint64_t mag[4], neg[4];
     for (int l = 0; l < 4; ++l) {
-      const uint64_t mag = iq_bytes8(kIq3sGrid[index(2 * l)], kIq3sGrid[index(2 * l + 1)]);
-      iq_put8(q + 32 * g + 8 * l, iq_signed8(mag, b.signs[4 * g + l]));
+      mag[l] = iq_bytes8(kIq3sGrid[index(2 * l)], kIq3sGrid[index(2 * l + 1)]);
+      neg[l] = kIqSignMask[b.signs[4 * g + l]];
     }
+    Isa::put_signed(q + 32 * g, mag, neg);
     scale[2 * g] = scale[2 * g + 1] = d * static_cast<float>(1 + 2 * ((b.scales[g / 2] >> (4 * (g % 2))) & 15));
   }
 }
 
-inline void iq_unpack_iq1_s(const BlockIQ1_S& b, int8_t* q, float* scale) {
-  const float d = f16_to_f32(b.d);
+template <class Isa>
+void iq_unpack_iq1_s(const BlockIQ1_S& b, int8_t* q, float* scale) {
+  const float d = Isa::half(b.d);
   for (int g = 0; g < 8; ++g) {
     const uint16_t qh = b.qh[g];
-    const bool minus = qh & 0x8000;
-    for (int l = 0; l < 4; ++l)
-      iq_put8(q + 32 * g + 8 * l, iq1_group(kIq1sGrid[b.qs[4 * g + l] | (((qh >> (3 * l)) & 7) << 8)], minus));
+    const uint64_t delta = iq1_delta8(qh & 0x8000);
+    uint64_t grid[4];
+    const uint64_t deltas[4] = {delta, delta, delta, delta};
+    for (int l = 0; l < 4; ++l) grid[l] = iq_bytes8(kIq1sGrid[b.qs[4 * g + l] | (((qh >> (3 * l)) & 7) << 8)]);
+    Isa::put_iq1(q + 32 * g, grid, deltas);
     scale[2 * g] = scale[2 * g + 1] = d * static_cast<float>(2 * ((qh >> 12) & 7) + 1) * 0.125f;
   }
 }
 
-inline void iq_unpack_iq1_m(const BlockIQ1_M& b, int8_t* q, float* scale) {
-  const float d = f16_to_f32(iq1m_d_bits(b));
-  for (int k = 0; k < 32; ++k) {
-    const int nibble = (b.qh[k / 2] >> (4 * (k % 2))) & 15;
-    iq_put8(q + 8 * k, iq1_group(kIq1sGrid[b.qs[k] | ((nibble & 7) << 8)], nibble & 8));
+template <class Isa>
+void iq_unpack_iq1_m(const BlockIQ1_M& b, int8_t* q, float* scale) {
+  const float d = Isa::half(iq1m_d_bits(b));
+  for (int g = 0; g < 8; ++g) {
+    uint64_t grid[4], delta[4];
+    for (int l = 0; l < 4; ++l) {
+      const int k = 4 * g + l;
+      const int nibble = (b.qh[k / 2] >> (4 * (k % 2))) & 15;
+      grid[l] = iq_bytes8(kIq1sGrid[b.qs[k] | ((nibble & 7) << 8)]);
+      delta[l] = iq1_delta8(nibble & 8);
+    }
+    Isa::put_iq1(q + 32 * g, grid, delta);
   }
   for (int h = 0; h < 16; ++h) scale[h] = d * static_cast<float>(2 * iq1m_scale(b, h) + 1) * 0.125f;
 }
@@ -171,16 +192,17 @@ inline void iq_unpack_blocks(const uint8_t* first, int64_t n, IqUnpacked& u) {
 
 // Unpacks super-blocks [sb0, sb0 + n) (n <= kIqChunkSuper) of a row of
 // `dtype` (blocks of block_bytes) into u.
-inline void iq_unpack(DType dtype, int64_t block_bytes, const uint8_t* row, int64_t sb0, int64_t n, IqUnpacked& u) {
+template <class Isa>
+void iq_unpack(DType dtype, int64_t block_bytes, const uint8_t* row, int64_t sb0, int64_t n, IqUnpacked& u) {
   const uint8_t* first = row + sb0 * block_bytes;
   switch (dtype) {
-    case DType::kIQ2_XXS: return iq_unpack_blocks<BlockIQ2_XXS, iq_unpack_iq2_xxs>(first, n, u);
-    case DType::kIQ2_XS: return iq_unpack_blocks<BlockIQ2_XS, iq_unpack_iq2_xs>(first, n, u);
-    case DType::kIQ2_S: return iq_unpack_blocks<BlockIQ2_S, iq_unpack_iq2_s>(first, n, u);
-    case DType::kIQ3_XXS: return iq_unpack_blocks<BlockIQ3_XXS, iq_unpack_iq3_xxs>(first, n, u);
-    case DType::kIQ3_S: return iq_unpack_blocks<BlockIQ3_S, iq_unpack_iq3_s>(first, n, u);
-    case DType::kIQ1_S: return iq_unpack_blocks<BlockIQ1_S, iq_unpack_iq1_s>(first, n, u);
-    case DType::kIQ1_M: return iq_unpack_blocks<BlockIQ1_M, iq_unpack_iq1_m>(first, n, u);
+    case DType::kIQ2_XXS: return iq_unpack_blocks<BlockIQ2_XXS, iq_unpack_iq2_xxs<Isa>>(first, n, u);
+    case DType::kIQ2_XS: return iq_unpack_blocks<BlockIQ2_XS, iq_unpack_iq2_xs<Isa>>(first, n, u);
+    case DType::kIQ2_S: return iq_unpack_blocks<BlockIQ2_S, iq_unpack_iq2_s<Isa>>(first, n, u);
+    case DType::kIQ3_XXS: return iq_unpack_blocks<BlockIQ3_XXS, iq_unpack_iq3_xxs<Isa>>(first, n, u);
+    case DType::kIQ3_S: return iq_unpack_blocks<BlockIQ3_S, iq_unpack_iq3_s<Isa>>(first, n, u);
+    case DType::kIQ1_S: return iq_unpack_blocks<BlockIQ1_S, iq_unpack_iq1_s<Isa>>(first, n, u);
+    case DType::kIQ1_M: return iq_unpack_blocks<BlockIQ1_M, iq_unpack_iq1_m<Isa>>(first, n, u);
     default: return;
   }
 }
@@ -189,12 +211,13 @@ constexpr int kIqTokenPass = 4;     // tokens a pass shares each unpacked weight
 constexpr int64_t kIqRowGroup = 8;  // rows whose sums reach y together
 
 // Rows [row_begin, row_end) of y [n_tokens, w.rows] = w x for a codebook w:
-// each row's chunks of up to kIqChunkSuper super-blocks are unpacked once, and
+// each row's chunks of up to kIqChunkSuper super-blocks are unpacked once
+// (through the ISA policy Isa, see iq_unpack_iq2_xxs), and
 // dot4(u, n_blocks, b0, t, sums) / dot1(...) give the sums of tokens t..t+3 /
 // t over a chunk's n_blocks blocks of 32 (activation blocks b0..). Rows go
 // kIqRowGroup at a time so that each token's sums reach y as one run (a row
 // at a time, y's column of n_tokens floats would be as many cache lines).
-template <class Dot4, class Dot1>
+template <class Isa, class Dot4, class Dot1>
 void iq_rows_by_chunks(const WeightMatrix& w, int64_t n_tokens, float* y, int64_t row_begin, int64_t row_end,
                        Dot4 dot4, Dot1 dot1) {
   const int64_t n_super = w.cols / kQKK;
@@ -209,7 +232,7 @@ void iq_rows_by_chunks(const WeightMatrix& w, int64_t n_tokens, float* y, int64_
       const auto* row = static_cast<const uint8_t*>(w.data) + (r0 + i) * stride;
       for (int64_t sb0 = 0; sb0 < n_super; sb0 += kIqChunkSuper) {
         const int64_t n = std::min(kIqChunkSuper, n_super - sb0);
-        iq_unpack(w.dtype, info.block_bytes, row, sb0, n, u);
+        iq_unpack<Isa>(w.dtype, info.block_bytes, row, sb0, n, u);
         float sums[kIqTokenPass];
         int64_t t = 0;
         for (; t + kIqTokenPass <= n_tokens; t += kIqTokenPass) {

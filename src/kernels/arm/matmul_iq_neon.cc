@@ -11,6 +11,27 @@
 namespace llmpack::kernels::neon {
 namespace {
 
+inline int8x16_t two_u64(uint64_t lo, uint64_t hi) {
+  return vreinterpretq_s8_u64(vcombine_u64(vcreate_u64(lo), vcreate_u64(hi)));
+}
+
+// The vector steps of kernels/iq_unpack.h's unpackers.
+struct NeonUnpack {
+  static float half(uint16_t h) { return half_to_float(h); }
+  static void put_signed(int8_t* q, const uint64_t (&mag)[4], const uint64_t (&neg)[4]) {
+    for (int i = 0; i < 2; ++i) {
+      const int8x16_t m = two_u64(mag[2 * i], mag[2 * i + 1]), n = two_u64(neg[2 * i], neg[2 * i + 1]);
+      vst1q_s8(q + 16 * i, vsubq_s8(veorq_s8(m, n), n));
+    }
+  }
+  static void put_iq1(int8_t* q, const uint64_t (&grid)[4], const uint64_t (&delta)[4]) {
+    for (int i = 0; i < 2; ++i) {
+      const int8x16_t g = two_u64(grid[2 * i], grid[2 * i + 1]), d = two_u64(delta[2 * i], delta[2 * i + 1]);
+      vst1q_s8(q + 16 * i, vaddq_s8(vshlq_n_s8(g, 3), d));
+    }
+  }
+};
+
 // The sums of one 16-weight half: 4 int32 lanes, each of 4 products.
 inline int32x4_t iq_half_dot(int8x16_t w, const int8_t* a) {
   const int8x16_t x = vld1q_s8(a);
@@ -41,7 +62,7 @@ void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActBlock* act, in
 void iq_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
              int64_t row_end) {
   const int64_t n_sub = w.cols / 32;
-  iq_rows_by_chunks(
+  iq_rows_by_chunks<NeonUnpack>(
       w, n_tokens, y, row_begin, row_end,
       [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
         iq_dot_chunk<kIqTokenPass>(u, n_blocks, act, n_sub, b0, t, sums);

@@ -9,6 +9,26 @@
 namespace llmpack::kernels::avx2 {
 namespace {
 
+inline __m256i four_u64(const uint64_t (&v)[4]) {
+  return _mm256_setr_epi64x(static_cast<long long>(v[0]), static_cast<long long>(v[1]), static_cast<long long>(v[2]),
+                            static_cast<long long>(v[3]));
+}
+
+// The vector steps of kernels/iq_unpack.h's unpackers.
+struct Avx2Unpack {
+  static float half(uint16_t h) { return _cvtsh_ss(h); }
+  static void put_signed(int8_t* q, const uint64_t (&mag)[4], const uint64_t (&neg)[4]) {
+    const __m256i m = four_u64(mag), n = four_u64(neg);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_sub_epi8(_mm256_xor_si256(m, n), n));
+  }
+  // 8 g per byte: a 16-bit shift by 3 less the bits it carried into the next byte.
+  static void put_iq1(int8_t* q, const uint64_t (&grid)[4], const uint64_t (&delta)[4]) {
+    const __m256i high5 = _mm256_set1_epi8(static_cast<char>(0xF8));
+    const __m256i g8 = _mm256_and_si256(_mm256_slli_epi16(four_u64(grid), 3), high5);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_add_epi8(g8, four_u64(delta)));
+  }
+};
+
 // The int32 sums of one block: lanes 0..3 over weights 0..15, 4..7 over 16..31.
 inline __m256i iq_block_dot(__m256i abs_w, __m256i w, const int8_t* a) {
   const __m256i signed_a = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)), w);
@@ -45,7 +65,7 @@ bool iq_supports(DType dtype) { return is_codebook_type(dtype); }
 void matmul_rows_iq(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                     int64_t row_end) {
   const int64_t n_sub = w.cols / 32;
-  iq_rows_by_chunks(
+  iq_rows_by_chunks<Avx2Unpack>(
       w, n_tokens, y, row_begin, row_end,
       [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
         iq_dot_chunk<kIqTokenPass>(u, n_blocks, act, n_sub, b0, t, sums);
