@@ -462,7 +462,8 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("-m,--model", o->models, "Model file (.gguf or llama2.c .bin); repeatable");
   cmd->add_option("--synthetic", o->synthetic,
                   "Random-weight model NAME:TYPE built in memory; repeatable. NAME: stories110m, smollm2-135m, "
-                  "qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; TYPE: f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, iq4_xs");
+                  "qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; TYPE: f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, "
+                  "iq4_xs, iq3_xxs, iq2_xxs, iq1_m");
   cmd->add_option("-p,--n-prompt", o->prompts, "Prompt sizes, comma-separated; 0 skips (default 512)")
       ->delimiter(',')
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

@@ -12,6 +12,7 @@
 
 #include "core/half.h"
 #include "format/gguf.h"
+#include "kernels/iq_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quantize.h"
 
@@ -50,7 +51,8 @@ constexpr TypeName kTypes[] = {
     {SyntheticType::kBF16, "bf16", "BF16"},    {SyntheticType::kQ8_0, "q8_0", "Q8_0"},
     {SyntheticType::kQ4_0, "q4_0", "Q4_0"},    {SyntheticType::kQ4_K_M, "q4_k_m", "Q4_K_M"},
     {SyntheticType::kQ5_K_M, "q5_k_m", "Q5_K_M"},  {SyntheticType::kQ3_K_M, "q3_k_m", "Q3_K_M"},
-    {SyntheticType::kIQ4_XS, "iq4_xs", "IQ4_XS"},
+    {SyntheticType::kIQ4_XS, "iq4_xs", "IQ4_XS"},  {SyntheticType::kIQ3_XXS, "iq3_xxs", "IQ3_XXS"},
+    {SyntheticType::kIQ2_XXS, "iq2_xxs", "IQ2_XXS"},  {SyntheticType::kIQ1_M, "iq1_m", "IQ1_M"},
 };
 
 std::string lower(std::string_view s) {
@@ -66,14 +68,17 @@ bool use_more_bits(int64_t layer, int64_t n_layers) {
 
 // K-quants need rows of whole 256-element super-blocks; llama.cpp's
 // quantizer falls back to Q5_0 for Q4_K, Q5_1 for Q5_K, Q8_0 for Q6_K and
-// IQ4_NL for Q3_K and IQ4_XS.
+// IQ4_NL for Q3_K, IQ4_XS and the codebook types.
 DType k_quant_or_fallback(DType k_type, int64_t cols) {
   if (cols % kQkK == 0) return k_type;
   switch (k_type) {
     case DType::kQ6_K: return DType::kQ8_0;
     case DType::kQ5_K: return DType::kQ5_1;
     case DType::kQ3_K:
-    case DType::kIQ4_XS: return DType::kIQ4_NL;
+    case DType::kIQ4_XS:
+    case DType::kIQ3_XXS:
+    case DType::kIQ2_XXS:
+    case DType::kIQ1_M: return DType::kIQ4_NL;
     default: return DType::kQ5_0;
   }
 }
@@ -173,7 +178,23 @@ void random_bytes(SplitMix& rng, uint8_t* out, size_t n) {
 // weights' spread is about kWeightStddev: Q2_K w = d sc q - dmin m (sc, m in
 // 0..15, q in 0..3: sd(sc q) about 12, dmin = 1.5 d centres the mean); Q3_K
 // w = d (sc - 32) (q - 4) (sd 18.5 and 2.3); IQ4 w = d (scale - 32) v with v
-// the grid's values (rms 67.4; IQ4_NL has no sub-block scale).
+// the grid's values (rms 67.4; IQ4_NL has no sub-block scale); IQ2_XXS w =
+// d (0.5 + s) / 4 m (s in 0..15: rms 9.23; codebook magnitudes m: rms 23.1),
+// IQ3_XXS w = d (0.5 + s) / 2 m (m: rms 30.8), IQ1_M w = d (2 s + 1) (g +/- 1/8)
+// (s in 0..7: rms 9.22; g + delta: rms 0.78), its d in the top nibbles of its scales.
+// IQ1_M's f16 super-block scale, a nibble in the top 4 bits of each of its 4
+// uint16 scales.
+void put_iq1m_d(uint8_t* block, float d) {
+  const uint16_t h = f32_to_f16(d);
+  uint8_t* scales = block + offsetof(kernels::BlockIQ1_M, scales);
+  for (int n = 0; n < 4; ++n) {
+    uint16_t sc;
+    std::memcpy(&sc, scales + 2 * n, 2);
+    sc = static_cast<uint16_t>((sc & 0x0FFF) | (((h >> (4 * n)) & 15) << 12));
+    std::memcpy(scales + 2 * n, &sc, 2);
+  }
+}
+
 void random_low_bit_row(DType dtype, SplitMix& rng, int64_t cols, uint8_t* dst) {
   const auto info = *dtype_info(dtype);
   const int64_t n_blocks = cols / info.block_elems;
@@ -191,6 +212,9 @@ void random_low_bit_row(DType dtype, SplitMix& rng, int64_t cols, uint8_t* dst) 
         break;
       case DType::kQ3_K: put(offsetof(kernels::BlockQ3_K, d), kWeightStddev / (18.5f * 2.3f)); break;
       case DType::kIQ4_XS: put(offsetof(kernels::BlockIQ4_XS, d), kWeightStddev / (18.5f * 67.4f)); break;
+      case DType::kIQ2_XXS: put(offsetof(kernels::BlockIQ2_XXS, d), kWeightStddev / (9.23f / 4 * 23.1f)); break;
+      case DType::kIQ3_XXS: put(offsetof(kernels::BlockIQ3_XXS, d), kWeightStddev / (9.23f / 2 * 30.8f)); break;
+      case DType::kIQ1_M: put_iq1m_d(p, kWeightStddev / (9.22f * 0.78f)); break;
       default: put(offsetof(kernels::BlockIQ4_NL, d), kWeightStddev / 67.4f); break;
     }
   }
@@ -240,7 +264,8 @@ void random_k_quant_row(DType dtype, SplitMix& rng, int64_t cols, uint8_t* dst) 
 
 bool is_random_block_type(DType t) {
   return t == DType::kQ2_K || t == DType::kQ3_K || t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K ||
-         t == DType::kIQ4_NL || t == DType::kIQ4_XS;
+         t == DType::kIQ4_NL || t == DType::kIQ4_XS || t == DType::kIQ3_XXS || t == DType::kIQ2_XXS ||
+         t == DType::kIQ1_M;
 }
 
 // Writes one tensor's rows in parallel: random f32 values, quantized per row
@@ -365,6 +390,12 @@ DType synthetic_matrix_type(SyntheticType type, std::string_view kind, int64_t l
     }
     case SyntheticType::kIQ4_XS:
       return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ4_XS, cols);
+    case SyntheticType::kIQ3_XXS:
+      return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ3_XXS, cols);
+    case SyntheticType::kIQ2_XXS:
+      return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ2_XXS, cols);
+    case SyntheticType::kIQ1_M:
+      return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ1_M, cols);
   }
   return DType::kF32;
 }
