@@ -210,13 +210,16 @@ void iq_unpack(DType dtype, int64_t block_bytes, const uint8_t* row, int64_t sb0
 constexpr int kIqTokenPass = 4;     // tokens a pass shares each unpacked weight load with
 constexpr int64_t kIqRowGroup = 8;  // rows whose sums reach y together
 
-// Rows [row_begin, row_end) of y [n_tokens, w.rows] = w x for a codebook w:
-// each row's chunks of up to kIqChunkSuper super-blocks are unpacked once
-// (through the ISA policy Isa, see iq_unpack_iq2_xxs), and
-// dot4(u, n_blocks, b0, t, sums) / dot1(...) give the sums of tokens t..t+3 /
-// t over a chunk's n_blocks blocks of 32 (activation blocks b0..). Rows go
-// kIqRowGroup at a time so that each token's sums reach y as one run (a row
-// at a time, y's column of n_tokens floats would be as many cache lines).
+// Rows [row_begin, row_end) of y [n_tokens, w.rows] = w x for a codebook w,
+// kIqRowGroup rows at a time: each chunk of up to kIqChunkSuper super-blocks
+// of the group's rows is unpacked once (through the ISA policy Isa, see
+// iq_unpack_iq2_xxs), then for each pass of kIqTokenPass tokens every row of
+// the group takes its sums, dot4(u, n_blocks, b0, t, sums) / dot1(...) for
+// tokens t..t+3 / t over the chunk's n_blocks blocks of 32 (activation blocks
+// b0..). So a pass's activations serve the group's rows while in cache (a row
+// at a time, each row streamed all tokens' activations: a 1B model's 512
+// tokens of 2048 columns are 1.5 MiB), and each token's sums reach y as one
+// run (a row at a time, y's column of n_tokens floats is as many cache lines).
 template <class Isa, class Dot4, class Dot1>
 void iq_rows_by_chunks(const WeightMatrix& w, int64_t n_tokens, float* y, int64_t row_begin, int64_t row_end,
                        Dot4 dot4, Dot1 dot1) {
@@ -224,26 +227,27 @@ void iq_rows_by_chunks(const WeightMatrix& w, int64_t n_tokens, float* y, int64_
   const auto info = *dtype_info(w.dtype);
   const int64_t stride = row_bytes(info, w.cols);
   std::vector<float> acc(static_cast<size_t>(n_tokens * kIqRowGroup));  // [token][row of the group]
-  IqUnpacked u;
+  std::vector<IqUnpacked> u(kIqRowGroup);                                // a chunk of each row of the group
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kIqRowGroup) {
     const int64_t n_rows = std::min(kIqRowGroup, row_end - r0);
     std::fill(acc.begin(), acc.end(), 0.0f);
-    for (int64_t i = 0; i < n_rows; ++i) {
-      const auto* row = static_cast<const uint8_t*>(w.data) + (r0 + i) * stride;
-      for (int64_t sb0 = 0; sb0 < n_super; sb0 += kIqChunkSuper) {
-        const int64_t n = std::min(kIqChunkSuper, n_super - sb0);
-        iq_unpack<Isa>(w.dtype, info.block_bytes, row, sb0, n, u);
-        float sums[kIqTokenPass];
-        int64_t t = 0;
-        for (; t + kIqTokenPass <= n_tokens; t += kIqTokenPass) {
-          dot4(u, 8 * n, 8 * sb0, t, sums);
+    for (int64_t sb0 = 0; sb0 < n_super; sb0 += kIqChunkSuper) {
+      const int64_t n = std::min(kIqChunkSuper, n_super - sb0);
+      for (int64_t i = 0; i < n_rows; ++i)
+        iq_unpack<Isa>(w.dtype, info.block_bytes, static_cast<const uint8_t*>(w.data) + (r0 + i) * stride, sb0, n,
+                       u[static_cast<size_t>(i)]);
+      float sums[kIqTokenPass];
+      int64_t t = 0;
+      for (; t + kIqTokenPass <= n_tokens; t += kIqTokenPass)
+        for (int64_t i = 0; i < n_rows; ++i) {
+          dot4(u[static_cast<size_t>(i)], 8 * n, 8 * sb0, t, sums);
           for (int k = 0; k < kIqTokenPass; ++k) acc[(t + k) * kIqRowGroup + i] += sums[k];
         }
-        for (; t < n_tokens; ++t) {
-          dot1(u, 8 * n, 8 * sb0, t, sums);
+      for (; t < n_tokens; ++t)
+        for (int64_t i = 0; i < n_rows; ++i) {
+          dot1(u[static_cast<size_t>(i)], 8 * n, 8 * sb0, t, sums);
           acc[t * kIqRowGroup + i] += sums[0];
         }
-      }
     }
     for (int64_t t = 0; t < n_tokens; ++t) std::copy_n(acc.begin() + t * kIqRowGroup, n_rows, y + t * w.rows + r0);
   }
