@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <vector>
 
 #include "core/dtype.h"
@@ -227,7 +228,8 @@ void iq_rows_by_chunks(const WeightMatrix& w, int64_t n_tokens, float* y, int64_
   const auto info = *dtype_info(w.dtype);
   const int64_t stride = row_bytes(info, w.cols);
   std::vector<float> acc(static_cast<size_t>(n_tokens * kIqRowGroup));  // [token][row of the group]
-  std::vector<IqUnpacked> u(kIqRowGroup);                                // a chunk of each row of the group
+  // A chunk of each row of the group; default-initialized (not zero-filled: every byte is written before use).
+  const std::unique_ptr<IqUnpacked[]> u(new IqUnpacked[kIqRowGroup]);
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kIqRowGroup) {
     const int64_t n_rows = std::min(kIqRowGroup, row_end - r0);
     std::fill(acc.begin(), acc.end(), 0.0f);
@@ -235,17 +237,17 @@ void iq_rows_by_chunks(const WeightMatrix& w, int64_t n_tokens, float* y, int64_
       const int64_t n = std::min(kIqChunkSuper, n_super - sb0);
       for (int64_t i = 0; i < n_rows; ++i)
         iq_unpack<Isa>(w.dtype, info.block_bytes, static_cast<const uint8_t*>(w.data) + (r0 + i) * stride, sb0, n,
-                       u[static_cast<size_t>(i)]);
+                       u[i]);
       float sums[kIqTokenPass];
       int64_t t = 0;
       for (; t + kIqTokenPass <= n_tokens; t += kIqTokenPass)
         for (int64_t i = 0; i < n_rows; ++i) {
-          dot4(u[static_cast<size_t>(i)], 8 * n, 8 * sb0, t, sums);
+          dot4(u[i], 8 * n, 8 * sb0, t, sums);
           for (int k = 0; k < kIqTokenPass; ++k) acc[(t + k) * kIqRowGroup + i] += sums[k];
         }
       for (; t < n_tokens; ++t)
         for (int64_t i = 0; i < n_rows; ++i) {
-          dot1(u[static_cast<size_t>(i)], 8 * n, 8 * sb0, t, sums);
+          dot1(u[i], 8 * n, 8 * sb0, t, sums);
           acc[t * kIqRowGroup + i] += sums[0];
         }
     }
