@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "format/gguf.h"
+#include "format/gguf_file_type.h"
 #include "format/llama2c.h"
 #include "kernels/grouped_blocks.h"
 
@@ -88,15 +89,17 @@ Result<BenchModel> load_bench_model(const BenchModelSource& source, int threads,
     model = std::move(built).value();
     out.filename = "synthetic:" + source.shape.name + ":" + std::string(synthetic_type_name(source.type));
     out.display = source.shape.name + " (synthetic)";
-    out.type_label = std::string(synthetic_type_label(source.type));
   } else {
     auto opened = open_model_file(source.path);
     if (!opened.ok()) return opened.status().with_context("loading '" + source.path + "'");
     model = std::move(opened).value();
     out.filename = source.path;
     out.display = source.path.substr(source.path.find_last_of('/') + 1);
-    out.type_label = upper(dtype_name(kernels::plain_type(model->weights().layers.at(0).wq.dtype)));
   }
+  // As llama-bench describes a file: by its declared (or guessed) file type;
+  // a llama.2c checkpoint by its first layer's type.
+  out.type_label = model->gguf() ? describe_file_type(*model->gguf())
+                                 : upper(dtype_name(kernels::plain_type(model->weights().layers.at(0).wq.dtype)));
   count_weights(*model, &out);
   out.model_type = model->config().arch_name + " " + params_word(out.n_params) + " " + out.type_label;
   PackageContract contract;

@@ -35,7 +35,7 @@ struct BenchModel {
   std::unique_ptr<LlamaProgram> program;
   std::string filename;    // the path, or "synthetic:NAME:TYPE"
   std::string display;     // for the table: file name or "NAME (synthetic)"
-  std::string type_label;  // "Q4_0", "Q4_K_M", or the first layer's type for files
+  std::string type_label;  // llama-bench's file type words: "Q4_0", "Q4_K - Medium"
   std::string model_type;  // llama-bench's description: "llama 1B Q4_0"
   uint64_t size_bytes = 0; // bytes of all weights
   uint64_t n_params = 0;   // elements of all weights

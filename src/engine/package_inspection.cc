@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "format/gguf.h"
+#include "format/gguf_file_type.h"
 
 namespace llmpack {
 namespace {
@@ -109,6 +110,7 @@ Result<PackageReport> inspect_package(const std::string& path, const std::string
   if (gguf.ok()) {
     r.format = "gguf";
     count_tensors(**gguf, r);
+    r.file_type = describe_file_type(**gguf);
     read_raw_contract(**gguf, r);
     auto config = config_from_gguf(**gguf);
     r.config_ok = config.ok();
@@ -166,6 +168,7 @@ nlohmann::ordered_json report_to_json(const PackageReport& r) {
   }
   j["tensors"] = {{"count", r.n_tensors}, {"params", r.n_params}, {"dtype_counts", r.dtype_tensor_counts},
                   {"dtype_bytes", r.dtype_bytes}};
+  if (!r.file_type.empty()) j["tensors"]["file_type"] = r.file_type;
   j["contract_keys"] = r.contract_keys;
   j["loads"] = r.loads;
   if (!r.loads) j["load_error"] = r.load_error;
@@ -212,6 +215,7 @@ std::string report_to_text(const PackageReport& r) {
     mix += buf;
   }
   line("tensors:   " + n(r.n_tensors) + " tensors, " + n(r.n_params) + " parameters: " + mix);
+  if (!r.file_type.empty()) line("file type: " + r.file_type);
   if (r.loads) {
     const PackageContract& c = r.contract;
     line(std::string("contract:  ") + (c.from_keys ? "llmpack.* keys" : "defaults (plain GGUF)") + ": S " +

@@ -26,6 +26,7 @@ struct PackageReport {
   std::map<std::string, uint64_t> dtype_bytes;
   int64_t n_tensors = 0;
   int64_t n_params = 0;
+  std::string file_type;  // llama.cpp's words for a GGUF's file type ("Q4_K - Medium"); empty for llama2.c
   // The contract keys as written (absent keys are missing from the map).
   nlohmann::ordered_json contract_keys = nlohmann::ordered_json::object();
   bool has_contract_keys = false;

@@ -44,15 +44,15 @@ SyntheticShape shape(std::string name, std::string arch, int64_t dim, int64_t hi
 struct TypeName {
   SyntheticType type;
   std::string_view name;
-  std::string_view label;
+  uint32_t file_type;  // llama.cpp's general.file_type number for the mix
 };
 constexpr TypeName kTypes[] = {
-    {SyntheticType::kF32, "f32", "F32"},       {SyntheticType::kF16, "f16", "F16"},
-    {SyntheticType::kBF16, "bf16", "BF16"},    {SyntheticType::kQ8_0, "q8_0", "Q8_0"},
-    {SyntheticType::kQ4_0, "q4_0", "Q4_0"},    {SyntheticType::kQ4_K_M, "q4_k_m", "Q4_K_M"},
-    {SyntheticType::kQ5_K_M, "q5_k_m", "Q5_K_M"},  {SyntheticType::kQ3_K_M, "q3_k_m", "Q3_K_M"},
-    {SyntheticType::kIQ4_XS, "iq4_xs", "IQ4_XS"},  {SyntheticType::kIQ3_XXS, "iq3_xxs", "IQ3_XXS"},
-    {SyntheticType::kIQ2_XXS, "iq2_xxs", "IQ2_XXS"},  {SyntheticType::kIQ1_M, "iq1_m", "IQ1_M"},
+    {SyntheticType::kF32, "f32", 0},          {SyntheticType::kF16, "f16", 1},
+    {SyntheticType::kBF16, "bf16", 32},      {SyntheticType::kQ8_0, "q8_0", 7},
+    {SyntheticType::kQ4_0, "q4_0", 2},       {SyntheticType::kQ4_K_M, "q4_k_m", 15},
+    {SyntheticType::kQ5_K_M, "q5_k_m", 17},  {SyntheticType::kQ3_K_M, "q3_k_m", 12},
+    {SyntheticType::kIQ4_XS, "iq4_xs", 30},  {SyntheticType::kIQ3_XXS, "iq3_xxs", 23},
+    {SyntheticType::kIQ2_XXS, "iq2_xxs", 19},  {SyntheticType::kIQ1_M, "iq1_m", 31},
 };
 
 std::string lower(std::string_view s) {
@@ -131,6 +131,7 @@ void write_metadata(GgufWriter& w, const SyntheticShape& s, SyntheticType type, 
   const std::string a = s.arch + ".";
   w.set_string("general.architecture", s.arch);
   w.set_string("general.name", "synthetic " + s.name + " " + std::string(synthetic_type_name(type)));
+  w.set_u32("general.file_type", synthetic_file_type(type));
   w.set_u32(a + "context_length", static_cast<uint32_t>(s.context_length));
   w.set_u32(a + "embedding_length", static_cast<uint32_t>(s.dim));
   w.set_u32(a + "block_count", static_cast<uint32_t>(n_layers));
@@ -358,10 +359,10 @@ std::string_view synthetic_type_name(SyntheticType type) {
   return "?";
 }
 
-std::string_view synthetic_type_label(SyntheticType type) {
+uint32_t synthetic_file_type(SyntheticType type) {
   for (const auto& t : kTypes)
-    if (t.type == type) return t.label;
-  return "?";
+    if (t.type == type) return t.file_type;
+  return 0;
 }
 
 DType synthetic_matrix_type(SyntheticType type, std::string_view kind, int64_t layer, int64_t n_layers,

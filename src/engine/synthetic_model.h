@@ -57,7 +57,9 @@ const std::vector<SyntheticShape>& synthetic_shapes();
 Result<SyntheticShape> find_synthetic_shape(std::string_view name);
 Result<SyntheticType> parse_synthetic_type(std::string_view name);
 std::string_view synthetic_type_name(SyntheticType type);  // "q4_k_m"
-std::string_view synthetic_type_label(SyntheticType type);  // "Q4_K_M" (as llama-bench prints)
+// llama.cpp's general.file_type number of the mix (15 for q4_k_m), which the
+// synthetic package declares, so that it is described as a downloaded one is.
+uint32_t synthetic_file_type(SyntheticType type);
 
 // Which type a weight matrix gets under a mix. `kind` is the GGUF tensor name
 // without "blk.N." and ".weight" ("token_embd", "output", "attn_v", ...).

@@ -385,6 +385,10 @@ TEST(Bench, SavedSyntheticPackageLoadsWithSameSizeAndParams) {
   EXPECT_EQ(a[0]["model_n_params"], b[0]["model_n_params"]);
   EXPECT_EQ(b[0]["model_filename"], path);
   EXPECT_EQ(b[0]["model_type"].get<std::string>().rfind("llama ", 0), 0u) << b[0]["model_type"];
+  // Described as llama-bench describes it, by the file type the package declares.
+  EXPECT_EQ(a[0]["model_type"], b[0]["model_type"]);
+  const std::string type = b[0]["model_type"].get<std::string>();
+  EXPECT_EQ(type.substr(type.size() - 14), " Q4_K - Medium") << type;
   std::remove(path.c_str());
 }
 

@@ -67,6 +67,8 @@ TEST(ContractCli, ExportRunInspectEveryKind) {
     EXPECT_EQ(j["enable_dynamic_shape"], k.dynamic) << k.label;
     EXPECT_EQ(j["use_kv_cache"], true);
     EXPECT_EQ(j["kv_cache"], "off_graph");
+    // An f32 checkpoint exported with its own types declares no file type: guessed as llama.cpp does.
+    EXPECT_EQ(j["tensors"]["file_type"], "(guessed) all F32") << k.label;
     ASSERT_TRUE(j["findings"].is_array());
     const std::string findings = j["findings"].dump();
     if (std::string(k.label) == "legacy") {
@@ -75,6 +77,7 @@ TEST(ContractCli, ExportRunInspectEveryKind) {
     }
     auto plain = llmpack("inspect " + pkg);
     EXPECT_NE(plain.out.find("S 128, C 512, B " + std::to_string(k.bound)), std::string::npos) << plain.out;
+    EXPECT_NE(plain.out.find("\nfile type: (guessed) all F32\n"), std::string::npos) << plain.out;
   }
   std::filesystem::remove_all(dir);
 }

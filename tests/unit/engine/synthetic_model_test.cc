@@ -71,7 +71,9 @@ TEST(SyntheticModel, TypeNamesParseAndUnknownOnesAreRefused) {
     ASSERT_TRUE(t.ok()) << n;
     EXPECT_EQ(synthetic_type_name(*t), n);
   }
-  EXPECT_EQ(synthetic_type_label(*parse_synthetic_type("Q4_K_M")), "Q4_K_M");
+  EXPECT_EQ(synthetic_type_name(*parse_synthetic_type("Q4_K_M")), "q4_k_m");
+  EXPECT_EQ(synthetic_file_type(*parse_synthetic_type("q4_k_m")), 15u);  // llama.cpp's MOSTLY_Q4_K_M
+  EXPECT_EQ(synthetic_file_type(*parse_synthetic_type("iq2_xxs")), 19u);
   auto bad = parse_synthetic_type("q2_k");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("q4_k_m"), std::string::npos);
