@@ -45,6 +45,9 @@ extern const std::array<IqGrid8, 1024> kIq2sGrid;
 extern const std::array<IqGrid4, 256> kIq3xxsGrid;
 extern const std::array<IqGrid4, 512> kIq3sGrid;
 extern const std::array<IqSignedGrid8, 2048> kIq1sGrid;
+// kIq1sGrid's values times 8 (-8, 0, 8): the kernels' int8 IQ1 weight 8 g +/- 1
+// is then one byte add of the delta.
+extern const std::array<IqSignedGrid8, 2048> kIq1sGridTimes8;
 
 // IQ2_XXS, IQ2_XS and IQ3_XXS store the signs of 8 weights in 7 bits: the
 // eighth sign makes the number of negative weights even. Bit j set: weight j

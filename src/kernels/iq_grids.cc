@@ -27,6 +27,7 @@ constexpr std::array<int, 3> kIq2Levels = {8, 25, 43};
 constexpr std::array<int, 8> kIq3xxsLevels = {4, 12, 20, 28, 36, 44, 52, 62};
 constexpr std::array<int, 8> kIq3sLevels = {1, 3, 5, 7, 9, 11, 13, 15};
 constexpr std::array<int, 3> kIq1Levels = {-1, 0, 1};
+constexpr std::array<int, 3> kIq1LevelsTimes8 = {-8, 0, 8};
 
 }  // namespace
 
@@ -36,5 +37,7 @@ constinit const std::array<IqGrid8, 1024> kIq2sGrid = expand_codes<IqGrid8>(kIq2
 constinit const std::array<IqGrid4, 256> kIq3xxsGrid = expand_codes<IqGrid4>(kIq3xxsCodes, kIq3xxsLevels);
 constinit const std::array<IqGrid4, 512> kIq3sGrid = expand_codes<IqGrid4>(kIq3sCodes, kIq3sLevels);
 constinit const std::array<IqSignedGrid8, 2048> kIq1sGrid = expand_codes<IqSignedGrid8>(kIq1sCodes, kIq1Levels);
+constinit const std::array<IqSignedGrid8, 2048> kIq1sGridTimes8 =
+    expand_codes<IqSignedGrid8>(kIq1sCodes, kIq1LevelsTimes8);
 
 }  // namespace llmpack::kernels

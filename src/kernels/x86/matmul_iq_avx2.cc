@@ -1,7 +1,9 @@
 // AVX2 matmul of the codebook types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,
-// IQ1_S, IQ1_M) against int8 activations: each row unpacked a chunk at a time
-// (kernels/iq_unpack.h) into int8 weights with a scale per 16, then
-// multiplied with every token, 4 tokens a pass sharing each weight load.
+// IQ1_S, IQ1_M) against int8 activations. Several tokens: each row unpacked a
+// chunk at a time (kernels/iq_unpack.h) into int8 weights with a scale per
+// 16, then multiplied with every token, 4 tokens a pass sharing each weight
+// load. One token (decode): each group of 32 weights is unpacked into
+// registers and multiplied at once (x86/iq_decode_avx2.cc).
 #include "kernels/iq_unpack.h"
 #include "kernels/x86/avx2_internal.h"
 #include "kernels/x86/simd_avx2.h"
@@ -65,6 +67,11 @@ bool iq_supports(DType dtype) { return is_codebook_type(dtype); }
 void matmul_rows_iq(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                     int64_t row_end) {
   const int64_t n_sub = w.cols / 32;
+  if (n_tokens < kIqRegisterDecodeBelow) {
+    for (int64_t t = 0; t < n_tokens; ++t) iq_decode_rows(w, token_acts(act, n_tokens, n_sub, t), y + t * w.rows,
+                                                         row_begin, row_end);
+    return;
+  }
   iq_rows_by_chunks<Avx2Unpack>(
       w, n_tokens, y, row_begin, row_end,
       [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {

@@ -60,6 +60,11 @@ TEST(IqCodebooks, MatchEntriesPublishedWithTheFormat) {
   EXPECT_EQ(kIq1sGrid[1], (IqSignedGrid8{1, -1, -1, -1, -1, -1, -1, -1}));                 // 0xffffffffffffff01
 }
 
+TEST(IqCodebooks, Iq1GridTimesEightIsEveryValueTimesEight) {
+  for (size_t i = 0; i < kIq1sGrid.size(); ++i)
+    for (size_t j = 0; j < 8; ++j) ASSERT_EQ(kIq1sGridTimes8[i][j], 8 * kIq1sGrid[i][j]) << i << " " << j;
+}
+
 TEST(IqCodebooks, SevenSignBitsGetAnEighthThatMakesTheNegativesEven) {
   for (uint32_t s = 0; s < 128; ++s) {
     const uint8_t signs = iq_signs_of_7(s);
