@@ -107,17 +107,40 @@ struct Iq2xs : IqdNoPreparation {
   }
 };
 
-struct Iq2s : IqdNoPreparation {
+// Grid indices whose high bits sit in qh: `fields` holds a qh byte per index
+// (uint16), `to_top` the power of two that lifts each index's field to the
+// top of the byte's `top` bits; the field lands at bit 8 over the qs byte.
+inline __m256i iqd_indices(__m128i qs_bytes, __m128i qh_bytes, __m256i to_top, int top, int shift) {
+  const __m256i field = _mm256_and_si256(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(qh_bytes), to_top),
+                                         _mm256_set1_epi16(static_cast<int16_t>(top)));
+  return _mm256_or_si256(_mm256_slli_epi16(field, shift), _mm256_cvtepu8_epi16(qs_bytes));
+}
+
+struct Iq2s {
   using Block = BlockIQ2_S;
   static float factor(const Block& b) { return _cvtsh_ss(b.d) * 0.125f; }
-  static IqGroup32 group(const Block& b, const Prepared&, int g) {
-    const uint8_t* qs = b.qs + 4 * g;
-    const int qh = b.qh[g];
+  // The 10-bit indices of the 32 groups of 8: qs[k] | bits 2 (k % 4), +1 of
+  // qh[k / 4] as bits 8, 9 (each qh byte repeated for its 4 groups, its field
+  // lifted to bits 6, 7, then moved to 8, 9).
+  struct Prepared {
+    alignas(32) uint16_t index[32];
+  };
+  static void prepare(const Block& b, Prepared& p) {
+    const __m128i qh = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qh));
+    const __m256i to_top = _mm256_setr_epi16(64, 16, 4, 1, 64, 16, 4, 1, 64, 16, 4, 1, 64, 16, 4, 1);
+    for (int half = 0; half < 2; ++half) {
+      const __m128i repeat = _mm_add_epi8(_mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
+                                          _mm_set1_epi8(static_cast<char>(4 * half)));
+      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * half));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(p.index + 16 * half),
+                         iqd_indices(qs, _mm_shuffle_epi8(qh, repeat), to_top, 0xC0, 2));
+    }
+  }
+  static IqGroup32 group(const Block& b, const Prepared& p, int g) {
+    const uint16_t* index = p.index + 4 * g;
     const uint8_t* signs = b.qs + 32 + 4 * g;
-    return {iqd_u64x4(iqd_grid8(kIq2sGrid[qs[0] | ((qh << 8) & 0x300)]),
-                      iqd_grid8(kIq2sGrid[qs[1] | ((qh << 6) & 0x300)]),
-                      iqd_grid8(kIq2sGrid[qs[2] | ((qh << 4) & 0x300)]),
-                      iqd_grid8(kIq2sGrid[qs[3] | ((qh << 2) & 0x300)])),
+    return {iqd_u64x4(iqd_grid8(kIq2sGrid[index[0]]), iqd_grid8(kIq2sGrid[index[1]]), iqd_grid8(kIq2sGrid[index[2]]),
+                      iqd_grid8(kIq2sGrid[index[3]])),
             iqd_u64x4(kIqdSignBytes[signs[0]], kIqdSignBytes[signs[1]], kIqdSignBytes[signs[2]],
                       kIqdSignBytes[signs[3]]),
             iqd_scale(2 * (b.scales[g] & 15) + 1, 2 * (b.scales[g] >> 4) + 1)};
@@ -140,13 +163,27 @@ struct Iq3xxs : IqdNoPreparation {
   }
 };
 
-struct Iq3s : IqdNoPreparation {
+struct Iq3s {
   using Block = BlockIQ3_S;
   static float factor(const Block& b) { return _cvtsh_ss(b.d); }  // d (1 + 2s)
-  static IqGroup32 group(const Block& b, const Prepared&, int g) {
-    const uint8_t* qs = b.qs + 8 * g;
-    const int qh = b.qh[g];
-    const auto entry = [&](int quad) { return iqd_grid4(kIq3sGrid[qs[quad] | (((qh >> quad) & 1) << 8)]); };
+  // The 9-bit indices of the 64 quads: qs[q] | bit q % 8 of qh[q / 8] as bit 8.
+  struct Prepared {
+    alignas(32) uint16_t index[64];
+  };
+  static void prepare(const Block& b, Prepared& p) {
+    const __m128i qh = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qh));
+    const __m256i to_top = _mm256_setr_epi16(128, 64, 32, 16, 8, 4, 2, 1, 128, 64, 32, 16, 8, 4, 2, 1);
+    for (int quarter = 0; quarter < 4; ++quarter) {
+      const __m128i repeat = _mm_add_epi8(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
+                                          _mm_set1_epi8(static_cast<char>(2 * quarter)));
+      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * quarter));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(p.index + 16 * quarter),
+                         iqd_indices(qs, _mm_shuffle_epi8(qh, repeat), to_top, 0x80, 1));
+    }
+  }
+  static IqGroup32 group(const Block& b, const Prepared& p, int g) {
+    const uint16_t* index = p.index + 8 * g;
+    const auto entry = [&](int quad) { return iqd_grid4(kIq3sGrid[index[quad]]); };
     const uint8_t* signs = b.signs + 4 * g;
     const int s = 2 * ((b.scales[g / 2] >> (4 * (g % 2))) & 15) + 1;
     return {_mm256_setr_epi32(entry(0), entry(1), entry(2), entry(3), entry(4), entry(5), entry(6), entry(7)),
@@ -168,14 +205,36 @@ inline uint64_t iqd_iq1_grid(int index) {
   return v;
 }
 
-struct Iq1s : IqdNoPreparation {
+struct Iq1s {
   using Block = BlockIQ1_S;
   static float factor(const Block& b) { return _cvtsh_ss(b.d) * 0.125f; }  // d (2s + 1) (g +/- 1/8)
-  static IqGroup32 group(const Block& b, const Prepared&, int g) {
+  // The 11-bit indices of the 32 groups of 8: qs[k] | bits 3 (k % 4)..+2 of
+  // the uint16 qh[k / 4] as bits 8..10 (each qh repeated for its 4 groups,
+  // its field lifted to bits 13..15, then moved down to 8..10).
+  struct Prepared {
+    alignas(32) uint16_t index[32];
+  };
+  static void prepare(const Block& b, Prepared& p) {
+    const __m256i to_top = _mm256_setr_epi16(1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4,
+                                             1 << 13, 1 << 10, 1 << 7, 1 << 4, 1 << 13, 1 << 10, 1 << 7, 1 << 4);
+    for (int half = 0; half < 2; ++half) {
+      // qh[4 half .. 4 half + 3], each uint16 repeated 4 times
+      const __m256i qh = _mm256_shuffle_epi8(
+          _mm256_broadcastsi128_si256(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qh + 4 * half))),
+          _mm256_setr_epi8(0, 1, 0, 1, 0, 1, 0, 1, 2, 3, 2, 3, 2, 3, 2, 3,    // lane 0: uint16 0, 1
+                           4, 5, 4, 5, 4, 5, 4, 5, 6, 7, 6, 7, 6, 7, 6, 7));  // lane 1: uint16 2, 3
+      const __m256i field = _mm256_srli_epi16(
+          _mm256_and_si256(_mm256_mullo_epi16(qh, to_top), _mm256_set1_epi16(static_cast<int16_t>(0xE000))), 5);
+      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * half));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(p.index + 16 * half),
+                         _mm256_or_si256(field, _mm256_cvtepu8_epi16(qs)));
+    }
+  }
+  static IqGroup32 group(const Block& b, const Prepared& p, int g) {
     const int qh = b.qh[g];
-    const uint8_t* qs = b.qs + 4 * g;
-    const __m256i grid = iqd_u64x4(iqd_iq1_grid(qs[0] | ((qh << 8) & 0x700)), iqd_iq1_grid(qs[1] | ((qh << 5) & 0x700)),
-                                   iqd_iq1_grid(qs[2] | ((qh << 2) & 0x700)), iqd_iq1_grid(qs[3] | ((qh >> 1) & 0x700)));
+    const uint16_t* index = p.index + 4 * g;
+    const __m256i grid = iqd_u64x4(iqd_iq1_grid(index[0]), iqd_iq1_grid(index[1]), iqd_iq1_grid(index[2]),
+                                   iqd_iq1_grid(index[3]));
     const __m256i delta = _mm256_set1_epi8(static_cast<char>((qh & 0x8000) ? -1 : 1));
     return iqd_iq1_group(grid, delta, _mm256_set1_epi16(static_cast<int16_t>(2 * ((qh >> 12) & 7) + 1)));
   }
@@ -199,7 +258,8 @@ struct Iq1m {
   // field's offset (bits shifted in from the copy above stay clear of bits 0..2).
   static __m256i scales(const Block& b, int g) {
     const __m256i word = _mm256_set1_epi16(static_cast<int16_t>(iq_load_u16(b.scales + 2 * (g / 2))));
-    const __m256i shift = (g % 2) ? _mm256_setr_epi32(6, 6, 6, 6, 9, 9, 9, 9) : _mm256_setr_epi32(0, 0, 0, 0, 3, 3, 3, 3);
+    const __m256i shift =
+        (g % 2) ? _mm256_setr_epi32(6, 6, 6, 6, 9, 9, 9, 9) : _mm256_setr_epi32(0, 0, 0, 0, 3, 3, 3, 3);
     const __m256i s = _mm256_and_si256(_mm256_srlv_epi32(word, shift), _mm256_set1_epi16(7));
     return _mm256_or_si256(_mm256_slli_epi16(s, 1), _mm256_set1_epi16(1));
   }
