@@ -27,7 +27,7 @@
 namespace llmpack::kernels {
 namespace {  // NOLINT(build/namespaces): a copy per file
 
-constexpr int64_t kIqChunkSuper = 16;  // super-blocks a chunk (4096 weights)
+constexpr int64_t kIqChunkSuper = 8;  // super-blocks a chunk (2048 weights: 8 rows and 4 tokens of activations about 30 KiB)
 
 struct IqUnpacked {
   alignas(32) int8_t q[kIqChunkSuper * kQKK];
