@@ -1,11 +1,13 @@
-// Codebook rows (kernels/iq_blocks.h) unpacked to signed int8 weights and a
-// float scale per 16 weights, shared by the SIMD paths' codebook kernels
-// (x86/matmul_iq_avx2.cc, arm/matmul_iq_neon.cc; each supplies the few vector
-// steps as a policy), which then multiply the int8 weights with int8
-// activations:
-//   weight e = scale[e / 16] * q[e],  q in -62..62;
+// Codebook rows (kernels/iq_blocks.h) unpacked to signed int8 weights, a
+// small integer scale per 16 weights and a float factor per super-block,
+// shared by the SIMD paths' codebook kernels (x86/matmul_iq_avx2.cc,
+// arm/matmul_iq_neon.cc; each supplies the few vector steps as a policy),
+// which then multiply the int8 weights with int8 activations:
+//   weight e = factor[e / 256] * iscale[e / 16] * q[e],  q in -62..62,
+// iscale the type's odd 2s + 1 (1..31), factor d times the type's constant;
 // an IQ1 weight d (2s + 1) (g +/- 1/8), g in {-1, 0, 1}, is q = 8 g +/- 1
-// (-9..9) with the scale divided by 8, so every type multiplies as int8 x int8.
+// (-9..9) with the factor d / 8, so every type multiplies as int8 x int8 and
+// the integer scales can join the integer sums.
 // Unpacking costs more than the products (a codebook lookup and a sign mask
 // per 8 weights), so a kernel unpacks a chunk of a row once and multiplies it
 // with every token.
@@ -31,7 +33,8 @@ constexpr int64_t kIqChunkSuper = 8;  // super-blocks a chunk (2048 weights: 8 r
 
 struct IqUnpacked {
   alignas(32) int8_t q[kIqChunkSuper * kQKK];
-  alignas(32) float scale[kIqChunkSuper * kQKK / 16];
+  alignas(32) int32_t iscale[kIqChunkSuper * kQKK / 16];
+  float factor[kIqChunkSuper];
 };
 
 constexpr uint64_t kIqBytes01 = 0x0101010101010101ull;
@@ -67,7 +70,6 @@ inline uint64_t iq_bytes8(const IqSignedGrid8& g) {
 // -1 where it is -1/8.
 inline uint64_t iq1_delta8(bool minus) { return minus ? ~uint64_t{0} : kIqBytes01; }
 
-inline float iq2_scale(float d, int s) { return d * (0.5f + static_cast<float>(s)) * 0.25f; }
 
 // The unpackers below write 32 weights at a time through an ISA's policy
 // `Isa`, which the kernel file supplies (the vector steps are its own):
@@ -76,10 +78,10 @@ inline float iq2_scale(float d, int s) { return d * (0.5f + static_cast<float>(s
 //       mag[l], negated where byte j of neg[l] is 0xFF (magnitudes are >= 1)
 //   void Isa::put_iq1(int8_t* q, grid[4], delta[4])  q[8l + j] = 8 g + d for
 //       the signed bytes g of grid[l] and d of delta[l]
-// Each unpacks one super-block into q[256] and scale[16].
+// Each unpacks one super-block into q[256], iscale[16] and *factor.
 template <class Isa>
-void iq_unpack_iq2_xxs(const BlockIQ2_XXS& b, int8_t* q, float* scale) {
-  const float d = Isa::half(b.d);
+void iq_unpack_iq2_xxs(const BlockIQ2_XXS& b, int8_t* q, int32_t* iscale, float* factor) {
+  *factor = Isa::half(b.d) * 0.125f;  // d (0.5 + s) / 4 = d / 8 (2s + 1)
   for (int g = 0; g < 8; ++g) {
     const auto* idx = reinterpret_cast<const uint8_t*>(b.qs + 4 * g);
     const uint32_t hi = iq_load_u32(idx + 4);
@@ -89,13 +91,13 @@ void iq_unpack_iq2_xxs(const BlockIQ2_XXS& b, int8_t* q, float* scale) {
       neg[l] = kIqSignMask[iq_signs_of_7(hi >> (7 * l))];
     }
     Isa::put_signed(q + 32 * g, mag, neg);
-    scale[2 * g] = scale[2 * g + 1] = iq2_scale(d, static_cast<int>(hi >> 28));
+    iscale[2 * g] = iscale[2 * g + 1] = static_cast<int32_t>(2 * (hi >> 28) + 1);
   }
 }
 
 template <class Isa>
-void iq_unpack_iq2_xs(const BlockIQ2_XS& b, int8_t* q, float* scale) {
-  const float d = Isa::half(b.d);
+void iq_unpack_iq2_xs(const BlockIQ2_XS& b, int8_t* q, int32_t* iscale, float* factor) {
+  *factor = Isa::half(b.d) * 0.125f;
   for (int g = 0; g < 8; ++g) {
     uint64_t mag[4], neg[4];
     for (int l = 0; l < 4; ++l) {
@@ -104,14 +106,14 @@ void iq_unpack_iq2_xs(const BlockIQ2_XS& b, int8_t* q, float* scale) {
       neg[l] = kIqSignMask[iq_signs_of_7(v >> 9)];
     }
     Isa::put_signed(q + 32 * g, mag, neg);
-    scale[2 * g] = iq2_scale(d, b.scales[g] & 15);
-    scale[2 * g + 1] = iq2_scale(d, b.scales[g] >> 4);
+    iscale[2 * g] = 2 * (b.scales[g] & 15) + 1;
+    iscale[2 * g + 1] = 2 * (b.scales[g] >> 4) + 1;
   }
 }
 
 template <class Isa>
-void iq_unpack_iq2_s(const BlockIQ2_S& b, int8_t* q, float* scale) {
-  const float d = Isa::half(b.d);
+void iq_unpack_iq2_s(const BlockIQ2_S& b, int8_t* q, int32_t* iscale, float* factor) {
+  *factor = Isa::half(b.d) * 0.125f;
   for (int g = 0; g < 8; ++g) {
     uint64_t mag[4], neg[4];
     for (int l = 0; l < 4; ++l) {
@@ -119,14 +121,14 @@ void iq_unpack_iq2_s(const BlockIQ2_S& b, int8_t* q, float* scale) {
       neg[l] = kIqSignMask[b.qs[32 + 4 * g + l]];
     }
     Isa::put_signed(q + 32 * g, mag, neg);
-    scale[2 * g] = iq2_scale(d, b.scales[g] & 15);
-    scale[2 * g + 1] = iq2_scale(d, b.scales[g] >> 4);
+    iscale[2 * g] = 2 * (b.scales[g] & 15) + 1;
+    iscale[2 * g + 1] = 2 * (b.scales[g] >> 4) + 1;
   }
 }
 
 template <class Isa>
-void iq_unpack_iq3_xxs(const BlockIQ3_XXS& b, int8_t* q, float* scale) {
-  const float d = Isa::half(b.d);
+void iq_unpack_iq3_xxs(const BlockIQ3_XXS& b, int8_t* q, int32_t* iscale, float* factor) {
+  *factor = Isa::half(b.d) * 0.25f;  // d (0.5 + s) / 2 = d / 4 (2s + 1)
   for (int g = 0; g < 8; ++g) {
     const uint32_t hi = iq_load_u32(b.qs + 64 + 4 * g);
     const uint8_t* idx = b.qs + 8 * g;
@@ -136,13 +138,13 @@ void iq_unpack_iq3_xxs(const BlockIQ3_XXS& b, int8_t* q, float* scale) {
       neg[l] = kIqSignMask[iq_signs_of_7(hi >> (7 * l))];
     }
     Isa::put_signed(q + 32 * g, mag, neg);
-    scale[2 * g] = scale[2 * g + 1] = d * (0.5f + static_cast<float>(hi >> 28)) * 0.5f;
+    iscale[2 * g] = iscale[2 * g + 1] = static_cast<int32_t>(2 * (hi >> 28) + 1);
   }
 }
 
 template <class Isa>
-void iq_unpack_iq3_s(const BlockIQ3_S& b, int8_t* q, float* scale) {
-  const float d = Isa::half(b.d);
+void iq_unpack_iq3_s(const BlockIQ3_S& b, int8_t* q, int32_t* iscale, float* factor) {
+  *factor = Isa::half(b.d);  // d (1 + 2s)
   for (int g = 0; g < 8; ++g) {
     const auto index = [&](int quad) { return b.qs[8 * g + quad] | (((b.qh[g] >> quad) & 1) << 8); };
     uint64_t mag[4], neg[4];
@@ -151,13 +153,13 @@ void iq_unpack_iq3_s(const BlockIQ3_S& b, int8_t* q, float* scale) {
       neg[l] = kIqSignMask[b.signs[4 * g + l]];
     }
     Isa::put_signed(q + 32 * g, mag, neg);
-    scale[2 * g] = scale[2 * g + 1] = d * static_cast<float>(1 + 2 * ((b.scales[g / 2] >> (4 * (g % 2))) & 15));
+    iscale[2 * g] = iscale[2 * g + 1] = 1 + 2 * ((b.scales[g / 2] >> (4 * (g % 2))) & 15);
   }
 }
 
 template <class Isa>
-void iq_unpack_iq1_s(const BlockIQ1_S& b, int8_t* q, float* scale) {
-  const float d = Isa::half(b.d);
+void iq_unpack_iq1_s(const BlockIQ1_S& b, int8_t* q, int32_t* iscale, float* factor) {
+  *factor = Isa::half(b.d) * 0.125f;  // d (2s + 1) (g +/- 1/8) = d / 8 (2s + 1) (8 g +/- 1)
   for (int g = 0; g < 8; ++g) {
     const uint16_t qh = b.qh[g];
     const uint64_t delta = iq1_delta8(qh & 0x8000);
@@ -165,13 +167,13 @@ void iq_unpack_iq1_s(const BlockIQ1_S& b, int8_t* q, float* scale) {
     const uint64_t deltas[4] = {delta, delta, delta, delta};
     for (int l = 0; l < 4; ++l) grid[l] = iq_bytes8(kIq1sGrid[b.qs[4 * g + l] | (((qh >> (3 * l)) & 7) << 8)]);
     Isa::put_iq1(q + 32 * g, grid, deltas);
-    scale[2 * g] = scale[2 * g + 1] = d * static_cast<float>(2 * ((qh >> 12) & 7) + 1) * 0.125f;
+    iscale[2 * g] = iscale[2 * g + 1] = 2 * ((qh >> 12) & 7) + 1;
   }
 }
 
 template <class Isa>
-void iq_unpack_iq1_m(const BlockIQ1_M& b, int8_t* q, float* scale) {
-  const float d = Isa::half(iq1m_d_bits(b));
+void iq_unpack_iq1_m(const BlockIQ1_M& b, int8_t* q, int32_t* iscale, float* factor) {
+  *factor = Isa::half(iq1m_d_bits(b)) * 0.125f;
   for (int g = 0; g < 8; ++g) {
     uint64_t grid[4], delta[4];
     for (int l = 0; l < 4; ++l) {
@@ -182,13 +184,13 @@ void iq_unpack_iq1_m(const BlockIQ1_M& b, int8_t* q, float* scale) {
     }
     Isa::put_iq1(q + 32 * g, grid, delta);
   }
-  for (int h = 0; h < 16; ++h) scale[h] = d * static_cast<float>(2 * iq1m_scale(b, h) + 1) * 0.125f;
+  for (int h = 0; h < 16; ++h) iscale[h] = 2 * iq1m_scale(b, h) + 1;
 }
 
-template <class Block, void (*kUnpack)(const Block&, int8_t*, float*)>
+template <class Block, void (*kUnpack)(const Block&, int8_t*, int32_t*, float*)>
 inline void iq_unpack_blocks(const uint8_t* first, int64_t n, IqUnpacked& u) {
   const auto* blocks = reinterpret_cast<const Block*>(first);
-  for (int64_t i = 0; i < n; ++i) kUnpack(blocks[i], u.q + kQKK * i, u.scale + 16 * i);
+  for (int64_t i = 0; i < n; ++i) kUnpack(blocks[i], u.q + kQKK * i, u.iscale + 16 * i, u.factor + i);
 }
 
 // Unpacks super-blocks [sb0, sb0 + n) (n <= kIqChunkSuper) of a row of

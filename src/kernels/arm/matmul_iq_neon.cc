@@ -47,7 +47,8 @@ void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActBlock* act, in
   for (int t = 0; t < kTokens; ++t) acc[t] = vdupq_n_f32(0.0f);
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int8x16_t w0 = vld1q_s8(u.q + 32 * b), w1 = vld1q_s8(u.q + 32 * b + 16);
-    const float s0 = u.scale[2 * b], s1 = u.scale[2 * b + 1];
+    const float f = u.factor[b / 8];  // blocks of 32, 8 a super-block
+    const float s0 = f * static_cast<float>(u.iscale[2 * b]), s1 = f * static_cast<float>(u.iscale[2 * b + 1]);
     for (int t = 0; t < kTokens; ++t) {
       const ActBlock& a = act[(t0 + t) * n_sub + b0 + b];
       acc[t] = vfmaq_n_f32(acc[t], vcvtq_f32_s32(iq_half_dot(w0, a.q)), s0 * a.d);

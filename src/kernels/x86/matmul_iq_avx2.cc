@@ -31,31 +31,46 @@ struct Avx2Unpack {
   }
 };
 
-// The int32 sums of one block: lanes 0..3 over weights 0..15, 4..7 over 16..31.
-inline __m256i iq_block_dot(__m256i abs_w, __m256i w, const int8_t* a) {
+// The int32 sums of one block, each pair of weights' products times its
+// integer scale: lanes 0..3 over weights 0..15, 4..7 over 16..31.
+inline __m256i iq_block_dot(__m256i abs_w, __m256i w, __m256i scales16, const int8_t* a) {
   const __m256i signed_a = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)), w);
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, signed_a), _mm256_set1_epi16(1));
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, signed_a), scales16);
 }
 
-// Sum over the chunk's n_blocks blocks (starting at activation block b0) for
-// kTokens tokens t0.. at once; acts of token t are act[t * n_sub ..].
+// Block b's two integer scales as vpmaddwd's factors: s0 in every int16 of
+// lanes 0..3, s1 in lanes 4..7.
+inline __m256i iq_block_scales16(const IqUnpacked& u, int64_t b) {
+  const __m128i pair = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(u.iscale + 2 * b));
+  const __m256i s = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(pair), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+  return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
+}
+
+// Sum over the chunk's n_blocks blocks (starting at activation block b0,
+// whole super-blocks) for kTokens tokens t0.. at once; acts of token t are
+// act[t * n_sub ..]. The integer scales join the integer sums, so a block
+// costs each token one convert and one FMA (its activations' scale); the
+// super-block's factor follows per token once its 8 blocks are summed.
 template <int kTokens>
 void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActBlock* act, int64_t n_sub, int64_t b0, int64_t t0,
                float* sums) {
   __m256 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
-  const __m256i spread = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * b));
-    const __m256i abs_w = _mm256_abs_epi8(w);
-    // [s0 x 4, s1 x 4]: block b's two scales over the lanes its dot lands in
-    const __m128 pair = _mm_castpd_ps(_mm_load_sd(reinterpret_cast<const double*>(u.scale + 2 * b)));
-    const __m256 scale = _mm256_permutevar8x32_ps(_mm256_castps128_ps256(pair), spread);
-    for (int t = 0; t < kTokens; ++t) {
-      const ActBlock& a = act[(t0 + t) * n_sub + b0 + b];
-      const __m256 dots = _mm256_cvtepi32_ps(iq_block_dot(abs_w, w, a.q));
-      acc[t] = _mm256_fmadd_ps(dots, _mm256_mul_ps(scale, _mm256_set1_ps(a.d)), acc[t]);
+  for (int64_t sb = 0; sb < n_blocks / 8; ++sb) {
+    __m256 part[kTokens];
+    for (int t = 0; t < kTokens; ++t) part[t] = _mm256_setzero_ps();
+    for (int64_t b = 8 * sb; b < 8 * sb + 8; ++b) {
+      const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * b));
+      const __m256i abs_w = _mm256_abs_epi8(w);
+      const __m256i scales16 = iq_block_scales16(u, b);
+      for (int t = 0; t < kTokens; ++t) {
+        const ActBlock& a = act[(t0 + t) * n_sub + b0 + b];
+        part[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iq_block_dot(abs_w, w, scales16, a.q)), _mm256_set1_ps(a.d),
+                                  part[t]);
+      }
     }
+    const __m256 factor = _mm256_set1_ps(u.factor[sb]);
+    for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_fmadd_ps(part[t], factor, acc[t]);
   }
   for (int t = 0; t < kTokens; ++t) sums[t] = hsum(acc[t]);
 }
