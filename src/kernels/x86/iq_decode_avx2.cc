@@ -1,8 +1,8 @@
-// AVX2 decode (one token) of the codebook types: each group of 32 weights is
-// built in registers from its codebook entries, sign bits and scales, and
-// multiplied with the token's int8 activations at once; nothing is unpacked
-// to memory (the several-token kernel, x86/matmul_iq_avx2.cc, unpacks chunks
-// of rows once for all tokens instead).
+// AVX2 decode of the codebook types, a token at a time (1 to 3 tokens): each
+// group of 32 weights is built in registers from its codebook entries, sign
+// bits and scales, and multiplied with the token's int8 activations at once;
+// nothing is unpacked to memory (the several-token kernel,
+// x86/matmul_iq_avx2.cc, unpacks chunks of rows once for all tokens instead).
 //
 // A group of 32 weights w = f * s[e / 16] * |w'| * sign, with f a float per
 // super-block (from d), s a small odd integer per 16 weights and |w'| unsigned
