@@ -107,35 +107,48 @@ struct Iq2xs : IqdNoPreparation {
   }
 };
 
-// Grid indices whose high bits sit in qh: `fields` holds a qh byte per index
-// (uint16), `to_top` the power of two that lifts each index's field to the
-// top of the byte's `top` bits; the field lands at bit 8 over the qs byte.
-inline __m256i iqd_indices(__m128i qs_bytes, __m128i qh_bytes, __m256i to_top, int top, int shift) {
-  const __m256i field = _mm256_and_si256(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(qh_bytes), to_top),
-                                         _mm256_set1_epi16(static_cast<int16_t>(top)));
-  return _mm256_or_si256(_mm256_slli_epi16(field, shift), _mm256_cvtepu8_epi16(qs_bytes));
+// Grid indices whose high bits sit in qh, kPerByte indices to a qh byte
+// (8 / kPerByte bits each, from bit 0 up): index k = qs[k] | field k of
+// qh[k / kPerByte] << 8, for k < count (a multiple of 16). 16 indices a step:
+// the step's qh bytes repeated for their indices by a shuffle, each field
+// lifted to the top of its 16-bit lane's low byte by a multiply with a power
+// of two, masked, and moved up to bit 8 over the qs byte.
+template <int kPerByte>
+void iqd_qh_indices(const uint8_t* qs, const uint8_t* qh_bytes, int count, uint16_t* out) {
+  constexpr int kBits = 8 / kPerByte;
+  alignas(16) static constexpr std::array<uint8_t, 16> kRepeat = [] {
+    std::array<uint8_t, 16> r{};
+    for (int i = 0; i < 16; ++i) r[i] = static_cast<uint8_t>(i / kPerByte);
+    return r;
+  }();
+  alignas(32) static constexpr std::array<int16_t, 16> kToTop = [] {
+    std::array<int16_t, 16> m{};
+    for (int i = 0; i < 16; ++i) m[i] = static_cast<int16_t>(1 << (8 - kBits * (i % kPerByte + 1)));
+    return m;
+  }();
+  const __m128i qh = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qh_bytes));
+  const __m128i repeat = _mm_load_si128(reinterpret_cast<const __m128i*>(kRepeat.data()));
+  const __m256i to_top = _mm256_load_si256(reinterpret_cast<const __m256i*>(kToTop.data()));
+  const __m256i top = _mm256_set1_epi16(static_cast<int16_t>(((1 << kBits) - 1) << (8 - kBits)));
+  for (int step = 0; step < count / 16; ++step) {
+    const __m128i bytes =
+        _mm_shuffle_epi8(qh, _mm_add_epi8(repeat, _mm_set1_epi8(static_cast<char>(step * 16 / kPerByte))));
+    const __m256i field = _mm256_and_si256(_mm256_mullo_epi16(_mm256_cvtepu8_epi16(bytes), to_top), top);
+    const __m128i low = _mm_loadu_si128(reinterpret_cast<const __m128i*>(qs + 16 * step));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out + 16 * step),
+                       _mm256_or_si256(_mm256_slli_epi16(field, kBits), _mm256_cvtepu8_epi16(low)));
+  }
 }
 
 struct Iq2s {
   using Block = BlockIQ2_S;
   static float factor(const Block& b) { return _cvtsh_ss(b.d) * 0.125f; }
   // The 10-bit indices of the 32 groups of 8: qs[k] | bits 2 (k % 4), +1 of
-  // qh[k / 4] as bits 8, 9 (each qh byte repeated for its 4 groups, its field
-  // lifted to bits 6, 7, then moved to 8, 9).
+  // qh[k / 4] as bits 8, 9.
   struct Prepared {
     alignas(32) uint16_t index[32];
   };
-  static void prepare(const Block& b, Prepared& p) {
-    const __m128i qh = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qh));
-    const __m256i to_top = _mm256_setr_epi16(64, 16, 4, 1, 64, 16, 4, 1, 64, 16, 4, 1, 64, 16, 4, 1);
-    for (int half = 0; half < 2; ++half) {
-      const __m128i repeat = _mm_add_epi8(_mm_setr_epi8(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3),
-                                          _mm_set1_epi8(static_cast<char>(4 * half)));
-      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * half));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(p.index + 16 * half),
-                         iqd_indices(qs, _mm_shuffle_epi8(qh, repeat), to_top, 0xC0, 2));
-    }
-  }
+  static void prepare(const Block& b, Prepared& p) { iqd_qh_indices<4>(b.qs, b.qh, 32, p.index); }
   static IqGroup32 group(const Block& b, const Prepared& p, int g) {
     const uint16_t* index = p.index + 4 * g;
     const uint8_t* signs = b.qs + 32 + 4 * g;
@@ -170,17 +183,7 @@ struct Iq3s {
   struct Prepared {
     alignas(32) uint16_t index[64];
   };
-  static void prepare(const Block& b, Prepared& p) {
-    const __m128i qh = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qh));
-    const __m256i to_top = _mm256_setr_epi16(128, 64, 32, 16, 8, 4, 2, 1, 128, 64, 32, 16, 8, 4, 2, 1);
-    for (int quarter = 0; quarter < 4; ++quarter) {
-      const __m128i repeat = _mm_add_epi8(_mm_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1),
-                                          _mm_set1_epi8(static_cast<char>(2 * quarter)));
-      const __m128i qs = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs + 16 * quarter));
-      _mm256_store_si256(reinterpret_cast<__m256i*>(p.index + 16 * quarter),
-                         iqd_indices(qs, _mm_shuffle_epi8(qh, repeat), to_top, 0x80, 1));
-    }
-  }
+  static void prepare(const Block& b, Prepared& p) { iqd_qh_indices<8>(b.qs, b.qh, 64, p.index); }
   static IqGroup32 group(const Block& b, const Prepared& p, int g) {
     const uint16_t* index = p.index + 8 * g;
     const auto entry = [&](int quad) { return iqd_grid4(kIq3sGrid[index[quad]]); };
