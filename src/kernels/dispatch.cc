@@ -13,6 +13,7 @@
 
 #include "kernels/arm/neon.h"
 #include "kernels/grouped_blocks.h"
+#include "kernels/iq_blocks.h"
 #include "kernels/kernels.h"
 #include "kernels/reference/reference.h"
 #include "kernels/x86/avx2.h"
@@ -377,13 +378,16 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
                   void* scratch, ThreadPool& pool) {
   if (n_tokens <= 0 || outputs.empty()) return;
   // The activations are prepared once: every quantized type reads the same
-  // preparation (avx2:: or neon::prepare_activations), float types none.
+  // preparation (avx2:: or neon::prepare_activations), float types none; a
+  // codebook type's preparation (on x86) holds more, so it is the one made.
   DType prep = DType::kF32;
   bool grouped = outputs.size() <= kMaxGroup;
   for (const MatmulOutput& o : outputs) {
     grouped = grouped && o.w.rows > 0 && o.w.cols == outputs[0].w.cols && matmul_input_ok(o.w) &&
               simd_takes(o.w, n_tokens, scratch);
-    if (simd_scratch_bytes(o.w.dtype, o.w.cols, n_tokens) > 0) prep = o.w.dtype;
+    // a codebook type's preparation serves every quantized type (it adds its
+    // own activations with a scale per 256), so one in the group wins
+    if (simd_scratch_bytes(o.w.dtype, o.w.cols, n_tokens) > 0 && !is_codebook_type(prep)) prep = o.w.dtype;
   }
   if (!grouped) {
     for (const MatmulOutput& o : outputs) matmul(o.w, x, n_tokens, o.y, scratch, pool);

@@ -111,6 +111,33 @@ void matmul_rows_packed(const WeightMatrix& w, const ActBlock* act, int64_t n_to
 bool iq_supports(DType dtype);
 void matmul_rows_iq(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                     int64_t row_end);
+
+// Fewest tokens for which packing pays off (below it rows stream, as in decode).
+constexpr int64_t kPackedMinTokens = 4;
+
+// The codebook types' activations: one scale per 256 elements (a super-block
+// of their weights), so their kernels sum a super-block's products in
+// integers and turn to float once per super-block and token (llama.cpp's
+// Q8_K choice for them too). Written after the paired copies, 64-byte
+// aligned from the scratch's start, when the preparation is for a codebook
+// type (matmul_group prepares for one when its group holds one): token t's
+// super-block s at super_acts(...)[t * (cols / 256) + s].
+struct ActSuper {
+  float d;
+  int32_t pad[7];  // q at 32 bytes
+  int8_t q[256];
+};
+static_assert(sizeof(ActSuper) == 288);
+inline int64_t super_acts_offset(int64_t n_tokens, int64_t n_sub) {
+  const int64_t paired_tokens = n_tokens < kPackedMinTokens ? n_tokens : kPackedMinTokens - 1;  // as scratch_bytes
+  const int64_t end = n_tokens * n_sub * static_cast<int64_t>(sizeof(ActBlock) + kActFloatsPerBlock * sizeof(float)) +
+                      paired_tokens * paired_blocks(n_sub) * kPairedBytesPerBlock;
+  return (end + 63) / 64 * 64;
+}
+inline const ActSuper* super_acts(const ActBlock* act, int64_t n_tokens, int64_t n_sub) {
+  return reinterpret_cast<const ActSuper*>(reinterpret_cast<const uint8_t*>(act) + super_acts_offset(n_tokens, n_sub));
+}
+
 // Below this many tokens the codebook rows are not unpacked to memory: each
 // token's rows are decoded with every group of 32 weights built in registers
 // (x86/iq_decode_avx2.cc), y[row] for rows [row_begin, row_end). Measured
@@ -118,10 +145,11 @@ void matmul_rows_iq(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens
 // than unpacking once (13.0 against 8.2 and 11.1 tokens/s for IQ1_M), at 4
 // the unpacking's 4-token passes win (16.5).
 constexpr int64_t kIqRegisterDecodeBelow = 4;
-void iq_decode_rows(const WeightMatrix& w, const TokenActs& t, float* y, int64_t row_begin, int64_t row_end);
+void iq_decode_rows(const WeightMatrix& w, const ActSuper* token, float* y, int64_t row_begin, int64_t row_end);
 
-// Fewest tokens for which packing pays off (below it rows stream, as in decode).
-constexpr int64_t kPackedMinTokens = 4;
+// Quantizes one token's activations x[cols] (cols a multiple of 256) into
+// out[cols / 256].
+void quantize_activations_super(const float* x, int64_t cols, ActSuper* out);
 
 // F32, F16 and BF16 weights: register-blocked tiles of 4 rows x up to 3 tokens.
 void matmul_rows_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,

@@ -9,8 +9,9 @@
 // bytes: its sum against activations q (scale ad) is
 //   f * ad * sum_e s[e / 16] * |w'[e]| * (sign[e] * q[e]),
 // the signs applied to the activations, |w'| x signed q as maddubs, the
-// integer scales as madd's int16 factors; int32 sums turn to float once per
-// group (the activations' scale is per 32) and f is applied per super-block.
+// integer scales as madd's int16 factors; the int32 sums of a super-block
+// turn to float once, times f and the activations' scale (one per 256,
+// ActSuper).
 #include <array>
 
 #include "kernels/iq_blocks.h"
@@ -292,49 +293,49 @@ struct Iq1m {
   }
 };
 
-// One row's dot with the token: per super-block, its 8 groups' int32 sums
-// each scaled by the group's activation scale, then by the block's factor.
+// One row's dot with the token (its activations a scale per 256): per
+// super-block, its 8 groups' int32 sums added up in integers, then one convert
+// and FMA by the block's factor times the activations' scale.
 template <class Type>
-float iqd_row(const uint8_t* row, int64_t n_super, const TokenActs& t) {
+float iqd_row(const uint8_t* row, int64_t n_super, const ActSuper* token) {
   const auto* blocks = reinterpret_cast<const typename Type::Block*>(row);
   __m256 acc = _mm256_setzero_ps();
   typename Type::Prepared prepared;
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const auto& b = blocks[sb];
-    __m256 block_acc = _mm256_setzero_ps();
+    const ActSuper& a = token[sb];
+    __m256i block_sums = _mm256_setzero_si256();
     Type::prepare(b, prepared);
 #pragma GCC unroll 8  // g a constant in each copy: the groups' offsets and shifts fold
     for (int g = 0; g < 8; ++g) {
       const IqGroup32 w = Type::group(b, prepared, g);
-      const int64_t a = 8 * sb + g;
-      const __m256i q = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.a[a].q)), w.sign);
-      const __m256i sums = _mm256_madd_epi16(_mm256_maddubs_epi16(w.magnitude, q), w.scale);
-      block_acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sums), _mm256_set1_ps(t.ad[a]), block_acc);
+      const __m256i q = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q + 32 * g)), w.sign);
+      block_sums = _mm256_add_epi32(block_sums, _mm256_madd_epi16(_mm256_maddubs_epi16(w.magnitude, q), w.scale));
     }
-    acc = _mm256_fmadd_ps(block_acc, _mm256_set1_ps(Type::factor(b)), acc);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sums), _mm256_set1_ps(Type::factor(b) * a.d), acc);
   }
   return hsum(acc);
 }
 
 template <class Type>
-void iqd_rows(const WeightMatrix& w, const TokenActs& t, float* y, int64_t row_begin, int64_t row_end) {
+void iqd_rows(const WeightMatrix& w, const ActSuper* token, float* y, int64_t row_begin, int64_t row_end) {
   const int64_t n_super = w.cols / kQKK;
   const int64_t stride = n_super * static_cast<int64_t>(sizeof(typename Type::Block));
   const auto* data = static_cast<const uint8_t*>(w.data);
-  for (int64_t r = row_begin; r < row_end; ++r) y[r] = iqd_row<Type>(data + r * stride, n_super, t);
+  for (int64_t r = row_begin; r < row_end; ++r) y[r] = iqd_row<Type>(data + r * stride, n_super, token);
 }
 
 }  // namespace
 
-void iq_decode_rows(const WeightMatrix& w, const TokenActs& t, float* y, int64_t row_begin, int64_t row_end) {
+void iq_decode_rows(const WeightMatrix& w, const ActSuper* token, float* y, int64_t row_begin, int64_t row_end) {
   switch (w.dtype) {
-    case DType::kIQ2_XXS: return iqd_rows<Iq2xxs>(w, t, y, row_begin, row_end);
-    case DType::kIQ2_XS: return iqd_rows<Iq2xs>(w, t, y, row_begin, row_end);
-    case DType::kIQ2_S: return iqd_rows<Iq2s>(w, t, y, row_begin, row_end);
-    case DType::kIQ3_XXS: return iqd_rows<Iq3xxs>(w, t, y, row_begin, row_end);
-    case DType::kIQ3_S: return iqd_rows<Iq3s>(w, t, y, row_begin, row_end);
-    case DType::kIQ1_S: return iqd_rows<Iq1s>(w, t, y, row_begin, row_end);
-    case DType::kIQ1_M: return iqd_rows<Iq1m>(w, t, y, row_begin, row_end);
+    case DType::kIQ2_XXS: return iqd_rows<Iq2xxs>(w, token, y, row_begin, row_end);
+    case DType::kIQ2_XS: return iqd_rows<Iq2xs>(w, token, y, row_begin, row_end);
+    case DType::kIQ2_S: return iqd_rows<Iq2s>(w, token, y, row_begin, row_end);
+    case DType::kIQ3_XXS: return iqd_rows<Iq3xxs>(w, token, y, row_begin, row_end);
+    case DType::kIQ3_S: return iqd_rows<Iq3s>(w, token, y, row_begin, row_end);
+    case DType::kIQ1_S: return iqd_rows<Iq1s>(w, token, y, row_begin, row_end);
+    case DType::kIQ1_M: return iqd_rows<Iq1m>(w, token, y, row_begin, row_end);
     default: return;
   }
 }

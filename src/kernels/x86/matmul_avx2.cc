@@ -21,8 +21,12 @@ bool supports(DType dtype) { return is_float(dtype) || is_quant(dtype); }
 
 // Room for the paired copy of up to kPackedMinTokens - 1 tokens is always
 // counted, so a buffer sized for n tokens also serves every call with fewer.
+// A codebook type's preparation also holds its activations with a scale per
+// 256 (ActSuper, after the rest).
 size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
   if (!is_quant(dtype) || cols <= 0 || n_tokens <= 0) return 0;
+  if (iq_supports(dtype))
+    return static_cast<size_t>(super_acts_offset(n_tokens, cols / 32) + n_tokens * (cols / 256) * sizeof(ActSuper));
   const auto n_sub = static_cast<size_t>(cols / 32);
   const auto paired_tokens = static_cast<size_t>(std::min(n_tokens, kPackedMinTokens - 1));
   return static_cast<size_t>(n_tokens) * n_sub * (sizeof(ActBlock) + kActFloatsPerBlock * sizeof(float)) +
@@ -45,6 +49,10 @@ void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_to
       f[2 * n_sub + 2 * b + 1] = a.d * static_cast<float>(a.qsum - a.qsum_lo);
     }
     if (n_tokens < kPackedMinTokens) pair_activations(act + t * n_sub, f, n_sub, paired_region(act, n_tokens, n_sub, t));
+    if (iq_supports(dtype)) {
+      auto* super = const_cast<ActSuper*>(super_acts(act, n_tokens, n_sub));
+      quantize_activations_super(x + t * cols, cols, super + t * (cols / 256));
+    }
   }
 }
 

@@ -4,6 +4,9 @@
 // 16, then multiplied with every token, 4 tokens a pass sharing each weight
 // load. One token (decode): each group of 32 weights is unpacked into
 // registers and multiplied at once (x86/iq_decode_avx2.cc).
+#include <algorithm>
+#include <iterator>
+
 #include "kernels/iq_unpack.h"
 #include "kernels/x86/avx2_internal.h"
 #include "kernels/x86/simd_avx2.h"
@@ -46,31 +49,34 @@ inline __m256i iq_block_scales16(const IqUnpacked& u, int64_t b) {
   return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
 }
 
-// Sum over the chunk's n_blocks blocks (starting at activation block b0,
-// whole super-blocks) for kTokens tokens t0.. at once; acts of token t are
-// act[t * n_sub ..]. The integer scales join the integer sums, so a block
-// costs each token one convert and one FMA (its activations' scale); the
-// super-block's factor follows per token once its 8 blocks are summed.
+// Sum over the chunk's n_blocks blocks (whole super-blocks, from the row's
+// super-block s0) for kTokens tokens t0.. at once; token t's activations are
+// acts[t * n_super ..], a scale per 256. The integer scales join the integer
+// sums, and the sums stay integer over a super-block: a block costs each
+// token a sign step and two multiplies, and the float steps come once per
+// super-block and token.
 template <int kTokens>
-void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActBlock* act, int64_t n_sub, int64_t b0, int64_t t0,
-               float* sums) {
+void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActSuper* acts, int64_t n_super, int64_t s0,
+                  int64_t t0, float* sums) {
   __m256 acc[kTokens];
   for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t sb = 0; sb < n_blocks / 8; ++sb) {
-    __m256 part[kTokens];
-    for (int t = 0; t < kTokens; ++t) part[t] = _mm256_setzero_ps();
-    for (int64_t b = 8 * sb; b < 8 * sb + 8; ++b) {
+    const ActSuper* a[kTokens];
+    __m256i part[kTokens];
+    for (int t = 0; t < kTokens; ++t) {
+      a[t] = acts + (t0 + t) * n_super + s0 + sb;
+      part[t] = _mm256_setzero_si256();
+    }
+    for (int j = 0; j < 8; ++j) {
+      const int64_t b = 8 * sb + j;
       const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * b));
       const __m256i abs_w = _mm256_abs_epi8(w);
       const __m256i scales16 = iq_block_scales16(u, b);
-      for (int t = 0; t < kTokens; ++t) {
-        const ActBlock& a = act[(t0 + t) * n_sub + b0 + b];
-        part[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(iq_block_dot(abs_w, w, scales16, a.q)), _mm256_set1_ps(a.d),
-                                  part[t]);
-      }
+      for (int t = 0; t < kTokens; ++t)
+        part[t] = _mm256_add_epi32(part[t], iq_block_dot(abs_w, w, scales16, a[t]->q + 32 * j));
     }
-    const __m256 factor = _mm256_set1_ps(u.factor[sb]);
-    for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_fmadd_ps(part[t], factor, acc[t]);
+    for (int t = 0; t < kTokens; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(part[t]), _mm256_set1_ps(u.factor[sb] * a[t]->d), acc[t]);
   }
   for (int t = 0; t < kTokens; ++t) sums[t] = hsum(acc[t]);
 }
@@ -79,21 +85,43 @@ void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActBlock* act, in
 
 bool iq_supports(DType dtype) { return is_codebook_type(dtype); }
 
+void quantize_activations_super(const float* x, int64_t cols, ActSuper* out) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  for (int64_t s = 0; s < cols / kQKK; ++s, x += kQKK) {
+    __m256 amax = _mm256_setzero_ps();
+    for (int i = 0; i < kQKK / 8; ++i) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + 8 * i)));
+    const float m = hmax(amax);
+    const float d = m / 127.0f;
+    const __m256 id = _mm256_set1_ps(d > 0.0f ? 127.0f / m : 0.0f);
+    for (int g = 0; g < kQKK / 32; ++g) {
+      __m256i q[4];
+      for (int i = 0; i < 4; ++i)  // round to nearest even (MXCSR default)
+        q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * g + 8 * i), id));
+      const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
+      // packs interleave 128-bit lanes; this puts the 4-element groups back in order
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[s].q + 32 * g),
+                          _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+    }
+    out[s].d = d;
+    std::fill(std::begin(out[s].pad), std::end(out[s].pad), 0);
+  }
+}
+
 void matmul_rows_iq(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
                     int64_t row_end) {
-  const int64_t n_sub = w.cols / 32;
+  const ActSuper* acts = super_acts(act, n_tokens, w.cols / 32);
+  const int64_t n_super = w.cols / kQKK;
   if (n_tokens < kIqRegisterDecodeBelow) {
-    for (int64_t t = 0; t < n_tokens; ++t) iq_decode_rows(w, token_acts(act, n_tokens, n_sub, t), y + t * w.rows,
-                                                         row_begin, row_end);
+    for (int64_t t = 0; t < n_tokens; ++t) iq_decode_rows(w, acts + t * n_super, y + t * w.rows, row_begin, row_end);
     return;
   }
   iq_rows_by_chunks<Avx2Unpack>(
       w, n_tokens, y, row_begin, row_end,
       [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
-        iq_dot_chunk<kIqTokenPass>(u, n_blocks, act, n_sub, b0, t, sums);
+        iq_dot_chunk<kIqTokenPass>(u, n_blocks, acts, n_super, b0 / 8, t, sums);
       },
       [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
-        iq_dot_chunk<1>(u, n_blocks, act, n_sub, b0, t, sums);
+        iq_dot_chunk<1>(u, n_blocks, acts, n_super, b0 / 8, t, sums);
       });
 }
 

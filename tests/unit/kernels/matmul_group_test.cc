@@ -1,12 +1,15 @@
 // matmul_group: several matrices over the same activations in one pool call
 // must give exactly what one matmul per matrix gives, on every path, for mixed
 // weight types (Q4_K_M files mix Q4_K and Q6_K in q/k/v), row counts that are
-// not multiples of the row grain, decode and prefill token counts, and groups
+// not multiples of the row grain, decode and prefill token counts, codebook
+// members beside others (their x86 preparation holds more), and groups
 // too large to group (they fall back to one call per matrix).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
+#include "kernels/iq_blocks.h"
 #include "kernels/kernels.h"
 #include "unit/kernels/test_util.h"
 
@@ -23,7 +26,8 @@ struct OwnedMatrix {
 
 OwnedMatrix make_matrix(DType dtype, int64_t rows, int64_t cols, uint32_t seed) {
   OwnedMatrix m;
-  m.bytes = testing::pack_rows(dtype, random_floats(static_cast<size_t>(rows * cols), seed), rows, cols);
+  m.bytes = is_codebook_type(dtype) ? testing::random_iq_rows(dtype, rows, cols, seed)
+                                    : testing::pack_rows(dtype, random_floats(static_cast<size_t>(rows * cols), seed), rows, cols);
   m.w = WeightMatrix{dtype, rows, cols, m.bytes.data()};
   return m;
 }
@@ -53,6 +57,7 @@ void check_group(const std::vector<Member>& members, int64_t cols, int64_t n_tok
       grouped.emplace_back(static_cast<size_t>(n_tokens * m.w.rows), -2.0f);
     }
     for (size_t i = 0; i < matrices.size(); ++i) outputs.push_back({matrices[i].w, grouped[i].data()});
+    std::fill(scratch.begin(), scratch.end(), uint8_t{0xA5});  // nothing left over from the separate calls
     matmul_group(outputs, x.data(), n_tokens, scratch.data(), pool);
     for (size_t i = 0; i < matrices.size(); ++i)
       for (size_t j = 0; j < grouped[i].size(); ++j)
@@ -70,6 +75,11 @@ TEST(MatmulGroup, EqualsOneMatmulPerMatrix) {
       {{DType::kQ4_0, 64}, {DType::kQ8_0, 17}},
       {{DType::kF16, 70}, {DType::kF32, 8}, {DType::kBF16, 35}},
       {{DType::kQ4_0, 45}, {DType::kF16, 32}},  // quantized and float members
+      // a codebook type's preparation (more than the others' on x86) is made
+      // whichever member it is: first, or between others
+      {{DType::kIQ2_XXS, 40}, {DType::kQ4_K, 24}},
+      {{DType::kQ4_K, 24}, {DType::kIQ3_XXS, 40}, {DType::kQ6_K, 16}},
+      {{DType::kQ8_0, 16}, {DType::kIQ1_M, 33}},
   };
   for (const auto& group : groups)
     for (int64_t n_tokens : {1, 3, 7, 20})

@@ -24,34 +24,8 @@ namespace {
 constexpr DType kIqTypes[] = {DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS,
                               DType::kIQ3_S,   DType::kIQ1_S,  DType::kIQ1_M};
 
-// rows x cols weights of `dtype` as random blocks with super-block scales
-// between 0.005 and 0.02.
-std::vector<uint8_t> random_iq_rows(DType dtype, int64_t rows, int64_t cols, uint32_t seed) {
-  const auto info = *dtype_info(dtype);
-  std::vector<uint8_t> bytes(static_cast<size_t>(row_bytes(info, cols) * rows));
-  std::mt19937 rng(seed);
-  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
-  std::uniform_real_distribution<float> scale(0.005f, 0.02f);
-  for (size_t at = 0; at < bytes.size(); at += static_cast<size_t>(info.block_bytes)) {
-    const uint16_t d = f32_to_f16(scale(rng));
-    if (dtype != DType::kIQ1_M) {
-      std::memcpy(&bytes[at], &d, 2);
-      continue;
-    }
-    // IQ1_M: the f16 a nibble at a time in the top nibbles of its 4 uint16 scales.
-    auto* block = reinterpret_cast<BlockIQ1_M*>(&bytes[at]);
-    for (int n = 0; n < 4; ++n) {
-      uint16_t sc = iq_load_u16(block->scales + 2 * n);
-      sc = static_cast<uint16_t>((sc & 0x0FFF) | (((d >> (4 * n)) & 15) << 12));
-      std::memcpy(block->scales + 2 * n, &sc, 2);
-    }
-    EXPECT_EQ(iq1m_d_bits(*block), d);
-  }
-  return bytes;
-}
-
 void check_iq_matmul(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, ThreadPool& pool) {
-  const auto packed = random_iq_rows(dtype, rows, cols, static_cast<uint32_t>(rows * 7 + cols + n_tokens));
+  const auto packed = testing::random_iq_rows(dtype, rows, cols, static_cast<uint32_t>(rows * 7 + cols + n_tokens));
   const WeightMatrix w{dtype, rows, cols, packed.data()};
   auto x = testing::random_floats(static_cast<size_t>(n_tokens * cols), static_cast<uint32_t>(3 + n_tokens), 2.0f);
   x[0] = 40.0f;  // an outlier, as real activations have
@@ -63,12 +37,15 @@ void check_iq_matmul(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, 
   for (KernelPath p : testing::all_paths()) {
     const auto y = p == KernelPath::kScalar ? ref : testing::matmul_on_path(p, w, x, n_tokens, pool);
     const bool quantizes = p != KernelPath::kScalar && simd_matmul_takes(p, dtype);
+    // the x86 kernels' activations carry a scale per 256, NEON's per 32
+    const bool x86 = p == KernelPath::kAvx2 || p == KernelPath::kAvx512;
+    const int64_t block = x86 ? 256 : 32;
     for (int64_t t = 0; t < n_tokens; ++t) {
-      const auto a = testing::quantize_like_the_kernels(x.data() + t * cols, cols);
+      const auto a = testing::quantize_like_the_kernels(x.data() + t * cols, cols, block);
       for (int64_t r = 0; r < rows; ++r) {
         double exact = 0, scale = 0;
         for (int64_t c = 0; c < cols; ++c) {
-          const double xc = quantizes ? a.d[c / 32] * a.q[c] : double(x[t * cols + c]);
+          const double xc = quantizes ? a.d[c / block] * a.q[c] : double(x[t * cols + c]);
           exact += double(wd[r * cols + c]) * xc;
           scale += std::fabs(double(wd[r * cols + c]) * xc);
         }
@@ -84,7 +61,7 @@ class MatmulIqTest : public ::testing::TestWithParam<DType> {};
 
 // Decode (1-3 tokens) and prefill (token groups of 4 and their tails), rows
 // split over 1 and 2 threads, rows of one super-block up to several chunks
-// of unpacked weights (16 super-blocks a chunk).
+// of unpacked weights (8 super-blocks a chunk).
 TEST_P(MatmulIqTest, EveryPathMatchesTheExactDotOfItsActivations) {
   ThreadPool pool1(1), pool2(2);
   for (int64_t rows : {1, 3, 6, 17})

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/half.h"
+#include "kernels/iq_blocks.h"
 #include "kernels/kernels.h"
 #include "kernels/quantize.h"
 
@@ -124,16 +125,44 @@ struct QuantizedActs {
   std::vector<double> d;
   std::vector<int> q;
 };
-inline QuantizedActs quantize_like_the_kernels(const float* x, int64_t cols) {
-  QuantizedActs a{std::vector<double>(static_cast<size_t>(cols / 32)), std::vector<int>(static_cast<size_t>(cols))};
-  for (int64_t b = 0; b < cols / 32; ++b) {
+// One scale per `block` elements (32 for every quantized type; the codebook
+// types' x86 kernels take 256), round to nearest even as the kernels do.
+inline QuantizedActs quantize_like_the_kernels(const float* x, int64_t cols, int64_t block = 32) {
+  QuantizedActs a{std::vector<double>(static_cast<size_t>(cols / block)), std::vector<int>(static_cast<size_t>(cols))};
+  for (int64_t b = 0; b < cols / block; ++b) {
     float m = 0.0f;
-    for (int i = 0; i < 32; ++i) m = std::max(m, std::fabs(x[32 * b + i]));
+    for (int64_t i = 0; i < block; ++i) m = std::max(m, std::fabs(x[block * b + i]));
     const float id = m > 0.0f ? 127.0f / m : 0.0f;
     a.d[b] = m / 127.0f;
-    for (int i = 0; i < 32; ++i) a.q[32 * b + i] = static_cast<int>(std::nearbyint(x[32 * b + i] * id));
+    for (int64_t i = 0; i < block; ++i) a.q[block * b + i] = static_cast<int>(std::nearbyint(x[block * b + i] * id));
   }
   return a;
+}
+
+// rows x cols weights of a codebook `dtype` (no quantizer makes them) as
+// random blocks with super-block scales between 0.005 and 0.02.
+inline std::vector<uint8_t> random_iq_rows(DType dtype, int64_t rows, int64_t cols, uint32_t seed) {
+  const auto info = *dtype_info(dtype);
+  std::vector<uint8_t> bytes(static_cast<size_t>(row_bytes(info, cols) * rows));
+  std::mt19937 rng(seed);
+  for (auto& b : bytes) b = static_cast<uint8_t>(rng());
+  std::uniform_real_distribution<float> scale(0.005f, 0.02f);
+  for (size_t at = 0; at < bytes.size(); at += static_cast<size_t>(info.block_bytes)) {
+    const uint16_t d = f32_to_f16(scale(rng));
+    if (dtype != DType::kIQ1_M) {
+      std::memcpy(&bytes[at], &d, 2);
+      continue;
+    }
+    // IQ1_M: the f16 a nibble at a time in the top nibbles of its 4 uint16 scales.
+    auto* block = reinterpret_cast<BlockIQ1_M*>(&bytes[at]);
+    for (int n = 0; n < 4; ++n) {
+      uint16_t sc = iq_load_u16(block->scales + 2 * n);
+      sc = static_cast<uint16_t>((sc & 0x0FFF) | (((d >> (4 * n)) & 15) << 12));
+      std::memcpy(block->scales + 2 * n, &sc, 2);
+    }
+    EXPECT_EQ(iq1m_d_bits(*block), d);
+  }
+  return bytes;
 }
 
 }  // namespace llmpack::kernels::testing
