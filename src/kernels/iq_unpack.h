@@ -29,7 +29,9 @@
 namespace llmpack::kernels {
 namespace {  // NOLINT(build/namespaces): a copy per file
 
-constexpr int64_t kIqChunkSuper = 8;  // super-blocks a chunk (2048 weights: 8 rows and 4 tokens of activations about 30 KiB)
+// Super-blocks a chunk (2048 weights): 8 rows' chunks and a pass's 4 tokens
+// of activations come to about 30 KiB, near L1's size.
+constexpr int64_t kIqChunkSuper = 8;
 
 struct IqUnpacked {
   alignas(32) int8_t q[kIqChunkSuper * kQKK];

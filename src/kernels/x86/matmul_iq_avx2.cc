@@ -45,7 +45,8 @@ inline __m256i iq_block_dot(__m256i abs_w, __m256i w, __m256i scales16, const in
 // lanes 0..3, s1 in lanes 4..7.
 inline __m256i iq_block_scales16(const IqUnpacked& u, int64_t b) {
   const __m128i pair = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(u.iscale + 2 * b));
-  const __m256i s = _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(pair), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
+  const __m256i s =
+      _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(pair), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
   return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
 }
 
@@ -89,7 +90,8 @@ void quantize_activations_super(const float* x, int64_t cols, ActSuper* out) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (int64_t s = 0; s < cols / kQKK; ++s, x += kQKK) {
     __m256 amax = _mm256_setzero_ps();
-    for (int i = 0; i < kQKK / 8; ++i) amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + 8 * i)));
+    for (int i = 0; i < kQKK / 8; ++i)
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(x + 8 * i)));
     const float m = hmax(amax);
     const float d = m / 127.0f;
     const __m256 id = _mm256_set1_ps(d > 0.0f ? 127.0f / m : 0.0f);

@@ -21,8 +21,10 @@ std::unique_ptr<GgufFile> file_with(int64_t file_type, int n_q4k, int n_f16) {
   GgufWriter w;
   w.set_string("general.architecture", "llama");
   if (file_type >= 0) w.set_u32("general.file_type", static_cast<uint32_t>(file_type));
-  for (int i = 0; i < n_q4k; ++i) EXPECT_TRUE(w.add_tensor("q" + std::to_string(i), DType::kQ4_K, {256}, q4k_block).ok());
-  for (int i = 0; i < n_f16; ++i) EXPECT_TRUE(w.add_tensor("h" + std::to_string(i), DType::kF16, {256}, f16_row).ok());
+  for (int i = 0; i < n_q4k; ++i)
+    EXPECT_TRUE(w.add_tensor("q" + std::to_string(i), DType::kQ4_K, {256}, q4k_block).ok());
+  for (int i = 0; i < n_f16; ++i)
+    EXPECT_TRUE(w.add_tensor("h" + std::to_string(i), DType::kF16, {256}, f16_row).ok());
   auto f = GgufFile::from_bytes(w.to_bytes());
   EXPECT_TRUE(f.ok()) << f.status().message();
   return f.ok() ? std::move(f).value() : nullptr;

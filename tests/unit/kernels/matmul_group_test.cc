@@ -26,8 +26,9 @@ struct OwnedMatrix {
 
 OwnedMatrix make_matrix(DType dtype, int64_t rows, int64_t cols, uint32_t seed) {
   OwnedMatrix m;
-  m.bytes = is_codebook_type(dtype) ? testing::random_iq_rows(dtype, rows, cols, seed)
-                                    : testing::pack_rows(dtype, random_floats(static_cast<size_t>(rows * cols), seed), rows, cols);
+  m.bytes = is_codebook_type(dtype)
+                ? testing::random_iq_rows(dtype, rows, cols, seed)  // no quantizer makes them
+                : testing::pack_rows(dtype, random_floats(static_cast<size_t>(rows * cols), seed), rows, cols);
   m.w = WeightMatrix{dtype, rows, cols, m.bytes.data()};
   return m;
 }
