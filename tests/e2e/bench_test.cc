@@ -213,10 +213,10 @@ TEST(Bench, BandwidthPairsEachTgRepetitionWithItsBound) {
     EXPECT_EQ(count, 3) << line;  // one figure per repetition
     // shares print to the percent, and a repetition of this tiny model can
     // stall on a busy machine (two of three did in a CI run while other
-    // builds held both cores: "0% ... (median of 3; 0-1%)"): the range and
-    // the median may start at 0, but not every repetition stalls
+    // builds held both cores: "0% ... (median of 3; 0-1%)", and all three
+    // once locally: "0-0%"), so every figure may read 0: what holds whatever
+    // the timing is the order of the figures and their units
     EXPECT_GE(lo, 0.0) << line;
-    EXPECT_GT(hi, 0.0) << line;
     EXPECT_LE(lo, median) << line;
     EXPECT_LE(median, hi) << line;
     // a share, in percent: decode does not read its weights five times faster
