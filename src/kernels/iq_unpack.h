@@ -34,9 +34,14 @@ namespace {  // NOLINT(build/namespaces): a copy per file
 constexpr int64_t kIqChunkSuper = 8;
 
 struct IqUnpacked {
-  alignas(32) int8_t q[kIqChunkSuper * kQKK];
-  alignas(32) int32_t iscale[kIqChunkSuper * kQKK / 16];
+  alignas(64) int8_t q[kIqChunkSuper * kQKK];
+  alignas(64) int32_t iscale[kIqChunkSuper * kQKK / 16];
   float factor[kIqChunkSuper];
+  // Per super-block, sum of iscale[e / 16] q[e]: what an activation offset of
+  // 1 adds to its integer sum (x86's kernels multiply unsigned activations
+  // a + 128 and take 128 times it back out). Written by Isa::finish_chunk
+  // where a kernel reads it.
+  int32_t scaled_qsum[kIqChunkSuper];
 };
 
 constexpr uint64_t kIqBytes01 = 0x0101010101010101ull;
@@ -80,6 +85,8 @@ inline uint64_t iq1_delta8(bool minus) { return minus ? ~uint64_t{0} : kIqBytes0
 //       mag[l], negated where byte j of neg[l] is 0xFF (magnitudes are >= 1)
 //   void Isa::put_iq1(int8_t* q, grid[4], delta[4])  q[8l + j] = 8 g + d for
 //       the signed bytes g of grid[l] and d of delta[l]
+//   void Isa::finish_chunk(IqUnpacked& u, n)       whatever else the ISA's
+//       kernel reads of the n unpacked super-blocks (may do nothing)
 // Each unpacks one super-block into q[256], iscale[16] and *factor.
 template <class Isa>
 void iq_unpack_iq2_xxs(const BlockIQ2_XXS& b, int8_t* q, int32_t* iscale, float* factor) {
@@ -201,33 +208,34 @@ template <class Isa>
 void iq_unpack(DType dtype, int64_t block_bytes, const uint8_t* row, int64_t sb0, int64_t n, IqUnpacked& u) {
   const uint8_t* first = row + sb0 * block_bytes;
   switch (dtype) {
-    case DType::kIQ2_XXS: return iq_unpack_blocks<BlockIQ2_XXS, iq_unpack_iq2_xxs<Isa>>(first, n, u);
-    case DType::kIQ2_XS: return iq_unpack_blocks<BlockIQ2_XS, iq_unpack_iq2_xs<Isa>>(first, n, u);
-    case DType::kIQ2_S: return iq_unpack_blocks<BlockIQ2_S, iq_unpack_iq2_s<Isa>>(first, n, u);
-    case DType::kIQ3_XXS: return iq_unpack_blocks<BlockIQ3_XXS, iq_unpack_iq3_xxs<Isa>>(first, n, u);
-    case DType::kIQ3_S: return iq_unpack_blocks<BlockIQ3_S, iq_unpack_iq3_s<Isa>>(first, n, u);
-    case DType::kIQ1_S: return iq_unpack_blocks<BlockIQ1_S, iq_unpack_iq1_s<Isa>>(first, n, u);
-    case DType::kIQ1_M: return iq_unpack_blocks<BlockIQ1_M, iq_unpack_iq1_m<Isa>>(first, n, u);
+    case DType::kIQ2_XXS: iq_unpack_blocks<BlockIQ2_XXS, iq_unpack_iq2_xxs<Isa>>(first, n, u); break;
+    case DType::kIQ2_XS: iq_unpack_blocks<BlockIQ2_XS, iq_unpack_iq2_xs<Isa>>(first, n, u); break;
+    case DType::kIQ2_S: iq_unpack_blocks<BlockIQ2_S, iq_unpack_iq2_s<Isa>>(first, n, u); break;
+    case DType::kIQ3_XXS: iq_unpack_blocks<BlockIQ3_XXS, iq_unpack_iq3_xxs<Isa>>(first, n, u); break;
+    case DType::kIQ3_S: iq_unpack_blocks<BlockIQ3_S, iq_unpack_iq3_s<Isa>>(first, n, u); break;
+    case DType::kIQ1_S: iq_unpack_blocks<BlockIQ1_S, iq_unpack_iq1_s<Isa>>(first, n, u); break;
+    case DType::kIQ1_M: iq_unpack_blocks<BlockIQ1_M, iq_unpack_iq1_m<Isa>>(first, n, u); break;
     default: return;
   }
+  Isa::finish_chunk(u, n);
 }
 
-constexpr int kIqTokenPass = 4;     // tokens a pass shares each unpacked weight load with
+constexpr int kIqTokenPass = 4;     // tokens a pass shares each unpacked weight load with (by default)
 constexpr int64_t kIqRowGroup = 8;  // rows whose sums reach y together
 
 // Rows [row_begin, row_end) of y [n_tokens, w.rows] = w x for a codebook w,
 // kIqRowGroup rows at a time: each chunk of up to kIqChunkSuper super-blocks
 // of the group's rows is unpacked once (through the ISA policy Isa, see
-// iq_unpack_iq2_xxs), then for each pass of kIqTokenPass tokens every row of
-// the group takes its sums, dot4(u, n_blocks, b0, t, sums) / dot1(...) for
-// tokens t..t+3 / t over the chunk's n_blocks blocks of 32 (activation blocks
+// iq_unpack_iq2_xxs), then for each pass of kPass tokens every row of
+// the group takes its sums, dotp(u, n_blocks, b0, t, sums) / dot1(...) for
+// tokens t..t+kPass-1 / t over the chunk's n_blocks blocks of 32 (activation blocks
 // b0..). So a pass's activations serve the group's rows while in cache (a row
 // at a time, each row streamed all tokens' activations: a 1B model's 512
 // tokens of 2048 columns are 1.5 MiB), and each token's sums reach y as one
 // run (a row at a time, y's column of n_tokens floats is as many cache lines).
-template <class Isa, class Dot4, class Dot1>
+template <class Isa, int kPass = kIqTokenPass, class DotPass, class Dot1>
 void iq_rows_by_chunks(const WeightMatrix& w, int64_t n_tokens, float* y, int64_t row_begin, int64_t row_end,
-                       Dot4 dot4, Dot1 dot1) {
+                       DotPass dotp, Dot1 dot1) {
   const int64_t n_super = w.cols / kQKK;
   const auto info = *dtype_info(w.dtype);
   const int64_t stride = row_bytes(info, w.cols);
@@ -242,12 +250,12 @@ void iq_rows_by_chunks(const WeightMatrix& w, int64_t n_tokens, float* y, int64_
       for (int64_t i = 0; i < n_rows; ++i)
         iq_unpack<Isa>(w.dtype, info.block_bytes, static_cast<const uint8_t*>(w.data) + (r0 + i) * stride, sb0, n,
                        u[i]);
-      float sums[kIqTokenPass];
+      float sums[kPass];
       int64_t t = 0;
-      for (; t + kIqTokenPass <= n_tokens; t += kIqTokenPass)
+      for (; t + kPass <= n_tokens; t += kPass)
         for (int64_t i = 0; i < n_rows; ++i) {
-          dot4(u[i], 8 * n, 8 * sb0, t, sums);
-          for (int k = 0; k < kIqTokenPass; ++k) acc[(t + k) * kIqRowGroup + i] += sums[k];
+          dotp(u[i], 8 * n, 8 * sb0, t, sums);
+          for (int k = 0; k < kPass; ++k) acc[(t + k) * kIqRowGroup + i] += sums[k];
         }
       for (; t < n_tokens; ++t)
         for (int64_t i = 0; i < n_rows; ++i) {

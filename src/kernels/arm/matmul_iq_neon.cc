@@ -30,6 +30,7 @@ struct NeonUnpack {
       vst1q_s8(q + 16 * i, vaddq_s8(vshlq_n_s8(g, 3), d));
     }
   }
+  static void finish_chunk(IqUnpacked&, int64_t) {}  // the signed products need no offset sums
 };
 
 // The sums of one 16-weight half: 4 int32 lanes, each of 4 products.

@@ -121,7 +121,9 @@ constexpr int64_t kPackedMinTokens = 4;
 // Q8_K choice for them too). Written after the paired copies, 64-byte
 // aligned from the scratch's start, when the preparation is for a codebook
 // type (matmul_group prepares for one when its group holds one): token t's
-// super-block s at super_acts(...)[t * (cols / 256) + s].
+// super-block s at super_acts(...)[t * (cols / 256) + s]. For decode (fewer
+// than kIqRegisterDecodeBelow tokens) q holds the int8 a; for prefill the
+// unsigned bytes a + 128 (a ^ 0x80), as vpmaddubsw and vpdpbusd take them.
 struct ActSuper {
   float d;
   int32_t pad[7];  // q at 32 bytes
@@ -148,8 +150,9 @@ constexpr int64_t kIqRegisterDecodeBelow = 4;
 void iq_decode_rows(const WeightMatrix& w, const ActSuper* token, float* y, int64_t row_begin, int64_t row_end);
 
 // Quantizes one token's activations x[cols] (cols a multiple of 256) into
-// out[cols / 256].
-void quantize_activations_super(const float* x, int64_t cols, ActSuper* out);
+// out[cols / 256]; with `offset` each byte holds a + 128 (unsigned), as the
+// prefill kernels (kIqRegisterDecodeBelow tokens or more) multiply them.
+void quantize_activations_super(const float* x, int64_t cols, bool offset, ActSuper* out);
 
 // F32, F16 and BF16 weights: register-blocked tiles of 4 rows x up to 3 tokens.
 void matmul_rows_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,

@@ -27,4 +27,12 @@ bool decode_supports(DType dtype, int64_t n_tokens);
 void matmul_rows_decode(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,
                         int64_t row_begin, int64_t row_end);
 
+// The codebook types (IQ2_XXS ... IQ1_M), prefill only (from
+// avx2::kIqRegisterDecodeBelow tokens; decode stays on the AVX2 register
+// kernel), against the activations with a scale per 256 that
+// avx2::prepare_activations writes for them (x86/matmul_iq_avx512.cc).
+bool iq_supports(DType dtype, int64_t n_tokens);
+void matmul_rows_iq(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,
+                    int64_t row_begin, int64_t row_end);
+
 }  // namespace llmpack::kernels::avx512

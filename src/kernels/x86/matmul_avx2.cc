@@ -51,7 +51,7 @@ void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_to
     if (n_tokens < kPackedMinTokens) pair_activations(act + t * n_sub, f, n_sub, paired_region(act, n_tokens, n_sub, t));
     if (iq_supports(dtype)) {
       auto* super = const_cast<ActSuper*>(super_acts(act, n_tokens, n_sub));
-      quantize_activations_super(x + t * cols, cols, super + t * (cols / 256));
+      quantize_activations_super(x + t * cols, cols, n_tokens >= kIqRegisterDecodeBelow, super + t * (cols / 256));
     }
   }
 }

@@ -6,7 +6,7 @@
 namespace llmpack::kernels::avx512 {
 
 bool supports(DType dtype, int64_t n_tokens, bool with_decode) {
-  return float_supports(dtype, n_tokens) || quant_supports(dtype, n_tokens) ||
+  return float_supports(dtype, n_tokens) || quant_supports(dtype, n_tokens) || iq_supports(dtype, n_tokens) ||
          (with_decode && decode_supports(dtype, n_tokens));
 }
 
@@ -15,6 +15,7 @@ void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
   if (float_supports(w.dtype, n_tokens)) return avx512::matmul_rows_float(w, x, n_tokens, y, row_begin, row_end);
   const auto* act = static_cast<const avx2::ActBlock*>(scratch);
   if (quant_supports(w.dtype, n_tokens)) return avx512::matmul_rows_quant(w, act, n_tokens, y, row_begin, row_end);
+  if (iq_supports(w.dtype, n_tokens)) return avx512::matmul_rows_iq(w, act, n_tokens, y, row_begin, row_end);
   if (decode_supports(w.dtype, n_tokens)) return avx512::matmul_rows_decode(w, act, n_tokens, y, row_begin, row_end);
 }
 

@@ -7,54 +7,28 @@
 #include <algorithm>
 #include <iterator>
 
-#include "kernels/iq_unpack.h"
 #include "kernels/x86/avx2_internal.h"
+#include "kernels/x86/iq_unpack_x86.h"
 #include "kernels/x86/simd_avx2.h"
 
 namespace llmpack::kernels::avx2 {
 namespace {
 
-inline __m256i four_u64(const uint64_t (&v)[4]) {
-  return _mm256_setr_epi64x(static_cast<long long>(v[0]), static_cast<long long>(v[1]), static_cast<long long>(v[2]),
-                            static_cast<long long>(v[3]));
-}
-
-// The vector steps of kernels/iq_unpack.h's unpackers.
-struct Avx2Unpack {
-  static float half(uint16_t h) { return _cvtsh_ss(h); }
-  static void put_signed(int8_t* q, const uint64_t (&mag)[4], const uint64_t (&neg)[4]) {
-    const __m256i m = four_u64(mag), n = four_u64(neg);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_sub_epi8(_mm256_xor_si256(m, n), n));
-  }
-  // 8 g per byte: a 16-bit shift by 3 less the bits it carried into the next byte.
-  static void put_iq1(int8_t* q, const uint64_t (&grid)[4], const uint64_t (&delta)[4]) {
-    const __m256i high5 = _mm256_set1_epi8(static_cast<char>(0xF8));
-    const __m256i g8 = _mm256_and_si256(_mm256_slli_epi16(four_u64(grid), 3), high5);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_add_epi8(g8, four_u64(delta)));
-  }
-};
-
 // The int32 sums of one block, each pair of weights' products times its
-// integer scale: lanes 0..3 over weights 0..15, 4..7 over 16..31.
-inline __m256i iq_block_dot(__m256i abs_w, __m256i w, __m256i scales16, const int8_t* a) {
-  const __m256i signed_a = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)), w);
-  return _mm256_madd_epi16(_mm256_maddubs_epi16(abs_w, signed_a), scales16);
-}
-
-// Block b's two integer scales as vpmaddwd's factors: s0 in every int16 of
-// lanes 0..3, s1 in lanes 4..7.
-inline __m256i iq_block_scales16(const IqUnpacked& u, int64_t b) {
-  const __m128i pair = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(u.iscale + 2 * b));
-  const __m256i s =
-      _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(pair), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-  return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
+// integer scale: lanes 0..3 over weights 0..15, 4..7 over 16..31. The
+// activations are unsigned bytes a + 128 (no sign step; |w| <= 62, so a
+// pair's products, at most 2 x 255 x 62, fit vpmaddubsw's int16).
+inline __m256i iq_block_dot(__m256i w, __m256i scales16, const int8_t* a_offset) {
+  const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a_offset));
+  return _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), scales16);
 }
 
 // Sum over the chunk's n_blocks blocks (whole super-blocks, from the row's
 // super-block s0) for kTokens tokens t0.. at once; token t's activations are
-// acts[t * n_super ..], a scale per 256. The integer scales join the integer
-// sums, and the sums stay integer over a super-block: a block costs each
-// token a sign step and two multiplies, and the float steps come once per
+// acts[t * n_super ..], a scale per 256, offset to unsigned bytes. The
+// integer scales join the integer sums, and the sums stay integer over a
+// super-block (starting from the offset's correction): a block costs each
+// token two multiplies and an add, and the float steps come once per
 // super-block and token.
 template <int kTokens>
 void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActSuper* acts, int64_t n_super, int64_t s0,
@@ -64,17 +38,17 @@ void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActSuper* acts, i
   for (int64_t sb = 0; sb < n_blocks / 8; ++sb) {
     const ActSuper* a[kTokens];
     __m256i part[kTokens];
+    const __m256i correction = _mm256_setr_epi32(iq_offset_correction(u, sb), 0, 0, 0, 0, 0, 0, 0);
     for (int t = 0; t < kTokens; ++t) {
       a[t] = acts + (t0 + t) * n_super + s0 + sb;
-      part[t] = _mm256_setzero_si256();
+      part[t] = correction;
     }
     for (int j = 0; j < 8; ++j) {
       const int64_t b = 8 * sb + j;
       const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.q + 32 * b));
-      const __m256i abs_w = _mm256_abs_epi8(w);
       const __m256i scales16 = iq_block_scales16(u, b);
       for (int t = 0; t < kTokens; ++t)
-        part[t] = _mm256_add_epi32(part[t], iq_block_dot(abs_w, w, scales16, a[t]->q + 32 * j));
+        part[t] = _mm256_add_epi32(part[t], iq_block_dot(w, scales16, a[t]->q + 32 * j));
     }
     for (int t = 0; t < kTokens; ++t)
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(part[t]), _mm256_set1_ps(u.factor[sb] * a[t]->d), acc[t]);
@@ -86,8 +60,9 @@ void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActSuper* acts, i
 
 bool iq_supports(DType dtype) { return is_codebook_type(dtype); }
 
-void quantize_activations_super(const float* x, int64_t cols, ActSuper* out) {
+void quantize_activations_super(const float* x, int64_t cols, bool offset, ActSuper* out) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  const __m256i flip = _mm256_set1_epi8(offset ? static_cast<char>(0x80) : 0);  // a + 128 as a byte: a ^ 0x80
   for (int64_t s = 0; s < cols / kQKK; ++s, x += kQKK) {
     __m256 amax = _mm256_setzero_ps();
     for (int i = 0; i < kQKK / 8; ++i)
@@ -101,8 +76,8 @@ void quantize_activations_super(const float* x, int64_t cols, ActSuper* out) {
         q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + 32 * g + 8 * i), id));
       const __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(q[0], q[1]), _mm256_packs_epi32(q[2], q[3]));
       // packs interleave 128-bit lanes; this puts the 4-element groups back in order
-      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[s].q + 32 * g),
-                          _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+      const __m256i ordered = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(out[s].q + 32 * g), _mm256_xor_si256(ordered, flip));
     }
     out[s].d = d;
     std::fill(std::begin(out[s].pad), std::end(out[s].pad), 0);
@@ -117,7 +92,7 @@ void matmul_rows_iq(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens
     for (int64_t t = 0; t < n_tokens; ++t) iq_decode_rows(w, acts + t * n_super, y + t * w.rows, row_begin, row_end);
     return;
   }
-  iq_rows_by_chunks<Avx2Unpack>(
+  iq_rows_by_chunks<X86Unpack>(
       w, n_tokens, y, row_begin, row_end,
       [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
         iq_dot_chunk<kIqTokenPass>(u, n_blocks, acts, n_super, b0 / 8, t, sums);

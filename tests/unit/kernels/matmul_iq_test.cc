@@ -3,9 +3,13 @@
 // blocks: every byte pattern is a valid block once its super-block scale is
 // a sane f16. The scalar path must equal dequantize + exact dot; each SIMD
 // path that takes the type must equal the exact dot of the dequantized
-// weights with the activations as the kernels quantize them (int8 per 32),
-// up to float rounding: its integer sums are exact, so a weight, a sign or a
-// scale read wrongly anywhere in a row shows.
+// weights with the activations as the kernels quantize them (int8 with a
+// scale per 256 on x86, per 32 on NEON), up to float rounding: its integer
+// sums are exact (x86's prefill multiplies the activations offset to
+// unsigned bytes and takes the offset's share back out exactly), so a
+// weight, a sign, a scale or the offset's share read wrongly anywhere in a
+// row shows. Prefill on the AVX-512 path has its own kernel
+// (x86/matmul_iq_avx512.cc), run here through KernelPath::kAvx512.
 #include <gtest/gtest.h>
 
 #include <cmath>
