@@ -53,7 +53,14 @@ void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActSuper* acts, i
     for (int t = 0; t < kTokens; ++t)
       acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(part[t]), _mm256_set1_ps(u.factor[sb] * a[t]->d), acc[t]);
   }
-  for (int t = 0; t < kTokens; ++t) sums[t] = hsum(acc[t]);
+  if constexpr (kTokens == 4) {
+    // the four reductions share their steps: pairs of tokens added in lanes,
+    // then the 128-bit halves
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(acc[0], acc[1]), _mm256_hadd_ps(acc[2], acc[3]));
+    _mm_storeu_ps(sums, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+  } else {
+    for (int t = 0; t < kTokens; ++t) sums[t] = hsum(acc[t]);
+  }
 }
 
 }  // namespace
