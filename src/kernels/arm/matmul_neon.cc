@@ -35,7 +35,10 @@ void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
                  int64_t row_begin, int64_t row_end, Int8Kernels int8) {
   if (is_float(w.dtype)) return float_rows(w, x, n_tokens, y, row_begin, row_end);
   const auto* act = static_cast<const ActBlock*>(scratch);
-  if (is_codebook_type(w.dtype)) return iq_rows(w, act, n_tokens, y, row_begin, row_end);
+  if (is_codebook_type(w.dtype)) {
+    if (int8 == Int8Kernels::kWidening) return iq_rows(w, act, n_tokens, y, row_begin, row_end);
+    return iq_rows_dotprod(w, act, n_tokens, y, row_begin, row_end);  // i8mm CPUs have sdot too
+  }
   switch (int8) {
     case Int8Kernels::kI8mm:
       return quant_rows_i8mm(w, act, n_tokens, y, row_begin, row_end);

@@ -7,6 +7,7 @@
 // extension take matmul_quant_dotprod_neon.cc's copy instead.
 #include "kernels/arm/neon.h"
 #include "kernels/arm/neon_internal.h"
+#include "kernels/arm/widen_dot_neon.h"
 #include "kernels/quant_blocks.h"
 
 namespace llmpack::kernels::neon {
@@ -35,18 +36,6 @@ void quantize_block(const float* x, ActBlock* out) {
   out->d = d;
   out->qsum_lo = vaddlvq_s8(q0);
   out->qsum = out->qsum_lo + vaddlvq_s8(q1);
-}
-
-// The products of int8 vectors w and x, lanes i and i + 8 summed: 8 int16
-// sums of two products each (|w| <= 128 and |x| <= 127 keep them in range).
-inline int16x8_t mul_pairs(int8x16_t w, int8x16_t x) {
-  return vmlal_high_s8(vmull_s8(vget_low_s8(w), vget_low_s8(x)), w, x);
-}
-
-inline int32x4_t dot16(int8x16_t w, const int8_t* x) { return vpaddlq_s16(mul_pairs(w, vld1q_s8(x))); }
-
-inline int32x4_t dot32(int8x16_t w0, int8x16_t w1, const int8_t* x) {
-  return vpadalq_s16(vpaddlq_s16(mul_pairs(w0, vld1q_s8(x))), mul_pairs(w1, vld1q_s8(x + 16)));
 }
 
 }  // namespace

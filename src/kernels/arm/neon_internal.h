@@ -149,12 +149,15 @@ void quant_rows_i8mm(const WeightMatrix& w, const ActBlock* act, int64_t n_token
                      int64_t row_end);
 void float_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t row_begin,
                 int64_t row_end);
-// The codebook types (kernels/iq_blocks.h), every token count and every
-// Int8Kernels choice: rows unpacked a chunk at a time to int8 weights
-// (kernels/iq_unpack.h) and multiplied with widening products
-// (matmul_iq_neon.cc).
+// The codebook types (kernels/iq_blocks.h), every token count: rows unpacked
+// a chunk at a time to int8 weights (kernels/iq_unpack.h) and multiplied
+// (arm/iq_rows_neon.h) with widening products (iq_rows, matmul_iq_neon.cc)
+// or, where the CPU has the dot-product extension, sdot (iq_rows_dotprod,
+// matmul_iq_dotprod_neon.cc).
 void iq_rows(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
              int64_t row_end);
+void iq_rows_dotprod(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
+                     int64_t row_end);
 
 // The n elements of a cache row's head as f32 into out: f16 elements from h,
 // or elements [first, first + n) of a run of BlockQ8_0 starting at row
