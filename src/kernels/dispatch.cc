@@ -377,23 +377,30 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, v
 void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t n_tokens,
                   void* scratch, ThreadPool& pool) {
   if (n_tokens <= 0 || outputs.empty()) return;
-  // The activations are prepared once: every quantized type reads the same
-  // preparation (avx2:: or neon::prepare_activations), float types none; a
-  // codebook type's preparation (on x86) holds more, so it is the one made.
-  DType prep = DType::kF32;
+  // The activations are prepared once for the group: every block type reads
+  // the same preparation (avx2:: or neon::prepare_activations), float types
+  // none. On x86 the codebook types read another (int8 runs of 256, in the
+  // same buffer after the block types' region), so a group mixing the two
+  // gets both; NEON's serves both kinds.
+  DType block_prep = DType::kF32, codebook_prep = DType::kF32;
   bool grouped = outputs.size() <= kMaxGroup;
   for (const MatmulOutput& o : outputs) {
     grouped = grouped && o.w.rows > 0 && o.w.cols == outputs[0].w.cols && matmul_input_ok(o.w) &&
               simd_takes(o.w, n_tokens, scratch);
-    // a codebook type's preparation serves every quantized type (it adds its
-    // own activations with a scale per 256), so one in the group wins
-    if (simd_scratch_bytes(o.w.dtype, o.w.cols, n_tokens) > 0 && !is_codebook_type(prep)) prep = o.w.dtype;
+    if (simd_scratch_bytes(o.w.dtype, o.w.cols, n_tokens) == 0) continue;
+    (is_codebook_type(o.w.dtype) ? codebook_prep : block_prep) = o.w.dtype;
   }
   if (!grouped) {
     for (const MatmulOutput& o : outputs) matmul(o.w, x, n_tokens, o.y, scratch, pool);
     return;
   }
-  prepare(prep, x, outputs[0].w.cols, n_tokens, scratch, pool);
+  const int64_t cols = outputs[0].w.cols;
+  if (use_neon()) {
+    prepare(block_prep != DType::kF32 ? block_prep : codebook_prep, x, cols, n_tokens, scratch, pool);
+  } else {
+    prepare(codebook_prep, x, cols, n_tokens, scratch, pool);
+    prepare(block_prep, x, cols, n_tokens, scratch, pool);
+  }
   // Work units are kRowGrain-row slices of each matrix in turn (a slice never
   // straddles two matrices, so every kernel call starts on a tile boundary).
   int64_t first_unit[kMaxGroup + 1] = {0};

@@ -21,8 +21,9 @@ bool supports(DType dtype) { return is_float(dtype) || is_quant(dtype); }
 
 // Room for the paired copy of up to kPackedMinTokens - 1 tokens is always
 // counted, so a buffer sized for n tokens also serves every call with fewer.
-// A codebook type's preparation also holds its activations with a scale per
-// 256 (ActSuper, after the rest).
+// A codebook type's preparation writes its activations with a scale per 256
+// (ActSuper) after room for all of that, so that a group mixing codebook and
+// block types can hold both preparations in one buffer.
 size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
   if (!is_quant(dtype) || cols <= 0 || n_tokens <= 0) return 0;
   if (iq_supports(dtype))
@@ -38,6 +39,12 @@ void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_to
   if (!is_quant(dtype)) return;
   auto* act = static_cast<ActBlock*>(scratch);
   const int64_t n_sub = cols / 32;
+  if (iq_supports(dtype)) {  // the codebook kernels read only the runs of 256
+    auto* super = const_cast<ActSuper*>(super_acts(act, n_tokens, n_sub));
+    for (int64_t t = t_begin; t < t_end; ++t)
+      quantize_activations_super(x + t * cols, cols, n_tokens >= kIqRegisterDecodeBelow, super + t * (cols / 256));
+    return;
+  }
   for (int64_t t = t_begin; t < t_end; ++t) {
     quantize_activations(x + t * cols, cols, act + t * n_sub);
     float* f = act_floats(act, n_tokens, n_sub) + t * kActFloatsPerBlock * n_sub;
@@ -49,10 +56,6 @@ void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_to
       f[2 * n_sub + 2 * b + 1] = a.d * static_cast<float>(a.qsum - a.qsum_lo);
     }
     if (n_tokens < kPackedMinTokens) pair_activations(act + t * n_sub, f, n_sub, paired_region(act, n_tokens, n_sub, t));
-    if (iq_supports(dtype)) {
-      auto* super = const_cast<ActSuper*>(super_acts(act, n_tokens, n_sub));
-      quantize_activations_super(x + t * cols, cols, n_tokens >= kIqRegisterDecodeBelow, super + t * (cols / 256));
-    }
   }
 }
 
