@@ -35,7 +35,7 @@ constexpr int64_t kIqChunkSuper = 8;
 
 struct IqUnpacked {
   alignas(64) int8_t q[kIqChunkSuper * kQKK];
-  alignas(64) int32_t iscale[kIqChunkSuper * kQKK / 16];
+  alignas(64) int32_t iscale[kIqChunkSuper * kQKK / 16];  // x86's finish_chunk: s in both int16 halves
   float factor[kIqChunkSuper];
   // Per super-block, sum of iscale[e / 16] q[e]: what an activation offset of
   // 1 adds to its integer sum (x86's kernels multiply unsigned activations

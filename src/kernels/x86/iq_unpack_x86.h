@@ -16,12 +16,11 @@ inline __m256i iq_four_u64(const uint64_t (&v)[4]) {
 }
 
 // Block b's two integer scales as vpmaddwd's factors: s0 in every int16 of
-// lanes 0..3, s1 in lanes 4..7.
+// lanes 0..3, s1 in lanes 4..7, from scales already in both halves of their
+// int32 (finish_chunk leaves them so).
 inline __m256i iq_block_scales16(const IqUnpacked& u, int64_t b) {
   const __m128i pair = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(u.iscale + 2 * b));
-  const __m256i s =
-      _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(pair), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
-  return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
+  return _mm256_permutevar8x32_epi32(_mm256_castsi128_si256(pair), _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1));
 }
 
 struct X86Unpack {
@@ -39,7 +38,14 @@ struct X86Unpack {
   // The kernels multiply activations offset to unsigned bytes (a + 128, the
   // unsigned operand of vpmaddubsw / vpdpbusd-style products), so each
   // super-block's sum of iscale q is what the offset adds per unit.
+  // Each scale is also copied into the high half of its int32 (s + 65536 s),
+  // vpmaddwd's int16 pair, so that the kernels' per-block scale vector is one
+  // permute; the low half, all the AVX-512 kernel reads, stays s.
   static void finish_chunk(IqUnpacked& u, int64_t n) {
+    for (int64_t i = 0; i < 16 * n; i += 8) {
+      const __m256i s = _mm256_load_si256(reinterpret_cast<const __m256i*>(u.iscale + i));
+      _mm256_store_si256(reinterpret_cast<__m256i*>(u.iscale + i), _mm256_or_si256(s, _mm256_slli_epi32(s, 16)));
+    }
     const __m256i ones = _mm256_set1_epi8(1);
     for (int64_t sb = 0; sb < n; ++sb) {
       __m256i s = _mm256_setzero_si256();
