@@ -220,20 +220,20 @@ void iq_unpack(DType dtype, int64_t block_bytes, const uint8_t* row, int64_t sb0
   Isa::finish_chunk(u, n);
 }
 
-constexpr int kIqTokenPass = 4;     // tokens a pass shares each unpacked weight load with (by default)
+constexpr int kIqTokenPass = 4;     // tokens a pass shares each unpacked weight load with
 constexpr int64_t kIqRowGroup = 8;  // rows whose sums reach y together
 
 // Rows [row_begin, row_end) of y [n_tokens, w.rows] = w x for a codebook w,
 // kIqRowGroup rows at a time: each chunk of up to kIqChunkSuper super-blocks
 // of the group's rows is unpacked once (through the ISA policy Isa, see
-// iq_unpack_iq2_xxs), then for each pass of kPass tokens every row of
+// iq_unpack_iq2_xxs), then for each pass of kIqTokenPass tokens every row of
 // the group takes its sums, dotp(u, n_blocks, b0, t, sums) / dot1(...) for
-// tokens t..t+kPass-1 / t over the chunk's n_blocks blocks of 32 (activation blocks
+// tokens t..t+3 / t over the chunk's n_blocks blocks of 32 (activation blocks
 // b0..). So a pass's activations serve the group's rows while in cache (a row
 // at a time, each row streamed all tokens' activations: a 1B model's 512
 // tokens of 2048 columns are 1.5 MiB), and each token's sums reach y as one
 // run (a row at a time, y's column of n_tokens floats is as many cache lines).
-template <class Isa, int kPass = kIqTokenPass, class DotPass, class Dot1>
+template <class Isa, class DotPass, class Dot1>
 void iq_rows_by_chunks(const WeightMatrix& w, int64_t n_tokens, float* y, int64_t row_begin, int64_t row_end,
                        DotPass dotp, Dot1 dot1) {
   const int64_t n_super = w.cols / kQKK;
@@ -250,12 +250,12 @@ void iq_rows_by_chunks(const WeightMatrix& w, int64_t n_tokens, float* y, int64_
       for (int64_t i = 0; i < n_rows; ++i)
         iq_unpack<Isa>(w.dtype, info.block_bytes, static_cast<const uint8_t*>(w.data) + (r0 + i) * stride, sb0, n,
                        u[i]);
-      float sums[kPass];
+      float sums[kIqTokenPass];
       int64_t t = 0;
-      for (; t + kPass <= n_tokens; t += kPass)
+      for (; t + kIqTokenPass <= n_tokens; t += kIqTokenPass)
         for (int64_t i = 0; i < n_rows; ++i) {
           dotp(u[i], 8 * n, 8 * sb0, t, sums);
-          for (int k = 0; k < kPass; ++k) acc[(t + k) * kIqRowGroup + i] += sums[k];
+          for (int k = 0; k < kIqTokenPass; ++k) acc[(t + k) * kIqRowGroup + i] += sums[k];
         }
       for (; t < n_tokens; ++t)
         for (int64_t i = 0; i < n_rows; ++i) {

@@ -5,6 +5,8 @@
 
 #include <immintrin.h>
 
+#include <type_traits>
+
 #include "kernels/iq_unpack.h"
 
 namespace llmpack::kernels {
@@ -63,6 +65,22 @@ struct X86Unpack {
 // Activation bytes are a + 128 in the prefill kernels; this is the integer
 // that brings a super-block's sum back to that of the signed a.
 inline int32_t iq_offset_correction(const IqUnpacked& u, int64_t sb) { return -128 * u.scaled_qsum[sb]; }
+
+// Rows [row_begin, row_end) of a codebook matmul of kIqRegisterDecodeBelow or
+// more tokens: the chunk driver with the including file's dot kernel,
+// dot(std::integral_constant<int, kTokens>, u, n_blocks, s0, t, sums) for
+// kTokens = kIqTokenPass and 1 (the tail), s0 the chunk's first super-block.
+template <class Dot>
+void iq_prefill_rows(const WeightMatrix& w, int64_t n_tokens, float* y, int64_t row_begin, int64_t row_end, Dot dot) {
+  iq_rows_by_chunks<X86Unpack>(
+      w, n_tokens, y, row_begin, row_end,
+      [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
+        dot(std::integral_constant<int, kIqTokenPass>{}, u, n_blocks, b0 / 8, t, sums);
+      },
+      [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
+        dot(std::integral_constant<int, 1>{}, u, n_blocks, b0 / 8, t, sums);
+      });
+}
 
 }  // namespace
 }  // namespace llmpack::kernels

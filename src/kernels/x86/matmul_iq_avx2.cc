@@ -99,14 +99,10 @@ void matmul_rows_iq(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens
     for (int64_t t = 0; t < n_tokens; ++t) iq_decode_rows(w, acts + t * n_super, y + t * w.rows, row_begin, row_end);
     return;
   }
-  iq_rows_by_chunks<X86Unpack>(
-      w, n_tokens, y, row_begin, row_end,
-      [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
-        iq_dot_chunk<kIqTokenPass>(u, n_blocks, acts, n_super, b0 / 8, t, sums);
-      },
-      [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
-        iq_dot_chunk<1>(u, n_blocks, acts, n_super, b0 / 8, t, sums);
-      });
+  iq_prefill_rows(w, n_tokens, y, row_begin, row_end,
+                  [&](auto tokens, const IqUnpacked& u, int64_t n_blocks, int64_t s0, int64_t t, float* sums) {
+                    iq_dot_chunk<decltype(tokens)::value>(u, n_blocks, acts, n_super, s0, t, sums);
+                  });
 }
 
 }  // namespace llmpack::kernels::avx2

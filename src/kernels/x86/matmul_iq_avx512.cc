@@ -67,14 +67,10 @@ void matmul_rows_iq(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_
                     int64_t row_begin, int64_t row_end) {
   const ActSuper* acts = avx2::super_acts(act, n_tokens, w.cols / 32);
   const int64_t n_super = w.cols / kQKK;
-  iq_rows_by_chunks<X86Unpack, kIqTokenPass>(
-      w, n_tokens, y, row_begin, row_end,
-      [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
-        iq_dot_chunk<kIqTokenPass>(u, n_blocks, acts, n_super, b0 / 8, t, sums);
-      },
-      [&](const IqUnpacked& u, int64_t n_blocks, int64_t b0, int64_t t, float* sums) {
-        iq_dot_chunk<1>(u, n_blocks, acts, n_super, b0 / 8, t, sums);
-      });
+  iq_prefill_rows(w, n_tokens, y, row_begin, row_end,
+                  [&](auto tokens, const IqUnpacked& u, int64_t n_blocks, int64_t s0, int64_t t, float* sums) {
+                    iq_dot_chunk<decltype(tokens)::value>(u, n_blocks, acts, n_super, s0, t, sums);
+                  });
 }
 
 }  // namespace llmpack::kernels::avx512
