@@ -347,14 +347,22 @@ void simd_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y
   avx2::matmul_rows(w, x, n_tokens, y, scratch, b, e);
 }
 
-// Quantizes the activations for the integer kernels (nothing for float weights).
+// Quantizes the activations for the integer kernels: dtype's preparation and,
+// where a group needs a second kind into the same buffer, also's (kF32 or a
+// float type: none), in one pass over the tokens.
 void prepare(DType dtype, const float* x, int64_t cols, int64_t n_tokens, void* scratch,
-             ThreadPool& pool) {
-  if (simd_scratch_bytes(dtype, cols, n_tokens) == 0) return;
+             ThreadPool& pool, DType also = DType::kF32) {
+  const bool first = simd_scratch_bytes(dtype, cols, n_tokens) > 0;
+  const bool second = simd_scratch_bytes(also, cols, n_tokens) > 0;
+  if (!first && !second) return;
   const bool neon = use_neon();
   pool.parallel_for(n_tokens, [&](int, int64_t b, int64_t e) {
-    if (neon) return neon::prepare_activations(dtype, x, cols, n_tokens, b, e, scratch);
-    avx2::prepare_activations(dtype, x, cols, n_tokens, b, e, scratch);
+    const auto run = [&](DType d) {
+      if (neon) return neon::prepare_activations(d, x, cols, n_tokens, b, e, scratch);
+      avx2::prepare_activations(d, x, cols, n_tokens, b, e, scratch);
+    };
+    if (first) run(dtype);
+    if (second) run(also);
   });
 }
 
@@ -398,8 +406,7 @@ void matmul_group(std::span<const MatmulOutput> outputs, const float* x, int64_t
   if (use_neon()) {
     prepare(block_prep != DType::kF32 ? block_prep : codebook_prep, x, cols, n_tokens, scratch, pool);
   } else {
-    prepare(codebook_prep, x, cols, n_tokens, scratch, pool);
-    prepare(block_prep, x, cols, n_tokens, scratch, pool);
+    prepare(codebook_prep, x, cols, n_tokens, scratch, pool, block_prep);
   }
   // Work units are kRowGrain-row slices of each matrix in turn (a slice never
   // straddles two matrices, so every kernel call starts on a tile boundary).

@@ -1,7 +1,8 @@
 // Codebook rows (kernels/iq_blocks.h) unpacked to signed int8 weights, a
 // small integer scale per 16 weights and a float factor per super-block,
 // shared by the SIMD paths' codebook kernels (x86/matmul_iq_avx2.cc,
-// arm/matmul_iq_neon.cc; each supplies the few vector steps as a policy),
+// x86/matmul_iq_avx512.cc, arm/iq_rows_neon.h; each supplies the few vector
+// steps as a policy),
 // which then multiply the int8 weights with int8 activations:
 //   weight e = factor[e / 256] * iscale[e / 16] * q[e],  q in -62..62,
 // iscale the type's odd 2s + 1 (1..31), factor d times the type's constant;
@@ -76,7 +77,6 @@ inline uint64_t iq_bytes8(const IqSignedGrid8& g) {
 // IQ1's offsets of a group of 8: +1 in every byte where the delta is +1/8,
 // -1 where it is -1/8.
 inline uint64_t iq1_delta8(bool minus) { return minus ? ~uint64_t{0} : kIqBytes01; }
-
 
 // The unpackers below write 32 weights at a time through an ISA's policy
 // `Isa`, which the kernel file supplies (the vector steps are its own):

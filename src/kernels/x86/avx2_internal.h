@@ -120,10 +120,10 @@ constexpr int64_t kPackedMinTokens = 4;
 // integers and turn to float once per super-block and token (llama.cpp's
 // Q8_K choice for them too). Written after the paired copies, 64-byte
 // aligned from the scratch's start, when the preparation is for a codebook
-// type (matmul_group prepares for one when its group holds one): token t's
+// type (matmul_group makes both kinds when its group mixes them): token t's
 // super-block s at super_acts(...)[t * (cols / 256) + s]. For decode (fewer
 // than kIqRegisterDecodeBelow tokens) q holds the int8 a; for prefill the
-// unsigned bytes a + 128 (a ^ 0x80), as vpmaddubsw and vpdpbusd take them.
+// unsigned bytes a + 128 (a ^ 0x80), vpmaddubsw's unsigned operand.
 struct ActSuper {
   float d;
   int32_t pad[7];  // q at 32 bytes

@@ -38,7 +38,7 @@ struct X86Unpack {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(q), _mm256_add_epi8(g8, iq_four_u64(delta)));
   }
   // The kernels multiply activations offset to unsigned bytes (a + 128, the
-  // unsigned operand of vpmaddubsw / vpdpbusd-style products), so each
+  // unsigned operand of vpmaddubsw in both kernels), so each
   // super-block's sum of iscale q is what the offset adds per unit.
   // Each scale is also copied into the high half of its int32 (s + 65536 s),
   // vpmaddwd's int16 pair, so that the kernels' per-block scale vector is one
