@@ -113,6 +113,7 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
     EXPECT_EQ(count_lines(r.err), 1) << c.label << ": " << r.err;
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.label << ": " << r.err;
   }
+  std::remove(damaged.c_str());  // the test leaves nothing behind in the temp folder
 }
 
 }  // namespace
