@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "core/half.h"
+#include "kernels/kernels.h"
 
 namespace llmpack {
 namespace {
@@ -25,30 +26,15 @@ size_t row_bytes_for(KvDtype dtype, int64_t kv_dim) {
   return 0;
 }
 
+// A row of n elements in the cache's type (the kernels' SIMD paths: a decode
+// token writes one row per layer and head, a prefill chunk one per token too).
 void encode(KvDtype dtype, const float* in, int64_t n, uint8_t* out) {
   if (dtype == KvDtype::kF32) {
     std::memcpy(out, in, static_cast<size_t>(n) * 4);
   } else if (dtype == KvDtype::kF16) {
-    for (int64_t i = 0; i < n; ++i) {
-      const uint16_t h = f32_to_f16(in[i]);
-      std::memcpy(out + 2 * i, &h, 2);
-    }
+    kernels::convert_to_f16(in, n, reinterpret_cast<uint16_t*>(out));
   } else {  // q8_0; a short last block keeps its own scale
-    for (int64_t b = 0; b * kQ8Block < n; ++b) {
-      const int64_t len = std::min(kQ8Block, n - b * kQ8Block);
-      const float* x = in + b * kQ8Block;
-      float amax = 0.0f;
-      for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(x[i]));
-      const float scale = amax / 127.0f;
-      const uint16_t h = f32_to_f16(scale);
-      uint8_t* block = out + b * kQ8BlockBytes;
-      std::memcpy(block, &h, 2);
-      const float inv = scale > 0.0f ? 1.0f / scale : 0.0f;
-      for (int64_t i = 0; i < kQ8Block; ++i) {
-        const float q = i < len ? std::nearbyint(x[i] * inv) : 0.0f;
-        block[2 + i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f)));
-      }
-    }
+    kernels::quantize_row_q8_0(in, n, out);
   }
 }
 

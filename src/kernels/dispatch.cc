@@ -452,6 +452,18 @@ void swiglu(float* out, const float* gate, const float* up, int64_t n) {
   ref::swiglu(out, gate, up, n);
 }
 
+void convert_to_f16(const float* x, int64_t n, uint16_t* out) {
+  if (use_neon()) return neon::convert_to_f16(x, n, out);
+  if (use_avx2()) return avx2::convert_to_f16(x, n, out);
+  ref::convert_to_f16(x, n, out);
+}
+
+void quantize_row_q8_0(const float* x, int64_t n, void* out) {
+  if (use_neon()) return neon::quantize_row_q8_0(x, n, out);
+  if (use_avx2()) return avx2::quantize_row_q8_0(x, n, out);
+  ref::quantize_row_q8_0(x, n, out);
+}
+
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
                     int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out) {
   if (use_neon()) return neon::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);

@@ -166,6 +166,21 @@ void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t r
                          int64_t first, int64_t n_ctx, int64_t head_dim, float scale,
                          float* scores, float* out);
 
+// ---- Writing KV cache rows in a compact element type -------------------------
+
+// out[n] = x[n] as IEEE binary16, rounded to nearest even (overflow to
+// infinity; a NaN stays a NaN). Every path gives the reference's bits for
+// every non-NaN input.
+void convert_to_f16(const float* x, int64_t n, uint16_t* out);
+
+// x[n] as ceil(n / 32) BlockQ8_0 (quant_blocks.h): block b takes elements
+// [32b, 32b + 32), its scale d = max|x| / 127 (stored as f16) and q = x / d
+// rounded to nearest even, clamped to [-127, 127] (all 0 when d is 0). A short
+// last block is scaled by its own elements and padded with q = 0: the layout
+// KvCache stores and attention_head_q8_0 reads. Every path gives the
+// reference's bytes for finite inputs.
+void quantize_row_q8_0(const float* x, int64_t n, void* out);
+
 // ---- Prefill attention: many queries per pass over the cache ----------------
 
 enum class CacheElem { kF32, kF16, kQ8_0 };

@@ -47,6 +47,9 @@ void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float e
 void rope_rotate(float* x, const float* cos, const float* sin, int64_t half, bool adjacent);
 void softmax(float* x, int64_t n);
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
+// KV cache rows (kernels.h convert_to_f16, quantize_row_q8_0): arm/kv_rows_neon.cc.
+void convert_to_f16(const float* x, int64_t n, uint16_t* out);
+void quantize_row_q8_0(const float* x, int64_t n, void* out);
 // Attention of one query over an f32, f16 or q8_0 cache (kernels.h
 // attention_head, attention_head_f16, attention_head_q8_0).
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_ctx,

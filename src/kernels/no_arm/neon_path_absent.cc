@@ -31,6 +31,8 @@ void rmsnorm(float*, const float*, const float*, int64_t, float) { no_neon_path(
 void rope_rotate(float*, const float*, const float*, int64_t, bool) { no_neon_path("neon::rope_rotate"); }
 void softmax(float*, int64_t) { no_neon_path("neon::softmax"); }
 void swiglu(float*, const float*, const float*, int64_t) { no_neon_path("neon::swiglu"); }
+void convert_to_f16(const float*, int64_t, uint16_t*) { no_neon_path("neon::convert_to_f16"); }
+void quantize_row_q8_0(const float*, int64_t, void*) { no_neon_path("neon::quantize_row_q8_0"); }
 void attention_head(const float*, const float*, const float*, int64_t, int64_t, int64_t, float, float*, float*) {
   no_neon_path("neon::attention_head");
 }

@@ -1,6 +1,9 @@
 // Scalar reference of the non-matmul kernels.
+#include <algorithm>
 #include <cmath>
 
+#include "core/half.h"
+#include "kernels/quant_blocks.h"
 #include "kernels/reference/reference.h"
 
 namespace llmpack::kernels::ref {
@@ -63,6 +66,27 @@ void attention_head(const float* q, const float* k, const float* v, int64_t kv_s
     double acc = 0.0;
     for (int64_t j = 0; j < n_ctx; ++j) acc += static_cast<double>(scores[j]) * v[j * kv_stride + d];
     out[d] = static_cast<float>(acc);
+  }
+}
+
+void convert_to_f16(const float* x, int64_t n, uint16_t* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = f32_to_f16(x[i]);
+}
+
+void quantize_row_q8_0(const float* x, int64_t n, void* out) {
+  auto* blocks = static_cast<BlockQ8_0*>(out);
+  for (int64_t b = 0; b * kQK < n; ++b) {
+    const float* xb = x + b * kQK;
+    const int64_t len = std::min<int64_t>(kQK, n - b * kQK);
+    float amax = 0.0f;
+    for (int64_t i = 0; i < len; ++i) amax = std::max(amax, std::fabs(xb[i]));
+    const float d = amax / 127.0f;
+    const float inv = d > 0.0f ? 1.0f / d : 0.0f;
+    blocks[b].d = f32_to_f16(d);
+    for (int64_t i = 0; i < kQK; ++i) {
+      const float q = i < len ? std::nearbyint(xb[i] * inv) : 0.0f;
+      blocks[b].qs[i] = static_cast<int8_t>(std::clamp(q, -127.0f, 127.0f));
+    }
   }
 }
 

@@ -39,6 +39,9 @@ void softmax(float* x, int64_t n);
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
                     int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
+// KV cache rows in f16 and q8_0 (kernels.h).
+void convert_to_f16(const float* x, int64_t n, uint16_t* out);
+void quantize_row_q8_0(const float* x, int64_t n, void* out);
 // Compact-cache attention (kernels.h): reference/attention_cache.cc.
 void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v,
                         int64_t row_stride_bytes, int64_t n_ctx, int64_t head_dim, float scale,

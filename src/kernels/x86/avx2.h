@@ -31,6 +31,9 @@ void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
 void softmax(float* x, int64_t n);
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
+// KV cache rows (kernels.h convert_to_f16, quantize_row_q8_0): x86/kv_rows_avx2.cc.
+void convert_to_f16(const float* x, int64_t n, uint16_t* out);
+void quantize_row_q8_0(const float* x, int64_t n, void* out);
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
                     int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
 // Compact-cache attention (kernels.h): x86/attention_cache_avx2.cc.
