@@ -32,6 +32,15 @@ struct TokenProb {
   double prob = 0.0;
 };
 
+namespace sampling_detail {
+// One token that can be drawn, in sampler.cc's filter chain.
+struct Candidate {
+  int32_t id;
+  float logit;    // temperature-scaled
+  double weight;  // exp(logit - the largest logit): the unnormalized probability
+};
+}  // namespace sampling_detail
+
 class Sampler {
  public:
   // `params` must have passed validate_sampler_params (create() checks it).
@@ -57,12 +66,32 @@ class Sampler {
   void reset(uint64_t seed);
 
  private:
-  std::vector<float> penalized(std::span<const float> logits) const;
+  // What the chain keeps: candidates_[0, keep), in drawing order, each with
+  // probability weight / sum, divided again by `kept` where filters dropped tokens.
+  struct Kept {
+    size_t keep = 0;
+    double sum = 1.0;
+    double kept = 1.0;
+    bool renormalized = false;
+    double prob(const sampling_detail::Candidate& c) const {
+      const double p = c.weight / sum;
+      return renormalized ? p / kept : p;
+    }
+  };
+  // logits with NaN masked and the repetition penalty applied, into penalized_.
+  void penalize(std::span<const float> logits) const;
+  // temperature, top-k, top-p and min-p over penalized_ (temperature > 0).
+  Kept filter() const;
 
   SamplerParams params_;
   uint64_t seed_ = 0;
   Rng rng_;
   std::deque<int32_t> recent_;
+  // Scratch reused from token to token (a Sampler serves one conversation at
+  // a time): allocated afresh for a 128k vocabulary, these buffers were new
+  // pages, and so page faults, on every token.
+  mutable std::vector<float> penalized_;
+  mutable std::vector<sampling_detail::Candidate> candidates_;
 };
 
 // Index of the largest value (the lowest index among ties); NaN never wins.

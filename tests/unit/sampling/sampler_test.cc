@@ -239,3 +239,106 @@ TEST(Sampler, G5_ValidationRejectsOutOfRange) {
 
 }  // namespace
 }  // namespace llmpack
+
+namespace llmpack {
+namespace {
+
+// The chain as the contract states it, by a full sort: the filters are
+// checked against this on big vocabularies (the sampler itself sorts only
+// the part it keeps).
+std::vector<TokenProb> chain_by_full_sort(const std::vector<float>& logits, const SamplerParams& p) {
+  struct C {
+    int32_t id;
+    float logit;
+  };
+  std::vector<C> c;
+  for (size_t i = 0; i < logits.size(); ++i)
+    if (logits[i] != -std::numeric_limits<float>::infinity()) c.push_back({int32_t(i), logits[i] * (1.0f / p.temperature)});
+  std::sort(c.begin(), c.end(), [](const C& a, const C& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); });
+  if (p.top_k > 0 && size_t(p.top_k) < c.size()) c.resize(p.top_k);
+  std::vector<double> prob(c.size());
+  double sum = 0;
+  for (size_t i = 0; i < c.size(); ++i) sum += prob[i] = c[i].logit == c[0].logit ? 1.0 : std::exp(double(c[i].logit) - c[0].logit);
+  for (double& v : prob) v /= sum;
+  size_t keep = c.size();
+  if (p.top_p < 1.0f) {
+    double cum = 0;
+    for (size_t i = 0; i < c.size(); ++i)
+      if ((cum += prob[i]) >= p.top_p) {
+        keep = i + 1;
+        break;
+      }
+  }
+  if (p.min_p > 0.0f) {
+    size_t m = 1;
+    while (m < keep && prob[m] >= p.min_p * prob[0]) ++m;
+    keep = m;
+  }
+  double kept = 0;
+  for (size_t i = 0; i < keep; ++i) kept += prob[i];
+  std::vector<TokenProb> out;
+  for (size_t i = 0; i < keep; ++i) out.push_back({c[i].id, prob[i] / kept});
+  std::sort(out.begin(), out.end(), [](const TokenProb& a, const TokenProb& b) { return a.prob > b.prob || (a.prob == b.prob && a.id < b.id); });
+  return out;
+}
+
+// Vocabularies of 32000 tokens: flat, peaked (a few tokens far above), with
+// runs of equal logits, with masked tokens, and with one +inf logit.
+std::vector<std::vector<float>> big_vocabularies() {
+  std::vector<std::vector<float>> out;
+  for (float spread : {0.3f, 2.0f, 6.0f}) {
+    std::vector<float> v(32000);
+    uint32_t x = 12345;
+    for (auto& f : v) {
+      x = x * 1664525u + 1013904223u;
+      f = spread * (static_cast<float>(x >> 8) / 16777216.0f - 0.5f) * 6.0f;
+    }
+    out.push_back(v);
+    auto peaked = v;
+    for (int i = 0; i < 5; ++i) peaked[i * 977] += 20.0f - i;
+    out.push_back(peaked);
+    auto ties = v;
+    for (size_t i = 0; i < ties.size(); ++i) ties[i] = std::round(ties[i] * 2.0f) / 2.0f;
+    out.push_back(ties);
+  }
+  auto masked = out[1];
+  for (size_t i = 0; i < masked.size(); i += 3) masked[i] = -std::numeric_limits<float>::infinity();
+  out.push_back(masked);
+  auto inf = out[0];
+  inf[31999] = std::numeric_limits<float>::infinity();
+  out.push_back(inf);
+  return out;
+}
+
+TEST(Sampler, G5_FiltersOnABigVocabularyMatchAFullSort) {
+  struct Setting {
+    int32_t top_k;
+    float top_p, min_p, temperature;
+  };
+  const Setting settings[] = {{0, 1.0f, 0.0f, 0.8f},   {0, 0.9f, 0.0f, 0.8f},  {0, 0.5f, 0.0f, 1.3f},
+                              {0, 0.999f, 0.0f, 1.0f}, {0, 0.05f, 0.0f, 1.0f}, {40, 1.0f, 0.0f, 0.7f},
+                              {40, 0.9f, 0.0f, 1.0f},  {0, 1.0f, 0.05f, 0.8f}, {0, 0.95f, 0.02f, 1.0f},
+                              {200, 0.9f, 0.1f, 1.5f}, {31000, 0.7f, 0.0f, 2.0f}};
+  const auto vocabularies = big_vocabularies();
+  for (size_t v = 0; v < vocabularies.size(); ++v) {
+    for (const Setting& s : settings) {
+      SamplerParams p = params_with(s.temperature);
+      p.top_k = s.top_k;
+      p.top_p = s.top_p;
+      p.min_p = s.min_p;
+      const Sampler sampler(p, 1);
+      const auto got = sampler.distribution(vocabularies[v]);
+      const auto want = chain_by_full_sort(vocabularies[v], p);
+      const std::string where = "vocabulary " + std::to_string(v) + ", top_k " + std::to_string(s.top_k) +
+                                ", top_p " + std::to_string(s.top_p) + ", min_p " + std::to_string(s.min_p);
+      ASSERT_EQ(got.size(), want.size()) << where;
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].id, want[i].id) << where << ", rank " << i;
+        ASSERT_NEAR(got[i].prob, want[i].prob, 1e-12 + 1e-9 * want[i].prob) << where << ", rank " << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace llmpack
