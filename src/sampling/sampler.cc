@@ -79,10 +79,12 @@ size_t sort_prefix(std::vector<Candidate>& cands, size_t sorted, size_t want) {
   return want;
 }
 
-// The top-p prefix is found without sorting the vocabulary: a histogram of
-// the logits' distance below the top one (bins of 1/8 in logit units) says
-// which bins hold it, a partition moves their candidates to the front, and
-// only those are sorted.
+// Top-p without sorting the vocabulary. Which tokens it keeps depends only on
+// the order at the cut: a histogram of the logits' distance below the top
+// one (bins of 1/8 in logit units) says in which bin the kept mass passes
+// top_p, a partition puts the bins above it first and that bin next, and
+// only that bin is sorted. A flat distribution (a 150k vocabulary with most
+// of its tokens inside top_p) then costs two passes instead of a sort.
 constexpr int kTopPBins = 256;
 constexpr float kTopPBinsPerUnit = 8.0f;
 
@@ -92,37 +94,57 @@ int top_p_bin(const Candidate& c, float max_logit) {
   return below < kTopPBins / kTopPBinsPerUnit ? static_cast<int>(below * kTopPBinsPerUnit) : kTopPBins - 1;
 }
 
-// The last bin the prefix needs: whole bins from the top until their mass
-// passes top_p, and one bin more, so that summing in another order cannot
-// leave the prefix outside.
-int top_p_last_bin(const std::vector<Candidate>& cands, float max_logit, double sum, float top_p) {
+// The bin in which the mass, summed from the top bin down, passes top_p.
+int top_p_cut_bin(const std::vector<Candidate>& cands, float max_logit, double sum, float top_p) {
   double mass[kTopPBins] = {};
   for (const Candidate& c : cands) mass[top_p_bin(c, max_logit)] += c.weight / sum;
   double cum = 0.0;
+  int last_used = 0;
   for (int b = 0; b < kTopPBins; ++b) {
-    if (cum >= top_p) return b;
+    if (mass[b] == 0.0) continue;
+    last_used = b;
     cum += mass[b];
+    if (cum >= top_p) return b;
   }
-  return kTopPBins - 1;
+  return last_used;
 }
 
-// How many of the most likely candidates top-p keeps: the smallest prefix
-// whose mass reaches top_p (all of them if none does), sorting that prefix.
-size_t top_p_prefix(std::vector<Candidate>& cands, float max_logit, double sum, float top_p, size_t& sorted) {
-  const int last_bin = top_p_last_bin(cands, max_logit, sum, top_p);
-  const auto front_end = std::partition(cands.begin(), cands.end(),
-                                        [&](const Candidate& c) { return top_p_bin(c, max_logit) <= last_bin; });
-  std::sort(cands.begin(), front_end, more_likely);  // every candidate after front_end is less likely
-  sorted = static_cast<size_t>(front_end - cands.begin());
+// Index after the first element of cands[from, end) at which the running
+// mass `cum` reaches top_p, or 0 if none does.
+size_t walk_to_top_p(const std::vector<Candidate>& cands, size_t from, size_t end, double sum, float top_p,
+                     double& cum) {
+  for (size_t i = from; i < end; ++i) {
+    cum += cands[i].weight / sum;
+    if (cum >= top_p) return i + 1;
+  }
+  return 0;
+}
+
+// Moves the tokens top-p keeps (the most likely ones whose mass first
+// reaches top_p, or all) to the front of cands and returns how many they are.
+// The bins above the cut stay in partition order; the draw reads them so.
+size_t top_p_keep(std::vector<Candidate>& cands, float max_logit, double sum, float top_p) {
+  const int cut = top_p_cut_bin(cands, max_logit, sum, top_p);
+  const auto bin = [&](const Candidate& c) { return top_p_bin(c, max_logit); };
+  const auto above_end = std::partition(cands.begin(), cands.end(), [&](const Candidate& c) { return bin(c) < cut; });
+  const auto cut_end = std::partition(above_end, cands.end(), [&](const Candidate& c) { return bin(c) == cut; });
+  std::sort(above_end, cut_end, more_likely);
+  const size_t above = static_cast<size_t>(above_end - cands.begin());
   double cum = 0.0;
-  size_t i = 0;
-  for (size_t want = std::max<size_t>(64, 4 * sorted);; want *= 4) {
-    for (; i < sorted; ++i) {
-      cum += cands[i].weight / sum;
-      if (cum >= top_p) return i + 1;
-    }
-    if (sorted == cands.size()) return sorted;
+  for (size_t i = 0; i < above; ++i) cum += cands[i].weight / sum;
+  if (cum >= top_p) {  // rounding put the cut above the bin: sort those and walk them
+    std::sort(cands.begin(), above_end, more_likely);
+    cum = 0.0;
+    return walk_to_top_p(cands, 0, above, sum, top_p, cum);
+  }
+  size_t sorted = static_cast<size_t>(cut_end - cands.begin());
+  if (size_t keep = walk_to_top_p(cands, above, sorted, sum, top_p, cum)) return keep;
+  // Not reached inside the bin (rounding again): the rest most likely first.
+  for (size_t want = std::max<size_t>(64, 2 * sorted);; want *= 2) {
+    const size_t from = sorted;
     sorted = sort_prefix(cands, sorted, want);
+    if (size_t keep = walk_to_top_p(cands, from, sorted, sum, top_p, cum)) return keep;
+    if (sorted == cands.size()) return sorted;
   }
 }
 
@@ -168,8 +190,9 @@ Status validate_sampler_params(const SamplerParams& p) {
   return ok_status();
 }
 
-// The chain after the penalty: temperature, top-k, top-p, min-p. With a
-// filter the kept candidates run most likely first, else in token order.
+// The chain after the penalty: temperature, top-k, top-p, min-p. Kept
+// candidates are in no particular order (token order when nothing is
+// filtered); the draw reads them in that order, distribution() sorts them.
 Sampler::Kept Sampler::filter() const {
   const SamplerParams& p = params_;
   std::vector<Candidate>& cands = candidates_;
@@ -184,24 +207,14 @@ Sampler::Kept Sampler::filter() const {
   Kept k;
   k.sum = weigh(cands, max_logit);
   k.keep = total;
-  if (p.top_k > 0 || p.top_p < 1.0f || p.min_p > 0.0f) {
-    if (p.min_p > 0.0f) {
-      // Only tokens within min_p of the top one survive min-p (the most
-      // likely has weight 1): drop the rest now, with a margin far wider than
-      // rounding, so that the exact test below sees every survivor.
-      const double floor = double(p.min_p) * (1.0 - 1e-6);
-      std::erase_if(cands, [&](const Candidate& c) { return c.weight < floor; });
-    }
-    size_t sorted = 0;
-    k.keep = p.top_p < 1.0f ? top_p_prefix(cands, max_logit, k.sum, p.top_p, sorted) : cands.size();
-    sort_prefix(cands, sorted, k.keep);
-    if (p.min_p > 0.0f) {
-      const double threshold = double(p.min_p) * (cands[0].weight / k.sum);
-      size_t m = 1;
-      while (m < k.keep && cands[m].weight / k.sum >= threshold) ++m;
-      k.keep = m;
-    }
+  if (p.min_p > 0.0f) {  // keep p >= min_p * p_max (the most likely has weight 1)
+    const double threshold = double(p.min_p) * (1.0 / k.sum);
+    std::erase_if(cands, [&](const Candidate& c) { return c.weight / k.sum < threshold; });
+    k.keep = cands.size();
   }
+  // min-p's survivors are the most likely tokens, so top-p over them keeps
+  // what top-p over all of them, then min-p, would keep.
+  if (p.top_p < 1.0f) k.keep = top_p_keep(cands, max_logit, k.sum, p.top_p);
   if (k.keep < total) {  // renormalize over what is left
     double kept = 0.0;
     for (size_t i = 0; i < k.keep; ++i) kept += cands[i].weight / k.sum;
