@@ -285,6 +285,11 @@ std::vector<TokenProb> Sampler::distribution(std::span<const float> logits) cons
 
 Result<int32_t> Sampler::sample(std::span<const float> logits) {
   if (logits.empty()) return error_status("sampler: expected logits of at least one token, got none");
+  if (params_.temperature == 0.0f && params_.repeat_penalty == 1.0f) {  // plain greedy: no copy to make
+    const int32_t token = argmax(logits);
+    accept(token);
+    return token;
+  }
   penalize(logits);
   const Kept k = params_.temperature > 0.0f ? filter() : Kept{};
   int32_t token = 0;
