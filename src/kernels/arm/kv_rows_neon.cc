@@ -10,23 +10,13 @@
 namespace llmpack::kernels::neon {
 namespace {
 
+// The q8_0 block: quantize_32's values, scale as f16. quantize_32 does not
+// clamp to [-127, 127] as the reference does: x / d cannot round past 127.
 void quantize_block_q8_0(const float* x, BlockQ8_0* out) {
-  float32x4_t v[8];
-  float32x4_t amax = vdupq_n_f32(0.0f);
-  for (int j = 0; j < 8; ++j) {
-    v[j] = vld1q_f32(x + 4 * j);
-    amax = vmaxq_f32(amax, vabsq_f32(v[j]));
-  }
-  const float d = vmaxvq_f32(amax) / 127.0f;
-  const float inv = d > 0.0f ? 1.0f / d : 0.0f;
-  out->d = f32_to_f16(d);
-  const int32x4_t lo = vdupq_n_s32(-127), hi = vdupq_n_s32(127);
-  for (int j = 0; j < 8; j += 2) {
-    const int32x4_t q0 = vminq_s32(hi, vmaxq_s32(lo, vcvtnq_s32_f32(vmulq_n_f32(v[j], inv))));
-    const int32x4_t q1 = vminq_s32(hi, vmaxq_s32(lo, vcvtnq_s32_f32(vmulq_n_f32(v[j + 1], inv))));
-    const int16x8_t words = vcombine_s16(vmovn_s32(q0), vmovn_s32(q1));
-    vst1_s8(out->qs + 4 * j, vmovn_s16(words));
-  }
+  int8x16_t lo, hi;
+  out->d = f32_to_f16(quantize_32(x, lo, hi));
+  vst1q_s8(out->qs, lo);
+  vst1q_s8(out->qs + 16, hi);
 }
 
 }  // namespace

@@ -15,22 +15,8 @@ namespace {
 
 // The 32 floats of x as an ActBlock.
 void quantize_block(const float* x, ActBlock* out) {
-  float32x4_t v[8];
-  float32x4_t amax = vdupq_n_f32(0.0f);
-  for (int i = 0; i < 8; ++i) {
-    v[i] = vld1q_f32(x + 4 * i);
-    amax = vmaxq_f32(amax, vabsq_f32(v[i]));
-  }
-  const float d = vmaxvq_f32(amax) / 127.0f;
-  const float id = d > 0.0f ? 1.0f / d : 0.0f;
-  int16x8_t q16[4];
-  for (int i = 0; i < 4; ++i) {
-    const int32x4_t a = vcvtnq_s32_f32(vmulq_n_f32(v[2 * i], id));
-    const int32x4_t b = vcvtnq_s32_f32(vmulq_n_f32(v[2 * i + 1], id));
-    q16[i] = vcombine_s16(vmovn_s32(a), vmovn_s32(b));
-  }
-  const int8x16_t q0 = vcombine_s8(vmovn_s16(q16[0]), vmovn_s16(q16[1]));
-  const int8x16_t q1 = vcombine_s8(vmovn_s16(q16[2]), vmovn_s16(q16[3]));
+  int8x16_t q0, q1;
+  const float d = quantize_32(x, q0, q1);
   vst1q_s8(out->q, q0);
   vst1q_s8(out->q + 16, q1);
   out->d = d;

@@ -29,6 +29,29 @@ inline float half_to_float(uint16_t h) {
 // the exponent bits. x is clamped to [-87, 88] so 2^n stays a normal float:
 // e^-87 (about 1.6e-38) stands for anything smaller, which softmax and
 // silu treat as the zero it is next to their other terms. NaN stays NaN.
+// 32 floats as int8 q = x / d rounded to nearest even (fcvtns), d = max|x| /
+// 127 (q = 0 when every x is 0): the activation blocks' and the q8_0 KV
+// rows' quantization. Returns d; the 32 values come back as two halves.
+inline float quantize_32(const float* x, int8x16_t& lo, int8x16_t& hi) {
+  float32x4_t v[8];
+  float32x4_t amax = vdupq_n_f32(0.0f);
+  for (int i = 0; i < 8; ++i) {
+    v[i] = vld1q_f32(x + 4 * i);
+    amax = vmaxq_f32(amax, vabsq_f32(v[i]));
+  }
+  const float d = vmaxvq_f32(amax) / 127.0f;
+  const float id = d > 0.0f ? 1.0f / d : 0.0f;
+  int16x8_t q16[4];
+  for (int i = 0; i < 4; ++i) {
+    const int32x4_t a = vcvtnq_s32_f32(vmulq_n_f32(v[2 * i], id));
+    const int32x4_t b = vcvtnq_s32_f32(vmulq_n_f32(v[2 * i + 1], id));
+    q16[i] = vcombine_s16(vmovn_s32(a), vmovn_s32(b));  // |q| <= 127: no saturation needed
+  }
+  lo = vcombine_s8(vmovn_s16(q16[0]), vmovn_s16(q16[1]));
+  hi = vcombine_s8(vmovn_s16(q16[2]), vmovn_s16(q16[3]));
+  return d;
+}
+
 inline float32x4_t exp4(float32x4_t x) {
   x = vminq_f32(vmaxq_f32(x, vdupq_n_f32(-87.0f)), vdupq_n_f32(88.0f));
   const float32x4_t n = vrndnq_f32(vmulq_n_f32(x, 1.44269504f));

@@ -88,7 +88,9 @@ TEST(MappedFile, WritableRangesChangeOnlyThisProcessView) {
   for (size_t i = 0; i < n; ++i) w[i] = static_cast<uint8_t>(~content[at + i]);
   (*f)->seal((*f)->data() + at, n);
   const uint64_t after = resident_bytes();
-  if (before > 0) EXPECT_LE(after, before + (size_t{1} << 20)) << before << " -> " << after;
+  if (before > 0) {
+    EXPECT_LE(after, before + (size_t{1} << 20)) << before << " -> " << after;
+  }
   for (size_t i = 0; i < size; ++i)
     ASSERT_EQ((*f)->data()[i], i < at || i >= at + n ? content[i] : static_cast<uint8_t>(~content[i])) << i;
   auto again = MappedFile::open(path);  // the file itself is unchanged
