@@ -79,6 +79,23 @@ TEST(Cli, SeedMakesSamplingRepeatable) {
   EXPECT_EQ(a.out.substr(0, a.out.find("PyTorchObserver")), b.out.substr(0, b.out.find("PyTorchObserver")));
 }
 
+// run --kv_dtype: a compact cache replaces the program's f32 one (the note
+// says so, with its size), and a story of stories260K reads as with f32.
+TEST(Cli, RunWithACompactKvCache) {
+  LLMPACK_REQUIRE_FIXTURE(gguf, "gguf/stories260K.gguf");
+  auto base = run_cli("run -m " + gguf + " -n 30 --temperature 0 --no_echo");
+  ASSERT_EQ(base.exit_code, 0) << base.err;
+  EXPECT_EQ(base.err.find("KV cache in"), std::string::npos) << "f32 is the program's own cache: no note";
+  const std::string text = base.out.substr(0, base.out.find("PyTorchObserver"));
+  for (const std::string kv : {"f16", "q8_0"}) {
+    auto r = run_cli("run -m " + gguf + " -n 30 --temperature 0 --no_echo --kv_dtype " + kv);
+    ASSERT_EQ(r.exit_code, 0) << kv << ": " << r.err;
+    EXPECT_NE(r.err.find("note: KV cache in " + kv + ": "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("(f32: "), std::string::npos) << r.err;
+    EXPECT_EQ(r.out.substr(0, r.out.find("PyTorchObserver")), text) << kv;
+  }
+}
+
 struct BadInput {
   const char* label;
   std::string args;
@@ -101,6 +118,7 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
       {"vocab mismatch", "run -m " + bin + " --tokenizer_path " + big_tok, "32000"},
       {"negative temperature", "run -m " + gguf + " --temperature -0.5", "--temperature"},
       {"zero threads", "run -m " + gguf + " -t 0", "--cpu_threads"},
+      {"unknown kv dtype", "run -m " + gguf + " --kv_dtype f8", "--kv_dtype"},
       {"unknown flag", "run -m " + gguf + " --frobnicate", "frobnicate"},
       {"empty prompt", "run -m " + gguf + " -p '' --num_bos 0", "prompt"},
       {"no budget", "run -m " + gguf + " --seq_len 2 -n 5", "budget"},
