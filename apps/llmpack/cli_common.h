@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -38,5 +39,12 @@ int fail(const std::string& message);
 
 // Logs from the library go to stderr, prefixed with their level.
 LogSink stderr_log_sink();
+
+// --kv_dtype for run and perplexity: for f16 or q8_0 a cache of that type is
+// created and bound to `program` in place of its own f32 one, and a note on
+// stderr gives its size; f32 returns nullptr (the program keeps its cache).
+// The cache must outlive every use of the program.
+void add_kv_dtype_option(CLI::App& app, std::string& kv_dtype);
+Result<std::unique_ptr<KvCache>> bind_compact_kv_cache(Program& program, const std::string& kv_dtype);
 
 }  // namespace llmpack::cli

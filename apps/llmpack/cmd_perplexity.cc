@@ -16,6 +16,7 @@ struct PerplexityOptions {
   ModelOptions model;
   std::string text_file;
   int64_t context = 512;
+  std::string kv_dtype = "f32";
 };
 
 int execute(PerplexityOptions& o) {
@@ -30,6 +31,8 @@ int execute(PerplexityOptions& o) {
   options.logits_rows = o.context;
   auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, options);
   if (!loaded.ok()) return fail(loaded.status());
+  auto kv_cache = bind_compact_kv_cache(*loaded->program, o.kv_dtype);  // outlives the scoring below
+  if (!kv_cache.ok()) return fail(kv_cache.status());
   std::fprintf(stderr, "perplexity: windows of %lld tokens, scoring the second half of each\n",
                static_cast<long long>(o.context));
   auto result = compute_perplexity(*loaded->program, *loaded->tokenizer, text.str(), o.context,
@@ -53,6 +56,7 @@ void register_perplexity(CLI::App& app, std::function<int()>& action) {
   add_model_options(*cmd, o->model);
   cmd->add_option("-f,--file", o->text_file, "Text file to score")->required();
   cmd->add_option("-c,--ctx_size", o->context, "Window size in tokens")->default_val(512)->check(CLI::Range(2, 1 << 20));
+  add_kv_dtype_option(*cmd, o->kv_dtype);
   cmd->callback([&action, o] { action = [o] { return execute(*o); }; });
 }
 

@@ -7,7 +7,6 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "core/clock.h"
-#include "engine/kv_cache.h"
 #include "runner/text_llm_runner.h"
 
 namespace llmpack::cli {
@@ -38,27 +37,12 @@ int execute(RunOptions& o) {
   o.config.echo = !o.no_echo;
   if (auto status = o.config.validate(); !status.ok()) return fail(status);
 
-  auto kv_dtype = parse_kv_dtype(o.kv_dtype);
-  if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context("--kv_dtype"));
-
   const int64_t load_start = time_in_ms();
   auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, program_options(o.model));
   if (!loaded.ok()) return fail(loaded.status());
-  // A compact cache replaces the program's f32 one; it outlives the runner,
-  // which owns the program that points at it.
-  std::unique_ptr<KvCache> kv_cache;
-  if (*kv_dtype != KvDtype::kF32) {
-    auto cache = loaded->program->create_kv_cache(KvCacheOptions{*kv_dtype});
-    if (!cache.ok()) return fail(cache.status().with_context("--kv_dtype " + o.kv_dtype));
-    kv_cache = std::move(cache).value();
-    if (auto status = loaded->program->bind_kv_cache(kv_cache.get()); !status.ok())
-      return fail(status.with_context("--kv_dtype " + o.kv_dtype));
-    const double mib = 1024.0 * 1024.0;
-    const double full = static_cast<double>(kv_cache->bytes_per_row()) * kv_cache->capacity_rows() / mib;
-    const double as_f32 = 8.0 * kv_cache->n_layers() * kv_cache->kv_dim() * kv_cache->capacity_rows() / mib;
-    std::fprintf(stderr, "llmpack: note: KV cache in %s: %.1f MiB at its %lld positions (f32: %.1f MiB)\n",
-                 o.kv_dtype.c_str(), full, static_cast<long long>(kv_cache->capacity_rows()), as_f32);
-  }
+  // A compact cache outlives the runner, which owns the program that points at it.
+  auto kv_cache = bind_compact_kv_cache(*loaded->program, o.kv_dtype);
+  if (!kv_cache.ok()) return fail(kv_cache.status());
   TextLLMRunner runner(std::move(loaded->program), std::move(loaded->tokenizer), stderr_log_sink());
   if (auto status = runner.load(); !status.ok()) return fail(status);
   const int64_t load_end = time_in_ms();
@@ -108,9 +92,7 @@ void register_run(CLI::App& app, std::function<int()>& action) {
   cmd->add_flag("--ignore_eos", c.ignore_eos, "Keep generating past EOS");
   cmd->add_flag("--parse_special", c.parse_special, "Turn special-token text in the prompt (<|eot_id|>) into its id");
   cmd->add_flag("--no_echo", o->no_echo, "Do not print the prompt before the completion");
-  cmd->add_option("--kv_dtype", o->kv_dtype,
-                  "KV cache element type: f32, f16 (half the memory) or q8_0 (about a quarter); off_graph packages")
-      ->default_val("f32");
+  add_kv_dtype_option(*cmd, o->kv_dtype);
   add_sampling_options(*cmd, c);
   cmd->add_option("--stop", c.stop, "Stop before this string (repeatable)");
   cmd->callback([&action, o] { action = [o] { return execute(*o); }; });

@@ -38,6 +38,32 @@ TEST(ToolsCli, PerplexityEndsWithTheFinalEstimateLine) {
   std::filesystem::remove(text_path);
 }
 
+// perplexity --kv_dtype: the same text scored through an f16 and a q8_0
+// cache; f16 keeps the f32 figure to 0.1%, q8_0 to 2% (and a note says which
+// cache each run used).
+TEST(ToolsCli, PerplexityWithACompactKvCacheStaysClose) {
+  LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
+  LLMPACK_REQUIRE_FIXTURE(golden, "llama2c/stories260K_greedy_256.json");
+  std::ifstream in(golden);
+  const std::string text_path = ::testing::TempDir() + "/ppl_kv_" + std::to_string(getpid()) + ".txt";
+  std::ofstream(text_path) << nlohmann::json::parse(in)["generated_text"].get<std::string>();
+  auto ppl_with = [&](const std::string& kv, double& ppl) {
+    auto r = run_tool("perplexity -m " + model + " -f " + text_path + " -c 64 -t 2 --kv_dtype " + kv);
+    ASSERT_EQ(r.exit_code, 0) << kv << ": " << r.err;
+    if (kv != "f32") EXPECT_NE(r.err.find("note: KV cache in " + kv), std::string::npos) << r.err;
+    const auto at = r.out.find("Final estimate: PPL = ");
+    ASSERT_NE(at, std::string::npos) << r.out;
+    ppl = std::stod(r.out.substr(at + 22));
+  };
+  double f32 = 0, f16 = 0, q8 = 0;
+  ppl_with("f32", f32);
+  ppl_with("f16", f16);
+  ppl_with("q8_0", q8);
+  EXPECT_NEAR(f16, f32, 1e-3 * f32);
+  EXPECT_NEAR(q8, f32, 2e-2 * f32);
+  std::filesystem::remove(text_path);
+}
+
 TEST(ToolsCli, ChatTemplateRendersBuiltinAndRefusesWithoutOne) {
   LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
   const std::string messages = ::testing::TempDir() + "/messages_" + std::to_string(getpid()) + ".json";
