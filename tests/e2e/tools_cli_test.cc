@@ -17,12 +17,19 @@ using Outcome = llmpack::testing::CliOutcome;
 
 Outcome run_tool(const std::string& args) { return llmpack::testing::run_llmpack(args); }
 
+// Writes the greedy story of the golden file to a temp file named by `tag`
+// and returns its path (the text perplexity scores).
+std::string story_text_file(const std::string& golden, const std::string& tag) {
+  std::ifstream in(golden);
+  const std::string path = ::testing::TempDir() + "/" + tag + "_" + std::to_string(getpid()) + ".txt";
+  std::ofstream(path) << nlohmann::json::parse(in)["generated_text"].get<std::string>();
+  return path;
+}
+
 TEST(ToolsCli, PerplexityEndsWithTheFinalEstimateLine) {
   LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
   LLMPACK_REQUIRE_FIXTURE(golden, "llama2c/stories260K_greedy_256.json");
-  std::ifstream in(golden);
-  const std::string text_path = ::testing::TempDir() + "/ppl_" + std::to_string(getpid()) + ".txt";
-  std::ofstream(text_path) << nlohmann::json::parse(in)["generated_text"].get<std::string>();
+  const std::string text_path = story_text_file(golden, "ppl");
   auto r = run_tool("perplexity -m " + model + " -f " + text_path + " -c 64 -t 2");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("[1]"), std::string::npos) << "running estimate";
@@ -44,9 +51,7 @@ TEST(ToolsCli, PerplexityEndsWithTheFinalEstimateLine) {
 TEST(ToolsCli, PerplexityWithACompactKvCacheStaysClose) {
   LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
   LLMPACK_REQUIRE_FIXTURE(golden, "llama2c/stories260K_greedy_256.json");
-  std::ifstream in(golden);
-  const std::string text_path = ::testing::TempDir() + "/ppl_kv_" + std::to_string(getpid()) + ".txt";
-  std::ofstream(text_path) << nlohmann::json::parse(in)["generated_text"].get<std::string>();
+  const std::string text_path = story_text_file(golden, "ppl_kv");
   auto ppl_with = [&](const std::string& kv, double& ppl) {
     auto r = run_tool("perplexity -m " + model + " -f " + text_path + " -c 64 -t 2 --kv_dtype " + kv);
     ASSERT_EQ(r.exit_code, 0) << kv << ": " << r.err;
