@@ -1,7 +1,6 @@
 #include "engine/kv_cache.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iterator>

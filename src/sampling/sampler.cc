@@ -67,8 +67,9 @@ double weigh(std::vector<Candidate>& cands, float max_logit) {
 
 // Extends the sorted (most likely first) prefix of cands from `sorted` to
 // `want` elements, where cands[0, sorted) are already the most likely, in
-// order; returns the new length. Only as much as the filters need is sorted:
-// a full sort of a 128k vocabulary took about 10 ms a token.
+// order; returns the new length (top_p_keep's fallback, where rounding left
+// the cut below its bin: the rest sorted in growing pieces, never all at once
+// unless needed; a full sort of a 128k vocabulary took about 10 ms).
 size_t sort_prefix(std::vector<Candidate>& cands, size_t sorted, size_t want) {
   want = std::min(want, cands.size());
   if (want <= sorted) return sorted;
