@@ -446,6 +446,12 @@ void softmax(float* x, int64_t n) {
   ref::softmax(x, n);
 }
 
+ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n) {
+  if (use_neon()) return neon::exp_weights(x, scale, out, n);
+  if (use_avx2()) return avx2::exp_weights(x, scale, out, n);
+  return ref::exp_weights(x, scale, out, n);
+}
+
 void swiglu(float* out, const float* gate, const float* up, int64_t n) {
   if (use_neon()) return neon::swiglu(out, gate, up, n);
   if (use_avx2()) return avx2::swiglu(out, gate, up, n);

@@ -133,6 +133,22 @@ void rope(float* x, int64_t head_dim, int64_t rot_dim, int64_t pos, const float*
 // In-place softmax over x[n] (max-subtracted).
 void softmax(float* x, int64_t n);
 
+// A sampler's unnormalized softmax at a temperature, over a vocabulary:
+// m = max_i(x[i] * scale) and out[i] = exp(x[i] * scale - m), each product
+// rounded to float before the subtraction (so the largest weight is exactly
+// 1, and m equals the sampler's own scaled logits' maximum). A weight whose
+// exponent is below kExpWeightFloor (e^-87, beneath float's normal range;
+// -inf inputs among them) is 0. Returns m and the sum of out, added in
+// double. x holds no NaN and scale is finite and > 0; m is -inf when every
+// x[i] is -inf, and when m is +inf (an infinite logit) out and sum are
+// unspecified: the caller weighs those by hand.
+constexpr float kExpWeightFloor = -87.0f;
+struct ExpWeights {
+  float max = 0.0f;
+  double sum = 0.0;
+};
+ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n);
+
 // out[i] = silu(gate[i]) * up[i]. out may alias gate.
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
 

@@ -1,9 +1,12 @@
 #include "sampling/sampler.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <string>
+
+#include "kernels/kernels.h"
 
 namespace llmpack {
 namespace {
@@ -55,7 +58,8 @@ void top_k_candidates(const std::vector<float>& logits, float inv_t, size_t k, s
 }
 
 // Sets each weight and returns their sum. +inf logits: exp(inf - inf) is NaN;
-// every +inf counts as the maximum.
+// every +inf counts as the maximum. (The paths that weigh by hand: top-k's
+// few candidates and infinite logits; the rest is kernels::exp_weights.)
 double weigh(std::vector<Candidate>& cands, float max_logit) {
   double sum = 0.0;
   for (Candidate& c : cands) {
@@ -86,67 +90,81 @@ size_t sort_prefix(std::vector<Candidate>& cands, size_t sorted, size_t want) {
 // top_p, a partition puts the bins above it first and that bin next, and
 // only that bin is sorted. A flat distribution (a 150k vocabulary with most
 // of its tokens inside top_p) then costs two passes instead of a sort.
+// Masses are unnormalized weights: top_p of the whole is top_p * sum.
 constexpr int kTopPBins = 256;
 constexpr float kTopPBinsPerUnit = 8.0f;
+using TopPMass = std::array<double, kTopPBins>;
 
-int top_p_bin(const Candidate& c, float max_logit) {
-  if (c.logit == max_logit) return 0;  // +inf logits too
-  const float below = max_logit - c.logit;
-  return below < kTopPBins / kTopPBinsPerUnit ? static_cast<int>(below * kTopPBinsPerUnit) : kTopPBins - 1;
+// Without branches on the distance, which a 150k vocabulary mispredicts
+// often (-inf logits fall in the last bin).
+int top_p_bin(float logit, float max_logit) {
+  if (logit == max_logit) return 0;  // +inf logits too
+  const float below = (max_logit - logit) * kTopPBinsPerUnit;
+  return static_cast<int>(std::min(below, static_cast<float>(kTopPBins - 1)));
 }
 
-// The bin in which the mass, summed from the top bin down, passes top_p.
-int top_p_cut_bin(const std::vector<Candidate>& cands, float max_logit, double sum, float top_p) {
-  double mass[kTopPBins] = {};
-  for (const Candidate& c : cands) mass[top_p_bin(c, max_logit)] += c.weight / sum;
+// The bin in which the mass, summed from the top bin down, passes `target`.
+int top_p_cut_bin(const TopPMass& mass, double target) {
   double cum = 0.0;
   int last_used = 0;
   for (int b = 0; b < kTopPBins; ++b) {
     if (mass[b] == 0.0) continue;
     last_used = b;
     cum += mass[b];
-    if (cum >= top_p) return b;
+    if (cum >= target) return b;
   }
   return last_used;
 }
 
+int top_p_cut_bin(const std::vector<Candidate>& cands, float max_logit, double target) {
+  TopPMass mass{};
+  for (const Candidate& c : cands) mass[top_p_bin(c.logit, max_logit)] += c.weight;
+  return top_p_cut_bin(mass, target);
+}
+
 // Index after the first element of cands[from, end) at which the running
-// mass `cum` reaches top_p, or 0 if none does.
-size_t walk_to_top_p(const std::vector<Candidate>& cands, size_t from, size_t end, double sum, float top_p,
-                     double& cum) {
+// mass `cum` reaches target, or 0 if none does.
+size_t walk_to_top_p(const std::vector<Candidate>& cands, size_t from, size_t end, double target, double& cum) {
   for (size_t i = from; i < end; ++i) {
-    cum += cands[i].weight / sum;
-    if (cum >= top_p) return i + 1;
+    cum += cands[i].weight;
+    if (cum >= target) return i + 1;
   }
   return 0;
 }
 
 // Moves the tokens top-p keeps (the most likely ones whose mass first
-// reaches top_p, or all) to the front of cands and returns how many they are.
+// reaches target = top_p * sum, or all) to the front of cands and returns
+// how many they are; `cut` is the bin where the histogram says that mass is
+// reached. cands holds at least every token of the bins down to the cut.
 // The bins above the cut stay in partition order; the draw reads them so.
-size_t top_p_keep(std::vector<Candidate>& cands, float max_logit, double sum, float top_p) {
-  const int cut = top_p_cut_bin(cands, max_logit, sum, top_p);
-  const auto bin = [&](const Candidate& c) { return top_p_bin(c, max_logit); };
+size_t top_p_keep(std::vector<Candidate>& cands, int cut, float max_logit, double target) {
+  const auto bin = [&](const Candidate& c) { return top_p_bin(c.logit, max_logit); };
   const auto above_end = std::partition(cands.begin(), cands.end(), [&](const Candidate& c) { return bin(c) < cut; });
   const auto cut_end = std::partition(above_end, cands.end(), [&](const Candidate& c) { return bin(c) == cut; });
   std::sort(above_end, cut_end, more_likely);
   const size_t above = static_cast<size_t>(above_end - cands.begin());
   double cum = 0.0;
-  for (size_t i = 0; i < above; ++i) cum += cands[i].weight / sum;
-  if (cum >= top_p) {  // rounding put the cut above the bin: sort those and walk them
+  for (size_t i = 0; i < above; ++i) cum += cands[i].weight;
+  if (cum >= target) {  // rounding put the cut above the bin: sort those and walk them
     std::sort(cands.begin(), above_end, more_likely);
     cum = 0.0;
-    return walk_to_top_p(cands, 0, above, sum, top_p, cum);
+    return walk_to_top_p(cands, 0, above, target, cum);
   }
   size_t sorted = static_cast<size_t>(cut_end - cands.begin());
-  if (size_t keep = walk_to_top_p(cands, above, sorted, sum, top_p, cum)) return keep;
+  if (size_t keep = walk_to_top_p(cands, above, sorted, target, cum)) return keep;
   // Not reached inside the bin (rounding again): the rest most likely first.
   for (size_t want = std::max<size_t>(64, 2 * sorted);; want *= 2) {
     const size_t from = sorted;
     sorted = sort_prefix(cands, sorted, want);
-    if (size_t keep = walk_to_top_p(cands, from, sorted, sum, top_p, cum)) return keep;
+    if (size_t keep = walk_to_top_p(cands, from, sorted, target, cum)) return keep;
     if (sorted == cands.size()) return sorted;
   }
+}
+
+double kept_weight(const std::vector<Candidate>& cands, size_t keep) {
+  double sum = 0.0;
+  for (size_t i = 0; i < keep; ++i) sum += cands[i].weight;
+  return sum;
 }
 
 }  // namespace
@@ -194,35 +212,90 @@ Status validate_sampler_params(const SamplerParams& p) {
 // The chain after the penalty: temperature, top-k, top-p, min-p. Kept
 // candidates are in no particular order (token order when nothing is
 // filtered); the draw reads them in that order, distribution() sorts them.
+// Without top-k the vocabulary is weighed by kernels::exp_weights (one SIMD
+// pass; glibc's exp over a 150k vocabulary took about 0.5 ms a token) and
+// only the tokens a filter may keep become candidates.
 Sampler::Kept Sampler::filter() const {
+  const SamplerParams& p = params_;
+  const float inv_t = 1.0f / p.temperature;
+  if (p.top_k > 0 || !std::isfinite(inv_t)) return filter_candidates(inv_t);
+  const size_t n = penalized_.size();
+  weights_.resize(n);
+  const kernels::ExpWeights w =
+      kernels::exp_weights(penalized_.data(), inv_t, weights_.data(), static_cast<int64_t>(n));
+  if (w.max == kNegInf) return {};  // every token masked
+  if (!std::isfinite(w.max)) return filter_candidates(inv_t);  // an infinite logit: weighed by hand
+  if (p.min_p == 0.0f && p.top_p == 1.0f) return {n, true, w.sum};
+  std::vector<Candidate>& cands = candidates_;
+  cands.clear();
+  if (p.min_p > 0.0f) {
+    // min-p keeps weight >= min_p (the most likely weighs 1): usually a few
+    // tokens, so a branch that is rarely taken (masked tokens weigh 0)
+    for (size_t i = 0; i < n; ++i) {
+      if (weights_[i] >= p.min_p) cands.emplace_back(static_cast<int32_t>(i), penalized_[i] * inv_t, weights_[i]);
+    }
+    return keep_top_p(w.max, w.sum, -1);  // top-p's cut among min-p's survivors
+  }
+  // top-p alone keeps nothing below the bin where its mass is reached, often
+  // half of a flat vocabulary: every token is written and the count advanced
+  // only for kept ones, so that no branch mispredicts.
+  const int cut = dense_top_p_cut_bin(inv_t, w.max, double(p.top_p) * w.sum);
+  cands.resize(n);
+  size_t count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float logit = penalized_[i] * inv_t;
+    cands[count] = {static_cast<int32_t>(i), logit, weights_[i]};
+    count += static_cast<size_t>((penalized_[i] != kNegInf) & (top_p_bin(logit, w.max) <= cut));
+  }
+  cands.resize(count);
+  return keep_top_p(w.max, w.sum, cut);
+}
+
+// top_p_cut_bin over the whole vocabulary's weights_. Four histograms, so
+// that neighbouring tokens in one bin do not wait on each other's add.
+int Sampler::dense_top_p_cut_bin(float inv_t, float max_logit, double target) const {
+  std::array<TopPMass, 4> part{};
+  const size_t n = penalized_.size();
+  size_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    for (size_t j = 0; j < 4; ++j) part[j][top_p_bin(penalized_[i + j] * inv_t, max_logit)] += weights_[i + j];
+  }
+  for (; i < n; ++i) part[0][top_p_bin(penalized_[i] * inv_t, max_logit)] += weights_[i];
+  for (int b = 0; b < kTopPBins; ++b) part[0][b] += (part[1][b] + part[2][b]) + part[3][b];
+  return top_p_cut_bin(part[0], target);
+}
+
+// Candidates picked and weighed one by one: top-k's heap, or logits that
+// scale to infinity.
+Sampler::Kept Sampler::filter_candidates(float inv_t) const {
   const SamplerParams& p = params_;
   std::vector<Candidate>& cands = candidates_;
   float max_logit = kNegInf;
   if (p.top_k > 0) {
-    top_k_candidates(penalized_, 1.0f / p.temperature, static_cast<size_t>(p.top_k), cands, max_logit);
+    top_k_candidates(penalized_, inv_t, static_cast<size_t>(p.top_k), cands, max_logit);
   } else {
-    scaled_candidates(penalized_, 1.0f / p.temperature, cands, max_logit);
+    scaled_candidates(penalized_, inv_t, cands, max_logit);
   }
   if (cands.empty()) return {};
-  const size_t total = cands.size();
-  Kept k;
-  k.sum = weigh(cands, max_logit);
-  k.keep = total;
+  const double sum = weigh(cands, max_logit);
   if (p.min_p > 0.0f) {  // keep p >= min_p * p_max (the most likely has weight 1)
-    const double threshold = double(p.min_p) * (1.0 / k.sum);
-    std::erase_if(cands, [&](const Candidate& c) { return c.weight / k.sum < threshold; });
-    k.keep = cands.size();
+    std::erase_if(cands, [&](const Candidate& c) { return c.weight < double(p.min_p); });
   }
-  // min-p's survivors are the most likely tokens, so top-p over them keeps
-  // what top-p over all of them, then min-p, would keep.
-  if (p.top_p < 1.0f) k.keep = top_p_keep(cands, max_logit, k.sum, p.top_p);
-  if (k.keep < total) {  // renormalize over what is left
-    double kept = 0.0;
-    for (size_t i = 0; i < k.keep; ++i) kept += cands[i].weight / k.sum;
-    k.kept = kept;
-    k.renormalized = true;
+  return keep_top_p(max_logit, sum, -1);
+}
+
+// top-p over candidates_ (min-p's survivors are the most likely tokens, so
+// top-p over them keeps what top-p over all of them, then min-p, would
+// keep), then the kept weight. `cut` is top-p's bin if already known, else -1.
+Sampler::Kept Sampler::keep_top_p(float max_logit, double sum, int cut) const {
+  std::vector<Candidate>& cands = candidates_;
+  size_t keep = cands.size();
+  if (params_.top_p < 1.0f) {
+    const double target = double(params_.top_p) * sum;
+    if (cut < 0) cut = top_p_cut_bin(cands, max_logit, target);
+    keep = top_p_keep(cands, cut, max_logit, target);
   }
-  return k;
+  return {keep, false, kept_weight(cands, keep)};
 }
 
 Sampler::Sampler(const SamplerParams& params, uint64_t seed) : params_(params), seed_(seed), rng_(seed) {}
@@ -271,17 +344,50 @@ void Sampler::penalize(std::span<const float> logits) const {
   }
 }
 
+// Most likely first; equal weights (two close logits can share a float
+// weight, far ones underflow to 0) in logit order, then by id.
 std::vector<TokenProb> Sampler::distribution(std::span<const float> logits) const {
   if (logits.empty()) return {};
   penalize(logits);
   const Kept k = params_.temperature > 0.0f ? filter() : Kept{};
   if (k.keep == 0) return {{argmax(penalized_), 1.0}};  // greedy, or every logit masked
-  std::vector<TokenProb> probs(k.keep);
-  for (size_t i = 0; i < k.keep; ++i) probs[i] = {candidates_[i].id, k.prob(candidates_[i])};
-  std::sort(probs.begin(), probs.end(), [](const TokenProb& a, const TokenProb& b) {
-    return a.prob > b.prob || (a.prob == b.prob && a.id < b.id);
+  std::vector<Candidate> kept;
+  if (k.dense) {
+    const float inv_t = 1.0f / params_.temperature;
+    for (size_t i = 0; i < k.keep; ++i) {
+      if (penalized_[i] != kNegInf) kept.push_back({static_cast<int32_t>(i), penalized_[i] * inv_t, weights_[i]});
+    }
+  } else {
+    kept.assign(candidates_.begin(), candidates_.begin() + static_cast<std::ptrdiff_t>(k.keep));
+  }
+  std::sort(kept.begin(), kept.end(), [](const Candidate& a, const Candidate& b) {
+    return a.weight > b.weight || (a.weight == b.weight && more_likely(a, b));
   });
+  std::vector<TokenProb> probs;
+  probs.reserve(kept.size());
+  for (const Candidate& c : kept) probs.push_back({c.id, c.weight / k.total});
   return probs;
+}
+
+// The token where the running weight first passes u * total.
+int32_t Sampler::draw(const Kept& k, double u) const {
+  const double target = u * k.total;
+  double cum = 0.0;
+  if (k.dense) {
+    for (size_t i = 0; i < k.keep; ++i) {
+      cum += weights_[i];
+      if (target < cum) return static_cast<int32_t>(i);
+    }
+    // rounding left the target above the total: the last token that can be drawn
+    size_t last = k.keep - 1;
+    while (last > 0 && penalized_[last] == kNegInf) --last;
+    return static_cast<int32_t>(last);
+  }
+  for (size_t i = 0; i < k.keep; ++i) {
+    cum += candidates_[i].weight;
+    if (target < cum) return candidates_[i].id;
+  }
+  return candidates_[k.keep - 1].id;
 }
 
 Result<int32_t> Sampler::sample(std::span<const float> logits) {
@@ -293,21 +399,7 @@ Result<int32_t> Sampler::sample(std::span<const float> logits) {
   }
   penalize(logits);
   const Kept k = params_.temperature > 0.0f ? filter() : Kept{};
-  int32_t token = 0;
-  if (k.keep == 0) {
-    token = argmax(penalized_);
-  } else {
-    const double u = rng_.next_double();
-    double cum = 0.0;
-    token = candidates_[k.keep - 1].id;  // guards against rounding leaving u above the total
-    for (size_t i = 0; i < k.keep; ++i) {
-      cum += k.prob(candidates_[i]);
-      if (u < cum) {
-        token = candidates_[i].id;
-        break;
-      }
-    }
-  }
+  const int32_t token = k.keep == 0 ? argmax(penalized_) : draw(k, rng_.next_double());
   accept(token);
   return token;
 }

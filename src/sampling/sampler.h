@@ -33,8 +33,12 @@ struct TokenProb {
 };
 
 namespace sampling_detail {
-// One token that can be drawn, in sampler.cc's filter chain.
+// One token that can be drawn, in sampler.cc's filter chain. The empty
+// default constructor lets the vocabulary-sized buffer grow without being
+// zeroed (2 MB a token at 128k).
 struct Candidate {
+  Candidate() {}  // NOLINT: deliberately leaves the fields unset
+  Candidate(int32_t id_, float logit_, double weight_) : id(id_), logit(logit_), weight(weight_) {}
   int32_t id;
   float logit;    // temperature-scaled
   double weight;  // exp(logit - the largest logit): the unnormalized probability
@@ -55,7 +59,8 @@ class Sampler {
   void accept(int32_t token);
 
   // The distribution sample() draws from after the whole chain, most likely
-  // first (one entry of probability 1 at temperature 0). For tests and tools.
+  // first, equal probabilities in logit order, then by id (one entry of
+  // probability 1 at temperature 0). For tests and tools.
   std::vector<TokenProb> distribution(std::span<const float> logits) const;
 
   // New parameters; the Rng stream and the recent tokens carry on.
@@ -66,22 +71,22 @@ class Sampler {
   void reset(uint64_t seed);
 
  private:
-  // What the chain keeps: candidates_[0, keep), in drawing order, each with
-  // probability weight / sum, divided again by `kept` where filters dropped tokens.
+  // What the chain keeps: candidates_[0, keep) in drawing order or, when
+  // dense, tokens [0, keep) weighed in weights_ (masked ones are not drawn);
+  // a token's probability is its weight / total. keep 0: nothing (greedy).
   struct Kept {
     size_t keep = 0;
-    double sum = 1.0;
-    double kept = 1.0;
-    bool renormalized = false;
-    double prob(const sampling_detail::Candidate& c) const {
-      const double p = c.weight / sum;
-      return renormalized ? p / kept : p;
-    }
+    bool dense = false;
+    double total = 1.0;
   };
   // logits with NaN masked and the repetition penalty applied, into penalized_.
   void penalize(std::span<const float> logits) const;
   // temperature, top-k, top-p and min-p over penalized_ (temperature > 0).
   Kept filter() const;
+  Kept filter_candidates(float inv_t) const;
+  Kept keep_top_p(float max_logit, double sum, int cut) const;
+  int dense_top_p_cut_bin(float inv_t, float max_logit, double target) const;
+  int32_t draw(const Kept& k, double u) const;
 
   SamplerParams params_;
   uint64_t seed_ = 0;
@@ -91,6 +96,7 @@ class Sampler {
   // a time): allocated afresh for a 128k vocabulary, these buffers were new
   // pages, and so page faults, on every token.
   mutable std::vector<float> penalized_;
+  mutable std::vector<float> weights_;  // [vocab] exp(logit - max) when no top-k
   mutable std::vector<sampling_detail::Candidate> candidates_;
 };
 

@@ -1,5 +1,6 @@
-// rmsnorm, softmax, swiglu and f32-cache attention on NEON, 4 floats a lane
-// group with scalar tails; exp is a vector polynomial (about 2 ulp).
+// rmsnorm, softmax, exp_weights, swiglu and f32-cache attention on NEON, 4
+// floats a lane group with scalar tails; exp is a vector polynomial (about
+// 2 ulp).
 #include <algorithm>
 #include <cmath>
 
@@ -59,6 +60,39 @@ void softmax(float* x, int64_t n) {
   const float inv = 1.0f / sum;
   for (i = 0; i + 4 <= n; i += 4) vst1q_f32(x + i, vmulq_n_f32(vld1q_f32(x + i), inv));
   for (; i < n; ++i) x[i] *= inv;
+}
+
+// Two passes, as on AVX2: the products (stored, each rounded to float) and
+// their max, then the weights, summed in double two lanes at a time.
+ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n) {
+  float32x4_t mv = vdupq_n_f32(-INFINITY);
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const float32x4_t p = vmulq_n_f32(vld1q_f32(x + i), scale);
+    vst1q_f32(out + i, p);
+    mv = vmaxq_f32(mv, p);
+  }
+  ExpWeights w{vmaxvq_f32(mv), 0.0};
+  for (; i < n; ++i) w.max = std::fmax(w.max, out[i] = x[i] * scale);
+  if (!std::isfinite(w.max)) return w;
+  const float32x4_t mb = vdupq_n_f32(w.max);
+  const float32x4_t floor = vdupq_n_f32(kExpWeightFloor);
+  float64x2_t s0 = vdupq_n_f64(0.0), s1 = vdupq_n_f64(0.0);
+  for (i = 0; i + 4 <= n; i += 4) {
+    const float32x4_t a = vsubq_f32(vld1q_f32(out + i), mb);
+    const uint32x4_t kept = vcgeq_f32(a, floor);
+    const float32x4_t e = vreinterpretq_f32_u32(vandq_u32(kept, vreinterpretq_u32_f32(exp4(a))));
+    vst1q_f32(out + i, e);
+    s0 = vaddq_f64(s0, vcvt_f64_f32(vget_low_f32(e)));
+    s1 = vaddq_f64(s1, vcvt_high_f64_f32(e));
+  }
+  w.sum = vaddvq_f64(vaddq_f64(s0, s1));
+  for (; i < n; ++i) {
+    const float a = out[i] - w.max;
+    out[i] = a < kExpWeightFloor ? 0.0f : std::exp(a);
+    w.sum += out[i];
+  }
+  return w;
 }
 
 void swiglu(float* out, const float* gate, const float* up, int64_t n) {

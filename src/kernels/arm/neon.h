@@ -46,6 +46,7 @@ void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float e
 // to the reference.
 void rope_rotate(float* x, const float* cos, const float* sin, int64_t half, bool adjacent);
 void softmax(float* x, int64_t n);
+ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n);
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
 // KV cache rows (kernels.h convert_to_f16, quantize_row_q8_0): arm/kv_rows_neon.cc.
 void convert_to_f16(const float* x, int64_t n, uint16_t* out);

@@ -30,6 +30,7 @@ void matmul_rows(const WeightMatrix&, const float*, int64_t, float*, const void*
 void rmsnorm(float*, const float*, const float*, int64_t, float) { no_neon_path("neon::rmsnorm"); }
 void rope_rotate(float*, const float*, const float*, int64_t, bool) { no_neon_path("neon::rope_rotate"); }
 void softmax(float*, int64_t) { no_neon_path("neon::softmax"); }
+ExpWeights exp_weights(const float*, float, float*, int64_t) { no_neon_path("neon::exp_weights"); }
 void swiglu(float*, const float*, const float*, int64_t) { no_neon_path("neon::swiglu"); }
 void convert_to_f16(const float*, int64_t, uint16_t*) { no_neon_path("neon::convert_to_f16"); }
 void quantize_row_q8_0(const float*, int64_t, void*) { no_neon_path("neon::quantize_row_q8_0"); }

@@ -37,6 +37,7 @@ void matmul_rows(const WeightMatrix&, const float*, int64_t, float*, const void*
 }
 void rmsnorm(float*, const float*, const float*, int64_t, float) { no_simd_path("avx2::rmsnorm"); }
 void softmax(float*, int64_t) { no_simd_path("avx2::softmax"); }
+ExpWeights exp_weights(const float*, float, float*, int64_t) { no_simd_path("avx2::exp_weights"); }
 void swiglu(float*, const float*, const float*, int64_t) { no_simd_path("avx2::swiglu"); }
 void convert_to_f16(const float*, int64_t, uint16_t*) { no_simd_path("avx2::convert_to_f16"); }
 void quantize_row_q8_0(const float*, int64_t, void*) { no_simd_path("avx2::quantize_row_q8_0"); }

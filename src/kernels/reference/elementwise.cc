@@ -1,6 +1,7 @@
 // Scalar reference of the non-matmul kernels.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "core/half.h"
 #include "kernels/quant_blocks.h"
@@ -44,6 +45,18 @@ void softmax(float* x, int64_t n) {
   }
   const float inv = static_cast<float>(1.0 / sum);
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n) {
+  ExpWeights w{-std::numeric_limits<float>::infinity(), 0.0};
+  for (int64_t i = 0; i < n; ++i) w.max = std::max(w.max, out[i] = x[i] * scale);
+  if (!std::isfinite(w.max)) return w;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = out[i] - w.max;  // the product rounded first, never fused
+    out[i] = a < kExpWeightFloor ? 0.0f : std::exp(a);
+    w.sum += out[i];
+  }
+  return w;
 }
 
 void swiglu(float* out, const float* gate, const float* up, int64_t n) {

@@ -36,6 +36,7 @@ void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float e
 void rope(float* x, int64_t head_dim, int64_t rot_dim, int64_t pos, const float* inv_freq,
           RopeStyle style);
 void softmax(float* x, int64_t n);
+ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n);
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
                     int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);

@@ -30,6 +30,7 @@ void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float*
 
 void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float eps);
 void softmax(float* x, int64_t n);
+ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n);
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
 // KV cache rows (kernels.h convert_to_f16, quantize_row_q8_0): x86/kv_rows_avx2.cc.
 void convert_to_f16(const float* x, int64_t n, uint16_t* out);

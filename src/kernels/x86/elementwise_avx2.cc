@@ -1,4 +1,4 @@
-// AVX2 paths of rmsnorm, softmax and swiglu (attention: attention_cache_avx2.cc).
+// AVX2 paths of rmsnorm, softmax, exp_weights and swiglu (attention: attention_cache_avx2.cc).
 // Tails (n not a multiple of 8) run the same math one element at a time.
 #include <math.h>
 
@@ -60,6 +60,43 @@ void softmax(float* x, int64_t n) {
   const __m256 iv = _mm256_set1_ps(inv);
   for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), iv));
   for (; i < n; ++i) x[i] *= inv;
+}
+
+// Two passes (a vocabulary's 600 KB stays in L2): the products, stored so
+// that each is rounded to float (the compiler may not fuse it into the
+// subtraction), and their max; then the weights, summed in double four
+// lanes at a time.
+ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n) {
+  const __m256 sv = _mm256_set1_ps(scale);
+  __m256 mv = _mm256_set1_ps(-INFINITY);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 p = _mm256_mul_ps(_mm256_loadu_ps(x + i), sv);
+    _mm256_storeu_ps(out + i, p);
+    mv = _mm256_max_ps(mv, p);
+  }
+  ExpWeights w{hmax(mv), 0.0};
+  for (; i < n; ++i) w.max = fmaxf(w.max, out[i] = x[i] * scale);
+  if (!isfinite(w.max)) return w;
+  const __m256 mb = _mm256_set1_ps(w.max);
+  const __m256 floor = _mm256_set1_ps(kExpWeightFloor);
+  __m256d s0 = _mm256_setzero_pd(), s1 = _mm256_setzero_pd();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 a = _mm256_sub_ps(_mm256_loadu_ps(out + i), mb);
+    const __m256 e = _mm256_andnot_ps(_mm256_cmp_ps(a, floor, _CMP_LT_OQ), exp256(a));
+    _mm256_storeu_ps(out + i, e);
+    s0 = _mm256_add_pd(s0, _mm256_cvtps_pd(_mm256_castps256_ps128(e)));
+    s1 = _mm256_add_pd(s1, _mm256_cvtps_pd(_mm256_extractf128_ps(e, 1)));
+  }
+  alignas(32) double lanes[4];
+  _mm256_store_pd(lanes, _mm256_add_pd(s0, s1));
+  w.sum = (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]);
+  for (; i < n; ++i) {
+    const float a = out[i] - w.max;
+    out[i] = a < kExpWeightFloor ? 0.0f : expf(a);
+    w.sum += out[i];
+  }
+  return w;
 }
 
 void swiglu(float* out, const float* gate, const float* up, int64_t n) {

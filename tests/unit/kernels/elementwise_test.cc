@@ -1,8 +1,9 @@
-// rmsnorm, softmax, swiglu, rope and attention_head: the reference against
-// direct formulas, and every SIMD path against the reference, over lengths
-// with tails (not multiples of 8).
+// rmsnorm, softmax, exp_weights, swiglu, rope and attention_head: the
+// reference against direct formulas, and every SIMD path against the
+// reference, over lengths with tails (not multiples of 8).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -94,6 +95,83 @@ TEST(SwigluTest, ReferenceMatchesFormula) {
   for (int i = 0; i < 6; ++i) {
     const double expect = g[i] / (1.0 + std::exp(-double(g[i]))) * u[i];
     EXPECT_NEAR(out[i], expect, 1e-6 * (1 + std::fabs(expect)));
+  }
+}
+
+// exp_weights (the sampler's weights): logits with masked (-inf) entries and
+// a spread wide enough that some weights fall under the floor.
+std::vector<float> vocabulary_logits(int64_t n, uint32_t seed) {
+  auto x = random_floats(n, seed, 12.0f);
+  for (int64_t i = 3; i < n; i += 7) x[i] = -INFINITY;
+  return x;
+}
+
+TEST(ExpWeightsTest, ReferenceMatchesFormula) {
+  const float scale = 1.25f;
+  for (int64_t n : {1, 9, 263, 4099}) {
+    const auto x = vocabulary_logits(n, 40 + n);
+    std::vector<float> out(n, -1.0f);
+    const ExpWeights w = ref::exp_weights(x.data(), scale, out.data(), n);
+    float max = -INFINITY;
+    for (float v : x) max = std::max(max, v * scale);
+    ASSERT_EQ(w.max, max);
+    double sum = 0;
+    int ones = 0, zeros = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      const float a = x[i] * scale - max;
+      if (a < kExpWeightFloor) {
+        ASSERT_EQ(out[i], 0.0f) << i;
+        ++zeros;
+      } else {
+        ASSERT_NEAR(out[i], std::exp(double(a)), 1e-6 * std::exp(double(a))) << i;
+      }
+      ones += out[i] == 1.0f;
+      sum += out[i];
+    }
+    EXPECT_GE(ones, 1);  // the largest weighs exactly 1
+    if (n > 7) {
+      EXPECT_GT(zeros, 0);
+    }
+    EXPECT_NEAR(w.sum, sum, 1e-12 * sum);
+  }
+}
+
+TEST(ExpWeightsTest, EveryPathMatchesTheReference) {
+  for (KernelPath p : testing::simd_paths()) {
+    PathGuard guard;
+    ASSERT_TRUE(set_kernel_path(p));
+    for (int64_t n : {1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 33, 263, 4099}) {
+      const auto x = vocabulary_logits(n, 50 + n);
+      for (float scale : {1.0f, 0.37f, 2.5f}) {
+        std::vector<float> a(n, -1.0f), b(n, -1.0f);
+        const ExpWeights wa = exp_weights(x.data(), scale, a.data(), n);
+        const ExpWeights wb = ref::exp_weights(x.data(), scale, b.data(), n);
+        ASSERT_EQ(wa.max, wb.max) << "n " << n;
+        for (int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(a[i] == 0.0f, b[i] == 0.0f) << "n " << n << " at " << i;
+          ASSERT_NEAR(a[i], b[i], 1e-6 * b[i]) << "n " << n << " at " << i;
+        }
+        ASSERT_NEAR(wa.sum, wb.sum, 1e-6 * wb.sum) << "n " << n;
+      }
+    }
+  }
+}
+
+TEST(ExpWeightsTest, MaskedAndInfiniteLogitsReportTheirMax) {
+  for (KernelPath p : testing::all_paths()) {
+    PathGuard guard;
+    if (!set_kernel_path(p)) continue;
+    for (int64_t n : {3, 8, 21}) {
+      std::vector<float> x(n, -INFINITY), out(n);
+      EXPECT_EQ(exp_weights(x.data(), 0.8f, out.data(), n).max, -INFINITY) << "n " << n;
+      x[n - 2] = 4.0f;
+      const ExpWeights one = exp_weights(x.data(), 0.8f, out.data(), n);
+      EXPECT_EQ(one.max, 4.0f * 0.8f);
+      EXPECT_EQ(one.sum, 1.0);
+      for (int64_t i = 0; i < n; ++i) EXPECT_EQ(out[i], i == n - 2 ? 1.0f : 0.0f) << "n " << n << " at " << i;
+      x[1] = INFINITY;
+      EXPECT_EQ(exp_weights(x.data(), 0.8f, out.data(), n).max, INFINITY) << "n " << n;
+    }
   }
 }
 
