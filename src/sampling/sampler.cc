@@ -87,9 +87,10 @@ size_t sort_prefix(std::vector<Candidate>& cands, size_t sorted, size_t want) {
 // Top-p without sorting the vocabulary. Which tokens it keeps depends only on
 // the order at the cut: a histogram of the logits' distance below the top
 // one (bins of 1/8 in logit units) says in which bin the kept mass passes
-// top_p, a partition puts the bins above it first and that bin next, and
-// only that bin is sorted. A flat distribution (a 150k vocabulary with most
-// of its tokens inside top_p) then costs two passes instead of a sort.
+// top_p, a partition puts the bins above it first and that bin next, and a
+// weighted selection finds the cut inside that bin. A flat distribution (a
+// 150k vocabulary with most of its tokens inside top_p) then costs a few
+// passes instead of a sort.
 // Masses are unnormalized weights: top_p of the whole is top_p * sum.
 constexpr int kTopPBins = 256;
 constexpr float kTopPBinsPerUnit = 8.0f;
@@ -132,26 +133,56 @@ size_t walk_to_top_p(const std::vector<Candidate>& cands, size_t from, size_t en
   return 0;
 }
 
+// The most likely of a, b and c (distinct candidates): neither end.
+const Candidate& median_of_three(const Candidate& a, const Candidate& b, const Candidate& c) {
+  if (more_likely(a, b)) return more_likely(b, c) ? b : (more_likely(a, c) ? c : a);
+  return more_likely(a, c) ? a : (more_likely(b, c) ? c : b);
+}
+
+// Rearranges cands[first, last) so that its most likely tokens come first
+// and returns the end of the shortest such run whose mass, added to cum,
+// reaches target (0 if the whole range does not; cum then holds it all). A
+// weighted quickselect: each step partitions around a median of three and
+// goes on in the side where target is passed, so the cut bin of a flat
+// vocabulary (10k tokens and more) costs a few passes instead of a sort.
+size_t select_to_top_p(std::vector<Candidate>& cands, size_t first, size_t last, double target, double& cum) {
+  const auto at = [&](size_t i) { return cands.begin() + static_cast<std::ptrdiff_t>(i); };
+  while (last - first > 32) {
+    const Candidate pivot = median_of_three(cands[first], cands[first + (last - first) / 2], cands[last - 1]);
+    // [first, mid): at least as likely as the pivot (never empty, never all)
+    const size_t mid = static_cast<size_t>(
+        std::partition(at(first), at(last), [&](const Candidate& c) { return !more_likely(pivot, c); }) -
+        cands.begin());
+    double upper = 0.0;
+    for (size_t i = first; i < mid; ++i) upper += cands[i].weight;
+    if (cum + upper >= target) {
+      last = mid;
+    } else {
+      cum += upper;
+      first = mid;
+    }
+  }
+  std::sort(at(first), at(last), more_likely);
+  return walk_to_top_p(cands, first, last, target, cum);
+}
+
 // Moves the tokens top-p keeps (the most likely ones whose mass first
 // reaches target = top_p * sum, or all) to the front of cands and returns
 // how many they are; `cut` is the bin where the histogram says that mass is
 // reached. cands holds at least every token of the bins down to the cut.
 // The bins above the cut stay in partition order; the draw reads them so.
-size_t top_p_keep(std::vector<Candidate>& cands, int cut, float max_logit, double target) {
-  const auto bin = [&](const Candidate& c) { return top_p_bin(c.logit, max_logit); };
-  const auto above_end = std::partition(cands.begin(), cands.end(), [&](const Candidate& c) { return bin(c) < cut; });
-  const auto cut_end = std::partition(above_end, cands.end(), [&](const Candidate& c) { return bin(c) == cut; });
-  std::sort(above_end, cut_end, more_likely);
-  const size_t above = static_cast<size_t>(above_end - cands.begin());
+// top_p_keep once cands is split: the bins above the cut in [0, above), the
+// cut bin in [above, cut_end), the rest after.
+size_t top_p_keep_split(std::vector<Candidate>& cands, size_t above, size_t cut_end, double target) {
   double cum = 0.0;
   for (size_t i = 0; i < above; ++i) cum += cands[i].weight;
   if (cum >= target) {  // rounding put the cut above the bin: sort those and walk them
-    std::sort(cands.begin(), above_end, more_likely);
+    std::sort(cands.begin(), cands.begin() + static_cast<std::ptrdiff_t>(above), more_likely);
     cum = 0.0;
     return walk_to_top_p(cands, 0, above, target, cum);
   }
-  size_t sorted = static_cast<size_t>(cut_end - cands.begin());
-  if (size_t keep = walk_to_top_p(cands, above, sorted, target, cum)) return keep;
+  size_t sorted = cut_end;
+  if (size_t keep = select_to_top_p(cands, above, sorted, target, cum)) return keep;
   // Not reached inside the bin (rounding again): the rest most likely first.
   for (size_t want = std::max<size_t>(64, 2 * sorted);; want *= 2) {
     const size_t from = sorted;
@@ -159,6 +190,14 @@ size_t top_p_keep(std::vector<Candidate>& cands, int cut, float max_logit, doubl
     if (size_t keep = walk_to_top_p(cands, from, sorted, target, cum)) return keep;
     if (sorted == cands.size()) return sorted;
   }
+}
+
+size_t top_p_keep(std::vector<Candidate>& cands, int cut, float max_logit, double target) {
+  const auto bin = [&](const Candidate& c) { return top_p_bin(c.logit, max_logit); };
+  const auto above_end = std::partition(cands.begin(), cands.end(), [&](const Candidate& c) { return bin(c) < cut; });
+  const auto cut_end = std::partition(above_end, cands.end(), [&](const Candidate& c) { return bin(c) == cut; });
+  return top_p_keep_split(cands, static_cast<size_t>(above_end - cands.begin()),
+                          static_cast<size_t>(cut_end - cands.begin()), target);
 }
 
 double kept_weight(const std::vector<Candidate>& cands, size_t keep) {
@@ -226,43 +265,104 @@ Sampler::Kept Sampler::filter() const {
   if (w.max == kNegInf) return {};  // every token masked
   if (!std::isfinite(w.max)) return filter_candidates(inv_t);  // an infinite logit: weighed by hand
   if (p.min_p == 0.0f && p.top_p == 1.0f) return {n, true, w.sum};
+  if (p.min_p > 0.0f) {
+    // min-p keeps weight >= min_p (the most likely weighs 1; masked tokens
+    // weigh 0); top-p's cut is then found among min-p's survivors
+    size_t survivors = 0;
+    for (float weight : weights_) survivors += static_cast<size_t>(weight >= p.min_p);
+    gather_candidates(inv_t, survivors, [&](size_t i) { return weights_[i] >= p.min_p; });
+    return keep_top_p(w.max, w.sum, -1);
+  }
+  // top-p alone keeps nothing below the bin where its mass is reached
+  const double target = double(p.top_p) * w.sum;
+  const TopPCut cut = dense_top_p_cut(inv_t, w.max, target);
+  if (cut.tokens_down_to_cut < n / 8) {  // few: gathered by a branch, then split
+    gather_candidates(inv_t, cut.tokens_down_to_cut, [&](size_t i) {
+      return (penalized_[i] != kNegInf) & (top_p_bin(penalized_[i] * inv_t, w.max) <= cut.bin);
+    });
+    return keep_top_p(w.max, w.sum, cut.bin);
+  }
+  const size_t above = split_at_cut(inv_t, w.max, cut.bin);
+  const size_t keep = top_p_keep_split(candidates_, above, candidates_.size(), target);
+  return {keep, false, kept_weight(candidates_, keep)};
+}
+
+// The tokens of the bins above top-p's cut into candidates_[0, above) and
+// those of the cut bin after them, without branches: each token is written
+// at the front and at the back of the buffer, and each end advances only
+// for its own tokens; the back run then moves next to the front one.
+// Returns `above`. Two partitions of a flat vocabulary's candidates cost
+// more than the rest of top-p together.
+size_t Sampler::split_at_cut(float inv_t, float max_logit, int cut) const {
+  const size_t n = penalized_.size();
+  std::vector<Candidate>& cands = candidates_;
+  cands.resize(n);
+  size_t front = 0, back = 0;  // back: tokens at cands[n - back, n)
+  for (size_t i = 0; i < n; ++i) {
+    const Candidate c(static_cast<int32_t>(i), penalized_[i] * inv_t, weights_[i]);
+    const int b = top_p_bin(c.logit, max_logit);
+    const bool drawable = penalized_[i] != kNegInf;
+    cands[front] = c;
+    front += static_cast<size_t>(drawable & (b < cut));
+    cands[n - 1 - back] = c;
+    back += static_cast<size_t>(drawable & (b == cut));
+  }
+  std::copy(cands.begin() + static_cast<std::ptrdiff_t>(n - back), cands.end(),
+            cands.begin() + static_cast<std::ptrdiff_t>(front));
+  cands.resize(front + back);
+  return front;
+}
+
+// candidates_ = the tokens for which keep(i) holds, in token order; about
+// `expected` of them. Where few are kept (a peaked distribution) a rarely
+// taken branch is cheapest; where many are (a flat one), every token is
+// written and the count advanced only for kept ones, so that no branch
+// mispredicts.
+template <typename Keep>
+void Sampler::gather_candidates(float inv_t, size_t expected, const Keep& keep) const {
+  const size_t n = penalized_.size();
   std::vector<Candidate>& cands = candidates_;
   cands.clear();
-  if (p.min_p > 0.0f) {
-    // min-p keeps weight >= min_p (the most likely weighs 1): usually a few
-    // tokens, so a branch that is rarely taken (masked tokens weigh 0)
+  if (expected < n / 8) {
     for (size_t i = 0; i < n; ++i) {
-      if (weights_[i] >= p.min_p) cands.emplace_back(static_cast<int32_t>(i), penalized_[i] * inv_t, weights_[i]);
+      if (keep(i)) cands.emplace_back(static_cast<int32_t>(i), penalized_[i] * inv_t, weights_[i]);
     }
-    return keep_top_p(w.max, w.sum, -1);  // top-p's cut among min-p's survivors
+    return;
   }
-  // top-p alone keeps nothing below the bin where its mass is reached, often
-  // half of a flat vocabulary: every token is written and the count advanced
-  // only for kept ones, so that no branch mispredicts.
-  const int cut = dense_top_p_cut_bin(inv_t, w.max, double(p.top_p) * w.sum);
   cands.resize(n);
   size_t count = 0;
   for (size_t i = 0; i < n; ++i) {
-    const float logit = penalized_[i] * inv_t;
-    cands[count] = {static_cast<int32_t>(i), logit, weights_[i]};
-    count += static_cast<size_t>((penalized_[i] != kNegInf) & (top_p_bin(logit, w.max) <= cut));
+    cands[count] = {static_cast<int32_t>(i), penalized_[i] * inv_t, weights_[i]};
+    count += static_cast<size_t>(keep(i));
   }
   cands.resize(count);
-  return keep_top_p(w.max, w.sum, cut);
 }
 
-// top_p_cut_bin over the whole vocabulary's weights_. Four histograms, so
-// that neighbouring tokens in one bin do not wait on each other's add.
-int Sampler::dense_top_p_cut_bin(float inv_t, float max_logit, double target) const {
+// top_p_cut_bin over the whole vocabulary's weights_, and how many tokens
+// lie in the bins down to the cut. Four histograms, so that neighbouring
+// tokens in one bin do not wait on each other's add.
+Sampler::TopPCut Sampler::dense_top_p_cut(float inv_t, float max_logit, double target) const {
   std::array<TopPMass, 4> part{};
+  std::array<uint32_t, kTopPBins> tokens{};
   const size_t n = penalized_.size();
   size_t i = 0;
   for (; i + 4 <= n; i += 4) {
-    for (size_t j = 0; j < 4; ++j) part[j][top_p_bin(penalized_[i + j] * inv_t, max_logit)] += weights_[i + j];
+    for (size_t j = 0; j < 4; ++j) {
+      const int b = top_p_bin(penalized_[i + j] * inv_t, max_logit);
+      part[j][b] += weights_[i + j];
+      ++tokens[b];
+    }
   }
-  for (; i < n; ++i) part[0][top_p_bin(penalized_[i] * inv_t, max_logit)] += weights_[i];
+  for (; i < n; ++i) {
+    const int b = top_p_bin(penalized_[i] * inv_t, max_logit);
+    part[0][b] += weights_[i];
+    ++tokens[b];
+  }
   for (int b = 0; b < kTopPBins; ++b) part[0][b] += (part[1][b] + part[2][b]) + part[3][b];
-  return top_p_cut_bin(part[0], target);
+  TopPCut cut;
+  cut.bin = top_p_cut_bin(part[0], target);
+  for (int b = 0; b <= cut.bin; ++b) cut.tokens_down_to_cut += tokens[b];  // masked ones too: an estimate
+  return cut;
 }
 
 // Candidates picked and weighed one by one: top-k's heap, or logits that

@@ -85,7 +85,14 @@ class Sampler {
   Kept filter() const;
   Kept filter_candidates(float inv_t) const;
   Kept keep_top_p(float max_logit, double sum, int cut) const;
-  int dense_top_p_cut_bin(float inv_t, float max_logit, double target) const;
+  struct TopPCut {
+    int bin = 0;
+    size_t tokens_down_to_cut = 0;
+  };
+  TopPCut dense_top_p_cut(float inv_t, float max_logit, double target) const;
+  size_t split_at_cut(float inv_t, float max_logit, int cut) const;
+  template <typename Keep>
+  void gather_candidates(float inv_t, size_t expected, const Keep& keep) const;
   int32_t draw(const Kept& k, double u) const;
 
   SamplerParams params_;
