@@ -99,9 +99,8 @@ Status BpeTokenizer::build(const StringTable& joined_merges) {
   LLMPACK_RETURN_IF_ERROR(check_id(vocab_.eos_id, "EOS"));
   for (int32_t id : vocab_.eot_ids) LLMPACK_RETURN_IF_ERROR(check_id(id, "end-of-turn"));
 
-  text_to_id_.reserve(n);
+  text_to_id_.insert_range(0, static_cast<int32_t>(n));  // the lowest id wins for duplicates
   for (size_t i = 0; i < n; ++i) {
-    text_to_id_.insert(static_cast<int32_t>(i));  // the lowest id wins for duplicates
     if (is_added(vocab_.types[i])) {
       const std::string t(vocab_.tokens[i]);
       all_added_.add(t, static_cast<int32_t>(i));
@@ -155,9 +154,36 @@ void BpeTokenizer::TokenIndex::insert_hashed(size_t hash, int32_t id) {
   }
 }
 
+void BpeTokenizer::TokenIndex::insert_range(int32_t first, int32_t last) {
+  if (last <= first) return;
+  reserve(size_ + static_cast<size_t>(last - first));
+  size_t hashes[kBatch];
+  for (int32_t b = first; b < last; b += static_cast<int32_t>(kBatch)) {
+    const int32_t e = std::min(last, b + static_cast<int32_t>(kBatch));
+    for (int32_t id = b; id < e; ++id) {
+      hashes[id - b] = std::hash<std::string_view>{}((*keys_)[id]);
+      prefetch_slot(hashes[id - b]);
+    }
+    for (int32_t id = b; id < e; ++id) insert_hashed(hashes[id - b], id);
+  }
+}
+
+void BpeTokenizer::TokenIndex::find_batch(const std::string_view* keys, size_t n, int32_t* ids) const {
+  size_t hashes[kBatch];
+  n = std::min(n, kBatch);
+  for (size_t i = 0; i < n; ++i) {
+    hashes[i] = std::hash<std::string_view>{}(keys[i]);
+    if (!slots_.empty()) prefetch_slot(hashes[i]);
+  }
+  for (size_t i = 0; i < n; ++i) ids[i] = find_hashed(keys[i], hashes[i]);
+}
+
 int32_t BpeTokenizer::TokenIndex::find(std::string_view key) const {
+  return find_hashed(key, std::hash<std::string_view>{}(key));
+}
+
+int32_t BpeTokenizer::TokenIndex::find_hashed(std::string_view key, size_t h) const {
   if (slots_.empty()) return -1;
-  const size_t h = std::hash<std::string_view>{}(key);
   const uint32_t tag = static_cast<uint32_t>(h >> 32) | 1u;
   const size_t mask = slots_.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
@@ -238,10 +264,12 @@ Status BpeTokenizer::build_merges(const StringTable& joined_merges) {
   // Merges name tokens by their stored text. One whose parts or result are
   // not tokens can never apply to token symbols; it is skipped (counted).
   merge_rank_.reserve(n_merges);
-  std::string joined;
+  MergeBatch batch;
   for (size_t r = 0; r < vocab_.merges.size(); ++r) {
-    add_merge_by_text(vocab_.merges[r].first, vocab_.merges[r].second, static_cast<int32_t>(r), &joined);
+    batch.add(vocab_.merges[r].first, vocab_.merges[r].second);
+    if (batch.full()) add_merges_by_text(batch, static_cast<int32_t>(r + 1));
   }
+  add_merges_by_text(batch, static_cast<int32_t>(vocab_.merges.size()));
   for (size_t r = 0; r < joined_merges.size(); ++r) {
     const std::string_view m = joined_merges[r];
     const size_t space = m.find(' ', 1);  // a part may itself start with a space
@@ -249,21 +277,37 @@ Status BpeTokenizer::build_merges(const StringTable& joined_merges) {
       return Status::error("merge " + std::to_string(r) + " \"" + std::string(m) +
                            "\" is not two tokens separated by a space");
     }
-    add_merge_by_text(m.substr(0, space), m.substr(space + 1), static_cast<int32_t>(r), &joined);
+    batch.add(m.substr(0, space), m.substr(space + 1));
+    if (batch.full()) add_merges_by_text(batch, static_cast<int32_t>(r + 1));
   }
+  add_merges_by_text(batch, static_cast<int32_t>(joined_merges.size()));
   return ok_status();
 }
 
-void BpeTokenizer::add_merge_by_text(std::string_view a, std::string_view b, int32_t rank, std::string* joined) {
-  joined->assign(a).append(b);
-  const int32_t ia = text_to_id_.find(a);
-  const int32_t ib = text_to_id_.find(b);
-  const int32_t ij = text_to_id_.find(*joined);
-  if (ia < 0 || ib < 0 || ij < 0) {
-    ++skipped_merges_;
-    return;
+void BpeTokenizer::MergeBatch::add(std::string_view a, std::string_view b) {
+  joined[count].assign(a).append(b);
+  keys[3 * count] = a;
+  keys[3 * count + 1] = b;
+  keys[3 * count + 2] = joined[count];
+  ++count;
+}
+
+void BpeTokenizer::add_merges_by_text(MergeBatch& batch, int32_t end_rank) {
+  std::array<int32_t, 3 * MergeBatch::kMerges> ids;
+  text_to_id_.find_batch(batch.keys.data(), 3 * batch.count, ids.data());
+  const int32_t first_rank = end_rank - static_cast<int32_t>(batch.count);
+  const auto known = [&](size_t k) { return ids[3 * k] >= 0 && ids[3 * k + 1] >= 0 && ids[3 * k + 2] >= 0; };
+  for (size_t k = 0; k < batch.count; ++k) {  // the merge table's slots, as the index's were
+    if (known(k)) merge_rank_.prefetch(pair_key(ids[3 * k], ids[3 * k + 1]));
   }
-  add_merge(ia, ib, ij, rank);
+  for (size_t k = 0; k < batch.count; ++k) {
+    if (!known(k)) {
+      ++skipped_merges_;
+      continue;
+    }
+    add_merge(ids[3 * k], ids[3 * k + 1], ids[3 * k + 2], first_rank + static_cast<int32_t>(k));
+  }
+  batch.count = 0;
 }
 
 std::string BpeTokenizer::raw_bytes(int32_t id) const {

@@ -3,6 +3,9 @@
 // pairs, and the merge table must hold any pair of ids, (0, 0) included.
 #include <gtest/gtest.h>
 
+#include <climits>
+#include <cstdint>
+#include <map>
 #include <random>
 #include <set>
 
@@ -73,6 +76,60 @@ TEST(BpeMergeForms, JoinedMergesTokenizeAsPairs) {
     if (a->size() < text.size()) ++merged;
   }
   EXPECT_GT(merged, 200) << "the merges should apply to most words";
+}
+
+// BPE written out plainly: merge the adjacent pair of lowest rank (the
+// leftmost among equals) while one applies; a text's id is the lowest id
+// spelled so. The tokenizer builds its tables in batches of lookups: this
+// checks ranks and duplicate texts across those batches.
+std::vector<int32_t> plain_bpe(const BpeVocab& v, const std::vector<std::pair<std::string, std::string>>& merges,
+                               const std::string& word) {
+  std::map<std::pair<std::string, std::string>, size_t> rank;
+  for (size_t r = 0; r < merges.size(); ++r) rank.emplace(merges[r], r);  // the first rank wins
+  std::map<std::string, int32_t> id;
+  for (size_t i = 0; i < v.tokens.size(); ++i) id.emplace(std::string(v.tokens[i]), static_cast<int32_t>(i));
+  std::vector<std::string> parts;
+  for (char c : word) parts.emplace_back(1, c);
+  for (;;) {
+    size_t best = parts.size();
+    size_t best_rank = SIZE_MAX;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      const auto it = rank.find({parts[i], parts[i + 1]});
+      if (it != rank.end() && it->second < best_rank && id.count(parts[i] + parts[i + 1])) {
+        best = i;
+        best_rank = it->second;
+      }
+    }
+    if (best == parts.size()) break;
+    parts[best] += parts[best + 1];
+    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(best) + 1);
+  }
+  std::vector<int32_t> ids;
+  for (const std::string& p : parts) ids.push_back(id.at(p));
+  return ids;
+}
+
+TEST(BpeMergeForms, ManyMergesAndDuplicateTextsMatchPlainBpe) {
+  std::mt19937 rng(11);
+  BpeVocab vocab = letters_vocab();
+  for (const char* t : {"ab", "ab", "ba", "cd", "ba"}) vocab.tokens.push_back(t);  // ids 4-8: duplicates
+  auto merges = random_merges(&vocab, 1200, &rng);
+  merges.insert(merges.begin() + 50, {"a", "b"});
+  merges.insert(merges.begin() + 130, {"b", "a"});
+  for (size_t i = 0; i < 40; ++i) vocab.tokens.push_back(std::string(vocab.tokens[20 + 3 * i]));  // more, later
+  StringTable joined;
+  for (const auto& [a, b] : merges) joined.push_back(a + " " + b);
+  auto tok = BpeTokenizer::create(vocab, joined);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  ASSERT_GT(merges.size(), 150u);  // batches of 32 merges
+  for (int i = 0; i < 400; ++i) {
+    const std::string word = i < 4 ? std::string(i % 2 ? "ab" : "ba") : random_word(&rng);
+    auto ids = (*tok)->encode(word, 0, 0);
+    ASSERT_TRUE(ids.ok());
+    ASSERT_EQ(*ids, plain_bpe(vocab, merges, word)) << word;
+  }
+  EXPECT_EQ(*(*tok)->encode("ab", 0, 0), std::vector<int32_t>{4});
+  EXPECT_EQ(*(*tok)->encode("ba", 0, 0), std::vector<int32_t>{6});
 }
 
 TEST(BpeMergeForms, TokenZeroMergesWithItself) {
