@@ -170,12 +170,14 @@ void BpeTokenizer::TokenIndex::insert_range(int32_t first, int32_t last) {
 
 void BpeTokenizer::TokenIndex::find_batch(const std::string_view* keys, size_t n, int32_t* ids) const {
   size_t hashes[kBatch];
-  n = std::min(n, kBatch);
-  for (size_t i = 0; i < n; ++i) {
-    hashes[i] = std::hash<std::string_view>{}(keys[i]);
-    if (!slots_.empty()) prefetch_slot(hashes[i]);
+  for (size_t b = 0; b < n; b += kBatch) {
+    const size_t m = std::min(kBatch, n - b);
+    for (size_t i = 0; i < m; ++i) {
+      hashes[i] = std::hash<std::string_view>{}(keys[b + i]);
+      if (!slots_.empty()) prefetch_slot(hashes[i]);
+    }
+    for (size_t i = 0; i < m; ++i) ids[b + i] = find_hashed(keys[b + i], hashes[i]);
   }
-  for (size_t i = 0; i < n; ++i) ids[i] = find_hashed(keys[i], hashes[i]);
 }
 
 int32_t BpeTokenizer::TokenIndex::find(std::string_view key) const {

@@ -167,8 +167,8 @@ class BpeTokenizer final : public Tokenizer {
     void reserve(size_t n);
     void insert(int32_t id);                    // key: (*keys)[id]; the first id wins
     int32_t find(std::string_view key) const;  // -1 when absent
-    // The same for ids [first, last) and for keys[0, n) (n <= kBatch): all
-    // the slots are prefetched first, so that the batch's cache misses
+    // The same for ids [first, last) and for keys[0, n), kBatch at a time:
+    // a batch's slots are all prefetched first, so that its cache misses
     // overlap (a 150k vocabulary's table is 4 MB, past L2: one miss per
     // probe dominated loading).
     static constexpr size_t kBatch = 96;
