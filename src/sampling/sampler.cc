@@ -40,7 +40,20 @@ void top_k_candidates(const std::vector<float>& logits, float inv_t, size_t k, s
                       float& max_logit) {
   heap.clear();
   max_logit = kNegInf;
-  for (size_t i = 0; i < logits.size(); ++i) {
+  const size_t n = logits.size();
+  constexpr size_t kBlock = 16;
+  for (size_t i = 0; i < n; ++i) {
+    // Once the heap is full, a block of logits none of which beats its top
+    // (a later token ties and loses) is skipped in one vectorized test.
+    if (heap.size() == k && i % kBlock == 0 && i + kBlock <= n) {
+      const float least = heap.front().logit;
+      int any = 0;
+      for (size_t j = 0; j < kBlock; ++j) any |= static_cast<int>(logits[i + j] * inv_t > least);
+      if (!any) {
+        i += kBlock - 1;
+        continue;
+      }
+    }
     if (logits[i] == kNegInf) continue;
     const Candidate c{static_cast<int32_t>(i), logits[i] * inv_t, 0.0};
     if (heap.size() < k) {
