@@ -75,7 +75,7 @@ Result<BenchModelSource> parse_synthetic_spec(const std::string& spec) {
 }
 
 Result<BenchModel> load_bench_model(const BenchModelSource& source, int threads, int64_t max_seq_len,
-                                    int64_t max_context_len) {
+                                    int64_t max_context_len, KvDtype kv_dtype) {
   const auto start = std::chrono::steady_clock::now();
   ContractDefaults defaults;
   defaults.max_seq_len = max_seq_len;
@@ -113,17 +113,12 @@ Result<BenchModel> load_bench_model(const BenchModelSource& source, int threads,
   ProgramOptions options;
   options.cpu_threads = threads;
   options.defaults = defaults;
+  options.kv_dtype = kv_dtype;
   auto program = LlamaProgram::create(std::move(model), std::move(contract), options);
   if (!program.ok()) return program.status();
   out.program = std::move(program).value();
   out.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return out;
-}
-
-Status use_kv_dtype(BenchModel& model, KvDtype dtype) {
-  if (dtype == KvDtype::kF32) return ok_status();
-  LLMPACK_ASSIGN_OR_RETURN(model.kv_cache, model.program->create_kv_cache(KvCacheOptions{dtype}));
-  return model.program->bind_kv_cache(model.kv_cache.get());
 }
 
 std::vector<ReadRange> decode_weight_ranges(const BenchModel& model) {

@@ -29,9 +29,6 @@ struct BenchModelSource {
 Result<BenchModelSource> parse_synthetic_spec(const std::string& spec);
 
 struct BenchModel {
-  // The cache the tests run with when --kv_dtype is not f32 (the program's
-  // own cache is f32); declared before `program`, so it outlives it.
-  std::unique_ptr<KvCache> kv_cache;
   std::unique_ptr<LlamaProgram> program;
   std::string filename;    // the path, or "synthetic:NAME:TYPE"
   std::string display;     // for the table: file name or "NAME (synthetic)"
@@ -42,17 +39,14 @@ struct BenchModel {
   double load_ms = 0;      // opening (or building) the model until its program is ready
 
   // The element type of the cache the tests run with.
-  KvDtype kv_dtype() const { return kv_cache ? kv_cache->dtype() : KvDtype::kF32; }
+  KvDtype kv_dtype() const { return program->transformer().cache().dtype(); }
 };
 
-// Loads with `threads` workers and a contract that fits the tests: for
-// packages without llmpack.* keys S = B = max_seq_len and C = max_context_len.
+// Loads with `threads` workers, a KV cache of `kv_dtype` (llama-bench's
+// -ctk/-ctv) and a contract that fits the tests: for packages without
+// llmpack.* keys S = B = max_seq_len and C = max_context_len.
 Result<BenchModel> load_bench_model(const BenchModelSource& source, int threads, int64_t max_seq_len,
-                                    int64_t max_context_len);
-
-// Runs the model's tests with a KV cache of `dtype` (llama-bench's -ctk/-ctv):
-// f32 keeps the program's own cache; f16 and q8_0 bind a new one to it.
-Status use_kv_dtype(BenchModel& model, KvDtype dtype);
+                                    int64_t max_context_len, KvDtype kv_dtype = KvDtype::kF16);
 
 // The weight matrices decode reads in full for every token: each layer's
 // seven and the output (the embedding when tied; an untied embedding gives

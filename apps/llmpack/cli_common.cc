@@ -69,27 +69,28 @@ int fail(const std::string& message) {
   return 1;
 }
 
-void add_kv_dtype_option(CLI::App& app, std::string& kv_dtype) {
-  app.add_option("--kv_dtype", kv_dtype,
-                 "KV cache element type: f32, f16 (half the memory) or q8_0 (about a quarter); off_graph packages")
-      ->default_val("f32");
+CLI::Option* add_kv_dtype_option(CLI::App& app, std::string& kv_dtype) {
+  return app
+      .add_option("--kv_dtype", kv_dtype,
+                  "KV cache element type: f16 (default, as llama.cpp's), f32 (twice the memory) or q8_0 (about "
+                  "half of f16's)")
+      ->default_val("f16");
 }
 
-Result<std::unique_ptr<KvCache>> bind_compact_kv_cache(Program& program, const std::string& kv_dtype) {
+Status set_kv_dtype(const std::string& kv_dtype, ProgramOptions& options) {
   auto dtype = parse_kv_dtype(kv_dtype);
   if (!dtype.ok()) return dtype.status().with_context("--kv_dtype");
-  if (*dtype == KvDtype::kF32) return std::unique_ptr<KvCache>();
-  auto cache = program.create_kv_cache(KvCacheOptions{*dtype});
-  if (!cache.ok()) return cache.status().with_context("--kv_dtype " + kv_dtype);
-  if (auto status = program.bind_kv_cache(cache->get()); !status.ok())
-    return status.with_context("--kv_dtype " + kv_dtype);
-  const KvCache& c = **cache;
+  options.kv_dtype = *dtype;
+  return ok_status();
+}
+
+void note_kv_cache(const LlamaProgram& program) {
+  const KvCache& c = program.transformer().cache();
   const double mib = 1024.0 * 1024.0;
   const double size = static_cast<double>(c.bytes_per_row()) * c.capacity_rows() / mib;
   const double as_f32 = 8.0 * c.n_layers() * c.kv_dim() * c.capacity_rows() / mib;
   std::fprintf(stderr, "llmpack: note: KV cache in %s: %.1f MiB at its %lld positions (f32: %.1f MiB)\n",
-               kv_dtype.c_str(), size, static_cast<long long>(c.capacity_rows()), as_f32);
-  return std::move(cache).value();
+               std::string(kv_dtype_name(c.dtype())).c_str(), size, static_cast<long long>(c.capacity_rows()), as_f32);
 }
 
 LogSink stderr_log_sink() {

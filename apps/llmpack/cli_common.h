@@ -40,11 +40,14 @@ int fail(const std::string& message);
 // Logs from the library go to stderr, prefixed with their level.
 LogSink stderr_log_sink();
 
-// --kv_dtype for run and perplexity: for f16 or q8_0 a cache of that type is
-// created and bound to `program` in place of its own f32 one, and a note on
-// stderr gives its size; f32 returns nullptr (the program keeps its cache).
-// The cache must outlive every use of the program.
-void add_kv_dtype_option(CLI::App& app, std::string& kv_dtype);
-Result<std::unique_ptr<KvCache>> bind_compact_kv_cache(Program& program, const std::string& kv_dtype);
+// --kv_dtype for run and perplexity: the element type of the program's own
+// KV cache (ProgramOptions::kv_dtype; f16 unless the flag says otherwise).
+// Returns the option, so a command can tell whether the user gave it.
+CLI::Option* add_kv_dtype_option(CLI::App& app, std::string& kv_dtype);
+// Parses --kv_dtype into `options`; an unknown name is an error naming the flag.
+Status set_kv_dtype(const std::string& kv_dtype, ProgramOptions& options);
+// A note on stderr with the cache's type and its size at full context (for
+// a --kv_dtype the user gave).
+void note_kv_cache(const LlamaProgram& program);
 
 }  // namespace llmpack::cli

@@ -38,7 +38,7 @@ struct BenchOptions {
   std::string avx512_decode = "auto";
   std::string float_decode_prefetch = "auto";
   std::string regroup = "on";
-  std::string kv_dtype = "f32";
+  std::string kv_dtype = "f16";
   bool peak = false;
   bool profile = false;
 };
@@ -437,10 +437,8 @@ int execute(const BenchOptions& o) {
   const PeakByThreads peaks = o.peak ? note_compute_peaks(threads, out) : PeakByThreads{};
   for (const auto& source : *sources) {
     for (int t : threads) {
-      auto model = load_bench_model(source, t, max_seq_len, max_context);
+      auto model = load_bench_model(source, t, max_seq_len, max_context, *kv_dtype);
       if (!model.ok()) return fail(model.status());
-      if (auto status = use_kv_dtype(*model, *kv_dtype); !status.ok())
-        return fail(status.with_context(model->display + ": --kv_dtype " + o.kv_dtype));
       char line[256];
       std::snprintf(line, sizeof(line), "%s: %s in %.1f ms", model->display.c_str(),
                     source.is_synthetic() ? "built" : "loaded", model->load_ms);
@@ -509,8 +507,7 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                   "Regroup Q5_0 / Q5_1 matrices at load for the x86 decode kernels: on (default) or off "
                   "(the file's layout)");
   cmd->add_option("--kv_dtype", o->kv_dtype,
-                  "KV cache element type: f32, f16 or q8_0 (default f32; llama-bench's default, "
-                  "-ctk f16 -ctv f16, is f16)");
+                  "KV cache element type: f16 (default, as llama-bench's -ctk f16 -ctv f16), f32 or q8_0");
   cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens");
   cmd->add_option("--synthetic_layers", o->synthetic_layers, "Layers of synthetic models (tests)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}))

@@ -16,7 +16,8 @@ struct PerplexityOptions {
   ModelOptions model;
   std::string text_file;
   int64_t context = 512;
-  std::string kv_dtype = "f32";
+  std::string kv_dtype = "f16";
+  bool kv_dtype_given = false;
 };
 
 int execute(PerplexityOptions& o) {
@@ -29,10 +30,10 @@ int execute(PerplexityOptions& o) {
   o.model.max_context_len = std::max(o.model.max_context_len, o.context);
   ProgramOptions options = program_options(o.model);
   options.logits_rows = o.context;
+  if (auto status = set_kv_dtype(o.kv_dtype, options); !status.ok()) return fail(status);
   auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, options);
   if (!loaded.ok()) return fail(loaded.status());
-  auto kv_cache = bind_compact_kv_cache(*loaded->program, o.kv_dtype);  // outlives the scoring below
-  if (!kv_cache.ok()) return fail(kv_cache.status());
+  if (o.kv_dtype_given) note_kv_cache(*loaded->program);
   std::fprintf(stderr, "perplexity: windows of %lld tokens, scoring the second half of each\n",
                static_cast<long long>(o.context));
   auto result = compute_perplexity(*loaded->program, *loaded->tokenizer, text.str(), o.context,
@@ -56,8 +57,11 @@ void register_perplexity(CLI::App& app, std::function<int()>& action) {
   add_model_options(*cmd, o->model);
   cmd->add_option("-f,--file", o->text_file, "Text file to score")->required();
   cmd->add_option("-c,--ctx_size", o->context, "Window size in tokens")->default_val(512)->check(CLI::Range(2, 1 << 20));
-  add_kv_dtype_option(*cmd, o->kv_dtype);
-  cmd->callback([&action, o] { action = [o] { return execute(*o); }; });
+  CLI::Option* kv_dtype = add_kv_dtype_option(*cmd, o->kv_dtype);
+  cmd->callback([&action, o, kv_dtype] {
+    o->kv_dtype_given = kv_dtype->count() > 0;
+    action = [o] { return execute(*o); };
+  });
 }
 
 }  // namespace llmpack::cli

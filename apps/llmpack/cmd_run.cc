@@ -19,7 +19,8 @@ struct RunOptions {
   GenerationConfig config;
   int warmup = 0;
   bool no_echo = false;
-  std::string kv_dtype = "f32";
+  std::string kv_dtype = "f16";
+  bool kv_dtype_given = false;
 };
 
 Result<std::string> read_prompt(const RunOptions& o) {
@@ -38,11 +39,11 @@ int execute(RunOptions& o) {
   if (auto status = o.config.validate(); !status.ok()) return fail(status);
 
   const int64_t load_start = time_in_ms();
-  auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, program_options(o.model));
+  ProgramOptions options = program_options(o.model);
+  if (auto status = set_kv_dtype(o.kv_dtype, options); !status.ok()) return fail(status);
+  auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, options);
   if (!loaded.ok()) return fail(loaded.status());
-  // A compact cache outlives the runner, which owns the program that points at it.
-  auto kv_cache = bind_compact_kv_cache(*loaded->program, o.kv_dtype);
-  if (!kv_cache.ok()) return fail(kv_cache.status());
+  if (o.kv_dtype_given) note_kv_cache(*loaded->program);
   TextLLMRunner runner(std::move(loaded->program), std::move(loaded->tokenizer), stderr_log_sink());
   if (auto status = runner.load(); !status.ok()) return fail(status);
   const int64_t load_end = time_in_ms();
@@ -92,10 +93,13 @@ void register_run(CLI::App& app, std::function<int()>& action) {
   cmd->add_flag("--ignore_eos", c.ignore_eos, "Keep generating past EOS");
   cmd->add_flag("--parse_special", c.parse_special, "Turn special-token text in the prompt (<|eot_id|>) into its id");
   cmd->add_flag("--no_echo", o->no_echo, "Do not print the prompt before the completion");
-  add_kv_dtype_option(*cmd, o->kv_dtype);
+  CLI::Option* kv_dtype = add_kv_dtype_option(*cmd, o->kv_dtype);
   add_sampling_options(*cmd, c);
   cmd->add_option("--stop", c.stop, "Stop before this string (repeatable)");
-  cmd->callback([&action, o] { action = [o] { return execute(*o); }; });
+  cmd->callback([&action, o, kv_dtype] {
+    o->kv_dtype_given = kv_dtype->count() > 0;
+    action = [o] { return execute(*o); };
+  });
 }
 
 }  // namespace llmpack::cli

@@ -123,7 +123,7 @@ class ChatSession:
         config: Optional[GenerationConfig] = None,
         kv_initial: Optional[int] = None,
         kv_capacity: int = 0,
-        kv_dtype: str = "f32",
+        kv_dtype: str = "f16",
         max_seq_len: int = -1,
         context_shift: bool = False,
         cpu_threads: int = 0,

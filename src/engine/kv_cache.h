@@ -34,7 +34,7 @@ std::string_view kv_dtype_name(KvDtype dtype);
 Result<KvDtype> parse_kv_dtype(std::string_view name);
 
 struct KvCacheOptions {
-  KvDtype dtype = KvDtype::kF32;
+  KvDtype dtype = KvDtype::kF16;  // as ProgramOptions::kv_dtype
   int64_t initial_rows = 256;  // rows allocated up front (capped by capacity)
   int64_t capacity_rows = 0;   // rows it may grow to; 0: the program's context C
   // Parts each row is stored in, one after another (see the layout above):

@@ -33,6 +33,7 @@ Result<std::unique_ptr<LlamaProgram>> LlamaProgram::create(std::unique_ptr<Model
   // Without a KV cache every call recomputes the sequence from position 0.
   plan.cache_rows = contract.use_kv_cache ? contract.max_context_len : contract.token_bound;
   plan.logits_rows = std::clamp<int64_t>(options.logits_rows, 1, contract.token_bound);
+  plan.cache_dtype = options.kv_dtype;
   // An off-graph cache starts small and grows with the sequence (C7); an
   // in-graph one is the package's fixed buffer of C rows.
   if (contract.kv_cache == KvCacheKind::kOffGraph)
@@ -140,10 +141,8 @@ Result<std::unique_ptr<KvCache>> LlamaProgram::create_kv_cache(const KvCacheOpti
   if (o.capacity_rows > c)
     return error_status("KV cache capacity of " + n_str(o.capacity_rows) + " rows exceeds the package's context of " +
                         n_str(c) + " positions");
-  // Each kv head's rows stored contiguously (kv_cache.h), unless a q8_0
-  // head would split a block of 32.
   const ModelConfig& m = model_->config();
-  o.heads = o.dtype == KvDtype::kQ8_0 && m.head_dim % 32 != 0 ? 1 : m.n_kv_heads;
+  o.heads = kv_cache_heads(o.dtype, m);
   return KvCache::create(m.n_layers, m.kv_dim(), o);
 }
 

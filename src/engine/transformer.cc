@@ -31,12 +31,18 @@ std::vector<float> rope_inverse_frequencies(const ModelConfig& c, const float* f
 
 }  // namespace
 
+// Each kv head's rows stored contiguously (kv_cache.h), unless a q8_0 head
+// would split a block of 32.
+int64_t kv_cache_heads(KvDtype dtype, const ModelConfig& c) {
+  return dtype == KvDtype::kQ8_0 && c.head_dim % 32 != 0 ? 1 : c.n_kv_heads;
+}
+
 Transformer::Transformer(const Model& model, const ForwardPlan& plan, ThreadPool& pool)
     : model_(model), cfg_(model.config()), plan_(plan), pool_(pool),
       own_cache_(KvCache::create(cfg_.n_layers, cfg_.kv_dim(),
-                                 {KvDtype::kF32,
+                                 {plan.cache_dtype,
                                   plan.initial_cache_rows > 0 ? plan.initial_cache_rows : plan.cache_rows,
-                                  plan.cache_rows, cfg_.n_kv_heads})
+                                  plan.cache_rows, kv_cache_heads(plan.cache_dtype, cfg_)})
                      .value()),
       cache_(own_cache_.get()) {
   const int64_t b = plan_.max_tokens;

@@ -24,7 +24,13 @@ struct ForwardPlan {
   // in-graph cache); it grows up to cache_rows as positions are written.
   int64_t initial_cache_rows = 0;
   int64_t logits_rows = 1;  // rows of logits one call may return
+  // Element type of the program's own cache (an off-graph cache bound with
+  // bind_cache keeps its own type).
+  KvDtype cache_dtype = KvDtype::kF32;
 };
+
+// Parts a cache row of kv_dim is stored in for this model (KvCacheOptions::heads).
+int64_t kv_cache_heads(KvDtype dtype, const ModelConfig& c);
 
 class Transformer {
  public:

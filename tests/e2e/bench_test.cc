@@ -49,8 +49,8 @@ TEST(Bench, JsonHasLlamaBenchFieldsAndPositiveSpeeds) {
     EXPECT_EQ(rec["samples_ns"].size(), 2u);
     EXPECT_EQ(rec["model_filename"], "synthetic:stories110m:q4_0");
     EXPECT_GT(rec["model_size"].get<uint64_t>(), 0u);
-    EXPECT_EQ(rec["type_k"], "f32");  // the default cache
-    EXPECT_EQ(rec["type_v"], "f32");
+    EXPECT_EQ(rec["type_k"], "f16");  // the default cache, as llama-bench's
+    EXPECT_EQ(rec["type_v"], "f16");
   }
   EXPECT_EQ(json[0]["n_prompt"], 16);
   EXPECT_EQ(json[0]["n_gen"], 0);
@@ -70,7 +70,7 @@ TEST(Bench, JsonHasLlamaBenchFieldsAndPositiveSpeeds) {
 // --kv_dtype (llama-bench's -ctk/-ctv, whose default is f16) runs the tests
 // with a cache of that element type bound to the program, and says so.
 TEST(Bench, KvDtypeRunsTheTestsWithThatCacheAndReportsIt) {
-  for (const std::string dtype : {"f16", "q8_0"}) {
+  for (const std::string dtype : {"f32", "f16", "q8_0"}) {
     auto r = bench("--synthetic stories110m:q8_0 -p 8 -n 2" + kSmall + "--kv_dtype " + dtype + " -o json");
     ASSERT_EQ(r.exit_code, 0) << dtype << ": " << r.err;
     auto json = nlohmann::json::parse(r.out);

@@ -37,6 +37,7 @@ double worst_relative_diff(const std::string& model_path, const nlohmann::json& 
   ProgramOptions options;
   options.cpu_threads = 2;
   options.logits_rows = 16;
+  options.kv_dtype = KvDtype::kF32;  // weights and kernels against fp64: no rounding of k and v
   auto pkg = load_package(model_path, "", options);
   EXPECT_TRUE(pkg.ok()) << pkg.status().message();
   if (!pkg.ok()) return 1e9;
@@ -66,6 +67,7 @@ TEST_P(EcosystemLogits, BatchLogitsMatchFp64Reference) {
   ProgramOptions options;
   options.cpu_threads = 2;
   options.logits_rows = 16;
+  options.kv_dtype = KvDtype::kF32;  // weights and kernels against fp64: no rounding of k and v
   auto pkg = load_package(model_path, "", options);
   ASSERT_TRUE(pkg.ok()) << pkg.status().message();
   std::ifstream in(json_path);

@@ -300,9 +300,12 @@ TEST(KvCache, C4_FilesKeepTheRowMajorOrderAcrossTheLayerMajorCache) {
   std::remove(path.c_str());
 }
 
+// Programs whose own cache is f32, so a bound cache of each type is compared
+// with exact arithmetic.
 LoadedPackage load_tiny(const TinyModelSpec& spec) {
   ProgramOptions o;
   o.cpu_threads = 2;
+  o.kv_dtype = KvDtype::kF32;
   auto p = testing::load_tiny_package(spec, o);
   EXPECT_TRUE(p.ok()) << p.status().message();
   return std::move(p).value();
