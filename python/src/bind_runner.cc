@@ -64,8 +64,9 @@ void check_callable(const py::object& cb, const char* name) {
 class PyRunner {
  public:
   PyRunner(const std::filesystem::path& model_path, const std::optional<std::filesystem::path>& tokenizer_path,
-           int cpu_threads) {
-    LoadedPackage pkg = load_package_or_throw(model_path, tokenizer_path ? &*tokenizer_path : nullptr, cpu_threads);
+           int cpu_threads, const std::string& kv_dtype) {
+    LoadedPackage pkg =
+        load_package_or_throw(model_path, tokenizer_path ? &*tokenizer_path : nullptr, cpu_threads, kv_dtype);
     runner_ = std::make_unique<TextLLMRunner>(std::move(pkg.program), std::move(pkg.tokenizer), python_log_sink());
   }
 
@@ -188,8 +189,10 @@ void bind_runner(py::module_& m) {
       .def("__repr__", [](const ModelLimits& l) { return "ModelLimits(" + l.describe() + ")"; });
 
   py::class_<PyRunner>(m, "TextLLMRunner", "Prompt in, streamed text out (CONTRACT G1-G8, R1-R9).")
-      .def(py::init<const std::filesystem::path&, const std::optional<std::filesystem::path>&, int>(),
-           py::arg("model_path"), py::arg("tokenizer_path") = py::none(), py::kw_only(), py::arg("cpu_threads") = 0)
+      .def(py::init<const std::filesystem::path&, const std::optional<std::filesystem::path>&, int,
+                    const std::string&>(),
+           py::arg("model_path"), py::arg("tokenizer_path") = py::none(), py::kw_only(), py::arg("cpu_threads") = 0,
+           py::arg("kv_dtype") = "f16")
       .def("load", &PyRunner::load)
       .def("is_loaded", &PyRunner::is_loaded)
       .def("generate", &PyRunner::generate, py::arg("prompt"), py::arg("config") = py::none(),

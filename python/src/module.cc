@@ -68,12 +68,16 @@ LogSink python_log_sink() {
 }
 
 LoadedPackage load_package_or_throw(const std::filesystem::path& model_path,
-                                    const std::filesystem::path* tokenizer_path, int cpu_threads) {
+                                    const std::filesystem::path* tokenizer_path, int cpu_threads,
+                                    const std::string& kv_dtype) {
   require_file(model_path, "model file");
   if (tokenizer_path) require_file(*tokenizer_path, "tokenizer file");
   if (cpu_threads < 0) throw_value_error("cpu_threads must be >= 0 (0 = all cores), got " + std::to_string(cpu_threads));
+  Result<KvDtype> dtype = parse_kv_dtype(kv_dtype);
+  if (!dtype.ok()) throw_value_error(dtype.status().with_context("kv_dtype").message());
   ProgramOptions options;
   options.cpu_threads = cpu_threads;
+  options.kv_dtype = *dtype;
   options.log = python_log_sink();
   const std::string model = model_path.string();
   const std::string tokenizer = tokenizer_path ? tokenizer_path->string() : std::string();

@@ -130,3 +130,17 @@ def test_limits_and_eos(runner):
     assert runner.limits.max_context_len == 512
     assert runner.limits.prefill_chunk() == 128
     assert 2 in runner.eos_ids
+
+
+def test_kv_dtype_picks_the_cache_and_unknown_is_refused(package):
+    # f16 is the default cache; f32 and q8_0 give nearly the same greedy text
+    # (stories260K's first tokens agree across the three), an unknown name is a ValueError.
+    config = GenerationConfig(max_new_tokens=12, **GREEDY)
+    texts = {}
+    for kv in ("f16", "f32", "q8_0"):
+        texts[kv] = TextLLMRunner(str(package), kv_dtype=kv).generate_text("Once upon a time", config)
+        assert texts[kv]
+    assert TextLLMRunner(str(package)).generate_text("Once upon a time", config) == texts["f16"]
+    assert texts["f32"] == texts["f16"]
+    with pytest.raises(ValueError, match="kv_dtype"):
+        TextLLMRunner(str(package), kv_dtype="f64")
