@@ -228,6 +228,15 @@ bool avx512_decode_in_use() {
   return !split;
 }
 
+namespace {
+// Decode attention takes the AVX-512 kernel where the AVX-512 decode kernels
+// run (not on a CPU that splits 512-bit vectors, unless asked) and the rows
+// and head are ones it has.
+bool use_avx512_decode_attention(CacheElem elem, int64_t head_dim) {
+  return use_avx512() && avx512_decode_in_use() && avx512::attention_query_supports(elem, head_dim);
+}
+}  // namespace
+
 int64_t cpu_float_decode_prefetch() {
   static const int64_t bytes = amd_family() == 0x1A ? 1024 : 0;
   return bytes;
@@ -473,6 +482,8 @@ void quantize_row_q8_0(const float* x, int64_t n, void* out) {
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
                     int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out) {
   if (use_neon()) return neon::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
+  if (use_avx512_decode_attention(CacheElem::kF32, head_dim))
+    return avx512::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
   if (use_avx2()) return avx2::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
   ref::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
 }
@@ -481,6 +492,8 @@ void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v,
                         int64_t row_stride_bytes, int64_t n_ctx, int64_t head_dim, float scale,
                         float* scores, float* out) {
   if (use_neon()) return neon::attention_head_f16(q, k, v, row_stride_bytes, n_ctx, head_dim, scale, scores, out);
+  if (use_avx512_decode_attention(CacheElem::kF16, head_dim))
+    return avx512::attention_head_f16(q, k, v, row_stride_bytes, n_ctx, head_dim, scale, scores, out);
   if (use_avx2())
     return avx2::attention_head_f16(q, k, v, row_stride_bytes, n_ctx, head_dim, scale, scores, out);
   ref::attention_head_f16(q, k, v, row_stride_bytes, n_ctx, head_dim, scale, scores, out);
@@ -524,6 +537,8 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
 
 void attention_query_group(const float* q, int64_t n_queries, const KvHead& kv, int64_t n_ctx, int64_t head_dim,
                            float scale, float* scores, float* out) {
+  if (use_avx512_decode_attention(kv.elem, head_dim))
+    return avx512::attention_query_group(q, n_queries, kv, n_ctx, head_dim, scale, scores, out);
   if (use_avx2()) return avx2::attention_query_group(q, n_queries, kv, n_ctx, head_dim, scale, scores, out);
   for (int64_t g = 0; g < n_queries; ++g)
     attention_query(q + g * head_dim, kv, n_ctx, head_dim, scale, scores + g * n_ctx, out + g * head_dim);

@@ -14,6 +14,7 @@
 #include "kernels/attention_tiles.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx512.h"
+#include "kernels/x86/exp512.h"
 
 namespace llmpack::kernels::avx512 {
 namespace {
@@ -25,24 +26,6 @@ using attention_tile::Rows;
 using attention_tile::Scratch;
 
 constexpr int kLanes = 16;
-
-// e^x for x <= 0 (scores minus their running max): 2^n * p(r), r = x - n ln 2,
-// with |r| <= ln2 / 2 and a degree-6 polynomial; below -87 it is 0.
-inline __m512 exp512(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, n);  // p * 2^n
-}
 
 // st[j][16g..16g+16) = sum_d k_j[d] * qt[d][16g..] for KR keys and NG lane
 // groups; bmax[16g..] keeps each lane's highest score of the block.
