@@ -239,24 +239,48 @@ __m256 block_dot(const __m256 q[4], const uint8_t* block) {
   return _mm256_fmadd_ps(q[3], load8_i8(qs + 24), s);
 }
 
-// Whole-block heads: scores of 4 rows; k points at the head's first block of
-// row 0, n_blocks blocks per head.
-void scores4_q8(const float* q, const uint8_t* k, int64_t stride, int64_t n_blocks, float scale,
-                float* scores) {
-  const uint8_t *k0 = k, *k1 = k + stride, *k2 = k + 2 * stride, *k3 = k + 3 * stride;
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+// A block's 32 int8 widened to f32 (exact), once for every query that reads it.
+inline void widen_block(const uint8_t* block, __m256 w[4]) {
+  const uint8_t* qs = block + kQsOffset;
+  for (int c = 0; c < 4; ++c) w[c] = load8_i8(qs + 8 * c);
+}
+
+// block_dot on a widened block: the same products and sums, in the same order.
+inline __m256 wide_dot(const float* q, const __m256 w[4]) {
+  __m256 s = _mm256_mul_ps(_mm256_loadu_ps(q), w[0]);
+  s = _mm256_fmadd_ps(_mm256_loadu_ps(q + 8), w[1], s);
+  s = _mm256_fmadd_ps(_mm256_loadu_ps(q + 16), w[2], s);
+  return _mm256_fmadd_ps(_mm256_loadu_ps(q + 24), w[3], s);
+}
+
+// Whole-block heads: scores of 4 rows for NQ queries (query g at q + g *
+// head_dim, its scores at scores + g * n_ctx); k points at the head's first
+// block of row 0, n_blocks blocks per head. Each row's block is widened once
+// for the NQ queries (a query group's rows were widened once per query:
+// docs/PERFORMANCE.md section 53); each query's sums are those of one query
+// alone.
+template <int NQ>
+void scores4_q8(const float* q, int64_t head_dim, const uint8_t* k, int64_t stride, int64_t n_blocks, float scale,
+                float* scores, int64_t n_ctx) {
+  __m256 a[NQ][4];
+  for (auto& row : a)
+    for (auto& x : row) x = _mm256_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
-    const __m256 qv[4] = {_mm256_loadu_ps(q + 32 * b), _mm256_loadu_ps(q + 32 * b + 8),
-                          _mm256_loadu_ps(q + 32 * b + 16), _mm256_loadu_ps(q + 32 * b + 24)};
     const int64_t at = b * kBlockBytes;
-    a0 = _mm256_fmadd_ps(_mm256_set1_ps(block_scale(k0 + at)), block_dot(qv, k0 + at), a0);
-    a1 = _mm256_fmadd_ps(_mm256_set1_ps(block_scale(k1 + at)), block_dot(qv, k1 + at), a1);
-    a2 = _mm256_fmadd_ps(_mm256_set1_ps(block_scale(k2 + at)), block_dot(qv, k2 + at), a2);
-    a3 = _mm256_fmadd_ps(_mm256_set1_ps(block_scale(k3 + at)), block_dot(qv, k3 + at), a3);
+#pragma GCC unroll 4
+    for (int r = 0; r < 4; ++r) {
+      const uint8_t* blk = k + r * stride + at;
+      __m256 w[4];
+      widen_block(blk, w);
+      const __m256 d = _mm256_set1_ps(block_scale(blk));
+      for (int g = 0; g < NQ; ++g) a[g][r] = _mm256_fmadd_ps(d, wide_dot(q + g * head_dim + 32 * b, w), a[g][r]);
+    }
   }
-  const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a0, a1), _mm256_hadd_ps(a2, a3));
-  const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-  _mm_storeu_ps(scores, _mm_mul_ps(s4, _mm_set1_ps(scale)));
+  for (int g = 0; g < NQ; ++g) {
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(a[g][0], a[g][1]), _mm256_hadd_ps(a[g][2], a[g][3]));
+    const __m128 s4 = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+    _mm_storeu_ps(scores + g * n_ctx, _mm_mul_ps(s4, _mm_set1_ps(scale)));
+  }
 }
 
 float score1_q8(const float* q, const uint8_t* k, int64_t n_blocks, float scale) {
@@ -270,21 +294,25 @@ float score1_q8(const float* q, const uint8_t* k, int64_t n_blocks, float scale)
   return hsum(a) * scale;
 }
 
-// out[0..32) = sum_j p_j * d_j * qs_j of one block per row (v: that block of row 0).
-void values_block_q8(const float* p, const uint8_t* v, int64_t stride, int64_t n_ctx, float* out) {
-  __m256 o0 = _mm256_setzero_ps(), o1 = o0, o2 = o0, o3 = o0;
+// out[g][0..32) = sum_j p_g,j * d_j * qs_j of one block per row (v: that
+// block of row 0) for NQ queries (probabilities p + g * n_ctx, outputs out +
+// g * head_dim): each row's block widened once for the NQ queries.
+template <int NQ>
+void values_block_q8(const float* p, const uint8_t* v, int64_t stride, int64_t n_ctx, float* out, int64_t head_dim) {
+  __m256 o[NQ][4];
+  for (auto& row : o)
+    for (auto& x : row) x = _mm256_setzero_ps();
   for (int64_t j = 0; j < n_ctx; ++j, v += stride) {
-    const __m256 w = _mm256_set1_ps(p[j] * block_scale(v));
-    const uint8_t* qs = v + kQsOffset;
-    o0 = _mm256_fmadd_ps(w, load8_i8(qs), o0);
-    o1 = _mm256_fmadd_ps(w, load8_i8(qs + 8), o1);
-    o2 = _mm256_fmadd_ps(w, load8_i8(qs + 16), o2);
-    o3 = _mm256_fmadd_ps(w, load8_i8(qs + 24), o3);
+    __m256 w[4];
+    widen_block(v, w);
+    const float d = block_scale(v);
+    for (int g = 0; g < NQ; ++g) {
+      const __m256 pg = _mm256_set1_ps(p[g * n_ctx + j] * d);
+      for (int c = 0; c < 4; ++c) o[g][c] = _mm256_fmadd_ps(pg, w[c], o[g][c]);
+    }
   }
-  _mm256_storeu_ps(out, o0);
-  _mm256_storeu_ps(out + 8, o1);
-  _mm256_storeu_ps(out + 16, o2);
-  _mm256_storeu_ps(out + 24, o3);
+  for (int g = 0; g < NQ; ++g)
+    for (int c = 0; c < 4; ++c) _mm256_storeu_ps(out + g * head_dim + 8 * c, o[g][c]);
 }
 
 // Heads that are not whole blocks: f(block, lo, len, d) for each run of the
@@ -331,17 +359,25 @@ void attention_blocks_q8(const float* q, int64_t n_q, const void* k, const void*
                          int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out) {
   const int64_t n_blocks = head_dim / kQK, at = (first / kQK) * kBlockBytes;
   int64_t j = 0;
-  for (; j + 4 <= n_ctx; j += 4)
-    for (int64_t g = 0; g < n_q; ++g)
-      scores4_q8(q + g * head_dim, row_at(k, s, j) + at, s, n_blocks, scale, scores + g * n_ctx + j);
+  // queries two at a time: 8 sums and a widened block fit the 16 registers
+  for (; j + 4 <= n_ctx; j += 4) {
+    const uint8_t* rows = row_at(k, s, j) + at;
+    int64_t g = 0;
+    for (; g + 2 <= n_q; g += 2)
+      scores4_q8<2>(q + g * head_dim, head_dim, rows, s, n_blocks, scale, scores + g * n_ctx + j, n_ctx);
+    if (g < n_q) scores4_q8<1>(q + g * head_dim, head_dim, rows, s, n_blocks, scale, scores + g * n_ctx + j, n_ctx);
+  }
   for (; j < n_ctx; ++j)
     for (int64_t g = 0; g < n_q; ++g)
       scores[g * n_ctx + j] = score1_q8(q + g * head_dim, row_at(k, s, j) + at, n_blocks, scale);
   for (int64_t g = 0; g < n_q; ++g) softmax(scores + g * n_ctx, n_ctx);
-  for (int64_t b = 0; b < n_blocks; ++b)
-    for (int64_t g = 0; g < n_q; ++g)
-      values_block_q8(scores + g * n_ctx, row_at(v, 0, 0) + at + b * kBlockBytes, s, n_ctx,
-                      out + g * head_dim + b * kQK);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const uint8_t* block = row_at(v, 0, 0) + at + b * kBlockBytes;
+    int64_t g = 0;
+    for (; g + 2 <= n_q; g += 2)
+      values_block_q8<2>(scores + g * n_ctx, block, s, n_ctx, out + g * head_dim + b * kQK, head_dim);
+    if (g < n_q) values_block_q8<1>(scores + g * n_ctx, block, s, n_ctx, out + g * head_dim + b * kQK, head_dim);
+  }
 }
 
 void attention_runs_q8(const float* q, const void* k, const void* v, int64_t s, int64_t first, int64_t n_ctx,
