@@ -74,7 +74,7 @@ CLI::Option* add_kv_dtype_option(CLI::App& app, std::string& kv_dtype) {
       .add_option("--kv_dtype", kv_dtype,
                   "KV cache element type: f16 (default, as llama.cpp's), f32 (twice the memory) or q8_0 (about "
                   "half of f16's)")
-      ->default_val("f16");
+      ->default_val(std::string(kv_dtype_name(kDefaultKvDtype)));
 }
 
 Status set_kv_dtype(const std::string& kv_dtype, ProgramOptions& options) {

@@ -38,7 +38,7 @@ struct BenchOptions {
   std::string avx512_decode = "auto";
   std::string float_decode_prefetch = "auto";
   std::string regroup = "on";
-  std::string kv_dtype = "f16";
+  std::string kv_dtype{kv_dtype_name(kDefaultKvDtype)};
   bool peak = false;
   bool profile = false;
 };

@@ -26,7 +26,7 @@ struct ChatOptions {
   int64_t seq_len = -1;
   int64_t kv_initial = 256;
   int64_t kv_capacity = 0;
-  std::string kv_dtype = "f16";
+  std::string kv_dtype{kv_dtype_name(kDefaultKvDtype)};
   bool context_shift = false;
   bool stats = false;
   int debug_delay_ms = 0;
@@ -268,7 +268,7 @@ void register_chat(CLI::App& app, std::function<int()>& action) {
                       ->default_val(256)->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   auto* capacity = cmd->add_option("--kv_capacity", o->kv_capacity, "KV cache rows at most (0: the package's context C)")
                        ->default_val(0)->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
-  cmd->add_option("--kv_dtype", o->kv_dtype, "KV cache element type: f16 (default), f32 or q8_0")->default_val("f16");
+  cmd->add_option("--kv_dtype", o->kv_dtype, "KV cache element type: f16 (default), f32 or q8_0")->default_val(std::string(kv_dtype_name(kDefaultKvDtype)));
   cmd->add_flag("--context_shift", o->context_shift,
                 "When the context is full, drop the oldest turns after the system prompt instead of starting over");
   cmd->add_flag("--stats", o->stats, "Print each turn's report (stderr)");

@@ -16,7 +16,7 @@ struct PerplexityOptions {
   ModelOptions model;
   std::string text_file;
   int64_t context = 512;
-  std::string kv_dtype = "f16";
+  std::string kv_dtype{kv_dtype_name(kDefaultKvDtype)};
   bool kv_dtype_given = false;
 };
 

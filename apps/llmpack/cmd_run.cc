@@ -19,7 +19,7 @@ struct RunOptions {
   GenerationConfig config;
   int warmup = 0;
   bool no_echo = false;
-  std::string kv_dtype = "f16";
+  std::string kv_dtype{kv_dtype_name(kDefaultKvDtype)};
   bool kv_dtype_given = false;
 };
 

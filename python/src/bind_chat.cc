@@ -318,7 +318,7 @@ void bind_chat(py::module_& m) {
                     const std::optional<int64_t>&, int64_t, const std::string&, int64_t, bool, int>(),
            py::arg("model_path"), py::arg("tokenizer_path") = py::none(), py::kw_only(),
            py::arg("chat_template") = py::none(), py::arg("system_prompt") = "", py::arg("config") = py::none(),
-           py::arg("kv_initial") = py::none(), py::arg("kv_capacity") = 0, py::arg("kv_dtype") = "f16",
+           py::arg("kv_initial") = py::none(), py::arg("kv_capacity") = 0, py::arg("kv_dtype") = std::string(kv_dtype_name(kDefaultKvDtype)),
            py::arg("max_seq_len") = -1, py::arg("context_shift") = false, py::arg("cpu_threads") = 0)
       .def("add_user_message", &PyChatSession::add_user_message, py::arg("text"))
       .def("generate_reply", &PyChatSession::generate_reply, py::arg("callback") = py::none())

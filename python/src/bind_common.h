@@ -43,7 +43,7 @@ LogSink python_log_sink();
 // kv_dtype: the program's own KV cache ("f16", "f32" or "q8_0"; ValueError otherwise).
 LoadedPackage load_package_or_throw(const std::filesystem::path& model_path,
                                     const std::filesystem::path* tokenizer_path, int cpu_threads,
-                                    const std::string& kv_dtype = "f16");
+                                    const std::string& kv_dtype = std::string(kv_dtype_name(kDefaultKvDtype)));
 
 // True once the interpreter is shutting down: a thread must then not take
 // the GIL (Python would end it with pthread_exit, unwinding C++ frames).

@@ -192,7 +192,7 @@ void bind_runner(py::module_& m) {
       .def(py::init<const std::filesystem::path&, const std::optional<std::filesystem::path>&, int,
                     const std::string&>(),
            py::arg("model_path"), py::arg("tokenizer_path") = py::none(), py::kw_only(), py::arg("cpu_threads") = 0,
-           py::arg("kv_dtype") = "f16")
+           py::arg("kv_dtype") = std::string(kv_dtype_name(kDefaultKvDtype)))
       .def("load", &PyRunner::load)
       .def("is_loaded", &PyRunner::is_loaded)
       .def("generate", &PyRunner::generate, py::arg("prompt"), py::arg("config") = py::none(),

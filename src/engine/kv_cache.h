@@ -32,9 +32,13 @@ namespace llmpack {
 enum class KvDtype { kF32, kF16, kQ8_0 };
 std::string_view kv_dtype_name(KvDtype dtype);
 Result<KvDtype> parse_kv_dtype(std::string_view name);
+// The cache's element type unless one is asked for: f16, as llama.cpp's (half
+// of f32's memory and decode reads; docs/PERFORMANCE.md section 51). The
+// program's own cache, KvCacheOptions, the CLI and Python all default to it.
+constexpr KvDtype kDefaultKvDtype = KvDtype::kF16;
 
 struct KvCacheOptions {
-  KvDtype dtype = KvDtype::kF16;  // as ProgramOptions::kv_dtype
+  KvDtype dtype = kDefaultKvDtype;
   int64_t initial_rows = 256;  // rows allocated up front (capped by capacity)
   int64_t capacity_rows = 0;   // rows it may grow to; 0: the program's context C
   // Parts each row is stored in, one after another (see the layout above):

@@ -20,10 +20,7 @@ struct ProgramOptions {
   int cpu_threads = 0;            // 0: all cores
   ContractDefaults defaults;      // S and C for packages without llmpack.* keys
   int64_t logits_rows = 1;        // rows forward(all_logits) may return (perplexity asks for B)
-  // The program's own KV cache: f16 by default, as llama.cpp's, half of f32's
-  // memory and its decode reads (docs/PERFORMANCE.md section 51); f32 or q8_0
-  // on request.
-  KvDtype kv_dtype = KvDtype::kF16;
+  KvDtype kv_dtype = kDefaultKvDtype;  // the program's own KV cache
   LogSink log = null_log_sink();
 };
 
