@@ -305,12 +305,17 @@ void quantize_q3_k(const float* x, int64_t n_blocks, BlockQ3_K* out) {
   }
 }
 
-// The index of the IQ4 grid value nearest v.
+// The index of the IQ4 grid value nearest v, the lower one of two at equal
+// distance (0 for NaN). The grid ascends, so the nearest is one of the two
+// values around v: a binary search finds them, where a scan of all 16 made
+// the scale fit below (about a thousand calls a block) the quantizer's cost.
 int nearest_iq4(float v) {
-  int best = 0;
-  for (int k = 1; k < 16; ++k)
-    if (std::fabs(v - kIQ4Values[k]) < std::fabs(v - kIQ4Values[best])) best = k;
-  return best;
+  int below = 0;  // how many of the first 15 grid values are < v
+  for (int step = 8; step > 0; step /= 2)
+    if (kIQ4Values[below + step - 1] < v) below += step;
+  if (below == 0) return 0;
+  // v lies in (value[below - 1], value[below]], or above the grid (below 15)
+  return std::fabs(v - kIQ4Values[below - 1]) <= std::fabs(v - kIQ4Values[below]) ? below - 1 : below;
 }
 
 // Best d for x[32] ~ d * kIQ4Values[index]: candidates mapping the value of
