@@ -2,7 +2,9 @@
 // Hugging Face folder) into a package (docs/CONTRACT.md E1-E5).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -12,6 +14,9 @@ namespace llmpack::cli {
 namespace {
 
 int execute(const ExportOptions& o) {
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (o.threads > cores)
+    std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds the %d cores of this machine\n", o.threads, cores);
   const bool tty = isatty(fileno(stderr)) != 0;
   auto progress = [tty](size_t done, size_t total, uint64_t bytes) {
     if (!tty) return;
@@ -46,6 +51,8 @@ void register_export(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("--static_chunk", o->static_chunk, "N: tokens per call with --static_shape (default 1)");
   cmd->add_option("--dtype", o->dtype, "Weights: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, q3_k_m, q4_k_m, q5_k_m (default: the source's types)");
   cmd->add_option("--name", o->name, "general.name to write");
+  cmd->add_option("-t,--cpu_threads", o->threads, "Threads that quantize the rows (default: all cores)")
+      ->check(CLI::Range(1, 1024));
   cmd->add_option("--token_bound", o->token_bound, "B override (legacy packages for tests)")->group("");
   cmd->callback([&action, o, dynamic_flag] { action = [o] { return execute(*o); }; });
 }

@@ -58,6 +58,8 @@ Result<PackageShape> resolve_export_options(const ExportOptions& o) {
   if (p.max_context_len < p.max_seq_len)
     return error_status("--max_context_length " + std::to_string(p.max_context_len) + " is below --max_seq_length " +
                         std::to_string(p.max_seq_len) + " (the cache must hold at least one full call)");
+  if (o.threads < 0 || o.threads > 1024)
+    return error_status("--cpu_threads " + std::to_string(o.threads) + " is out of range 1..1024");
   if (o.kv_cache == "in_graph") p.kv_cache = KvCacheKind::kInGraph;
   else if (o.kv_cache == "off_graph") p.kv_cache = KvCacheKind::kOffGraph;
   else if (o.kv_cache == "none") p.kv_cache = KvCacheKind::kNone;

@@ -25,6 +25,7 @@ struct ExportOptions {
   std::string dtype;             // f32 | f16 | bf16 | q8_0 | q4_0 | q4_k_m; "": keep the source's types
   int64_t token_bound = 0;       // B override (legacy packages in tests); 0: derived (E3)
   std::string name;              // general.name; "": from the source
+  int threads = 0;               // threads that convert rows; 0: all cores
 };
 
 // The weight types an export writes: matrices get `matrix`, except where

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <thread>
 
 #include "export/model_source.h"
 #include "export/tensor_convert.h"
@@ -64,7 +65,7 @@ std::string megabytes(uint64_t bytes) {
 
 // Converts every tensor into the plan's types and hands it to the writer.
 Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, std::deque<std::vector<uint8_t>>* owned,
-                   ExportReport* report) {
+                   ThreadPool& pool, ExportReport* report) {
   std::map<std::string, std::pair<int, int64_t>> fallbacks;  // "f16" -> (count, a row length)
   for (const SourceTensor& t : s.tensors) {
     bool fell_back = false;
@@ -74,7 +75,7 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
       ++f.first;
       f.second = t.ne[0];
     }
-    auto bytes = convert_tensor(t, type, owned);
+    auto bytes = convert_tensor(t, type, owned, pool);
     if (!bytes.ok()) return bytes.status();
     LLMPACK_RETURN_IF_ERROR(w.add_tensor(t.name, type, t.ne, *bytes));
     ++report->dtype_counts[std::string(dtype_name(type))];
@@ -135,7 +136,9 @@ Result<ExportReport> export_package(const ExportOptions& o, const GgufWriter::Pr
   write_contract(w, p, eos);
 
   std::deque<std::vector<uint8_t>> owned;
-  LLMPACK_RETURN_IF_ERROR(add_tensors(w, src, p.dtype, &owned, &report));
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  ThreadPool pool(o.threads > 0 ? o.threads : cores);
+  LLMPACK_RETURN_IF_ERROR(add_tensors(w, src, p.dtype, &owned, pool, &report));
   for (const auto& n : report.notices) log(LogLevel::kWarning, n);
   LLMPACK_RETURN_IF_ERROR(w.write(o.output, progress).with_context("writing " + o.output));
   std::error_code ec;

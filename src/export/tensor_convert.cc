@@ -1,5 +1,6 @@
 #include "export/tensor_convert.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/half.h"
@@ -100,7 +101,7 @@ DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_l
 }
 
 Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target,
-                                                std::deque<std::vector<uint8_t>>* owned) {
+                                                std::deque<std::vector<uint8_t>>* owned, ThreadPool& pool) {
   if (target == t.dtype && t.unpermute_heads == 0) return t.bytes;
   const bool vec = t.ne.size() <= 1;
   // Vectors to un-permute go element by element (rows of one column).
@@ -129,16 +130,24 @@ Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType tar
   }
   const int64_t out_row = row_bytes(*out_info, cols);
   auto& out = owned->emplace_back(static_cast<size_t>(out_row * rows));
-  std::vector<float> buf(static_cast<size_t>(cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    int64_t src = r;
-    if (head_rows > 0) {  // output row h*hs + 2i + j comes from row h*hs + j*hs/2 + i
-      const int64_t h = r / head_rows, k = r % head_rows, i = k / 2, j = k % 2;
-      src = h * head_rows + j * (head_rows / 2) + i;
+  // rows [begin, end) through one f32 row buffer per thread
+  std::vector<std::vector<float>> bufs(static_cast<size_t>(pool.n_threads()),
+                                       std::vector<float>(static_cast<size_t>(cols)));
+  auto convert_rows = [&](int thread, int64_t begin, int64_t end) {
+    float* buf = bufs[static_cast<size_t>(thread)].data();
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t src = r;
+      if (head_rows > 0) {  // output row h*hs + 2i + j comes from row h*hs + j*hs/2 + i
+        const int64_t h = r / head_rows, k = r % head_rows, i = k / 2, j = k % 2;
+        src = h * head_rows + j * (head_rows / 2) + i;
+      }
+      decode_row(t, rows, cols, src, buf);
+      kernels::quantize_row(target, buf, cols, out.data() + r * out_row);
     }
-    decode_row(t, rows, cols, src, buf.data());
-    kernels::quantize_row(target, buf.data(), cols, out.data() + r * out_row);
-  }
+  };
+  // pieces of about 64k elements: a K-quant row of 2048 costs ~0.3 ms, so a
+  // piece is long enough to hide the hand-out and short enough to balance
+  pool.parallel_for_dynamic(rows, convert_rows, std::max<int64_t>(1, (int64_t{1} << 16) / cols));
   return std::span<const uint8_t>(out);
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/thread_pool.h"
 #include "core/status.h"
 #include "export/export_options.h"
 #include "export/model_source.h"
@@ -22,8 +23,9 @@ namespace llmpack {
 DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers, bool* fallback);
 
 // The bytes of `t` as `target`: a view of the source when nothing changes,
-// else a buffer appended to `owned`.
+// else a buffer appended to `owned`. Rows convert on `pool`'s threads (each
+// row alone, so the bytes do not depend on the thread count).
 Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target,
-                                                std::deque<std::vector<uint8_t>>* owned);
+                                                std::deque<std::vector<uint8_t>>* owned, ThreadPool& pool);
 
 }  // namespace llmpack

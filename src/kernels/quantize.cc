@@ -16,9 +16,17 @@
 namespace llmpack::kernels {
 namespace {
 
+// v rounded to the nearest integer (ties to even, as std::nearbyint under
+// the default rounding mode), clamped to [lo, hi]; NaN -> lo. The quantizers'
+// scale searches call this thousands of times a block, so it rounds inline
+// instead of calling libm: adding 1.5 * 2^23 puts a |v| < 2^22 where a
+// float's step is 1, so that add rounds it and the subtraction is exact.
 int clamp_round(float v, int lo, int hi) {
-  const float r = std::nearbyint(v);
-  if (!(r >= static_cast<float>(lo))) return lo;  // NaN -> lo
+  if (!(v >= static_cast<float>(lo - 1))) return lo;  // NaN too
+  if (v > static_cast<float>(hi + 1)) return hi;
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const float r = (v + kRound) - kRound;
+  if (r < static_cast<float>(lo)) return lo;
   if (r > static_cast<float>(hi)) return hi;
   return static_cast<int>(r);
 }

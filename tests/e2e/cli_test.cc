@@ -118,6 +118,7 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
       {"vocab mismatch", "run -m " + bin + " --tokenizer_path " + big_tok, "32000"},
       {"negative temperature", "run -m " + gguf + " --temperature -0.5", "--temperature"},
       {"zero threads", "run -m " + gguf + " -t 0", "--cpu_threads"},
+      {"zero export threads", "export --checkpoint " + gguf + " -o /tmp/never.gguf -t 0", "--cpu_threads"},
       {"unknown kv dtype", "run -m " + gguf + " --kv_dtype f8", "--kv_dtype"},
       {"unknown flag", "run -m " + gguf + " --frobnicate", "frobnicate"},
       {"empty prompt", "run -m " + gguf + " -p '' --num_bos 0", "prompt"},

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
+#include <string>
 
 #include "common/tiny_model.h"
 #include "export_test_util.h"
@@ -106,6 +109,52 @@ INSTANTIATE_TEST_SUITE_P(Types, ExportTypes,
                                            TypeCase{"iq4_nl", DType::kIQ4_NL, 0.4, 1e-2},
                                            TypeCase{"iq4_xs", DType::kIQ4_XS, 0.4, 1e-2}),
                          [](const auto& info) { return std::string(info.param.dtype); });
+
+// Rows quantize on the export's threads (ExportOptions::threads, `export
+// -t`), each row alone: the file is the same bytes whatever the thread count,
+// for the types whose quantizers search (K-quants, IQ4) and a plain one.
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+TEST(ExportThreads, SameBytesForOneTwoAndThreeThreads) {
+  testing::TinyModelSpec spec;
+  spec.dim = 256, spec.hidden_dim = 512, spec.n_heads = 4, spec.n_kv_heads = 2;
+  spec.n_layers = 1, spec.vocab_size = 300, spec.weight_scale = 0.06f, spec.seed = 11;
+  ScratchDir dir;
+  testing::write_file(dir.file("f32.gguf"), testing::make_tiny_gguf(spec));
+  for (const char* dtype : {"q4_k_m", "iq4_xs", "q8_0"}) {
+    std::vector<std::string> files;
+    for (int threads : {1, 2, 3}) {
+      ExportOptions o;
+      o.checkpoint = dir.file("f32.gguf");
+      o.output = dir.file(std::string(dtype) + "-" + std::to_string(threads) + ".gguf");
+      o.dtype = dtype;
+      o.threads = threads;
+      auto report = export_package(o);
+      ASSERT_TRUE(report.ok()) << report.status().message();
+      files.push_back(file_bytes(o.output));
+    }
+    ASSERT_GT(files[0].size(), 100000u) << dtype;
+    EXPECT_TRUE(files[0] == files[1]) << dtype << ": 2 threads wrote other bytes than 1";
+    EXPECT_TRUE(files[0] == files[2]) << dtype << ": 3 threads wrote other bytes than 1";
+  }
+}
+
+TEST(ExportThreads, NegativeOrHugeThreadCountIsRefused) {
+  for (int threads : {-1, 5000}) {
+    ExportOptions o;
+    o.checkpoint = "model.gguf";
+    o.output = "out.gguf";
+    o.threads = threads;
+    auto shape = resolve_export_options(o);
+    ASSERT_FALSE(shape.ok()) << threads;
+    EXPECT_NE(shape.status().message().find("--cpu_threads " + std::to_string(threads) + " is out of range 1..1024"),
+              std::string::npos)
+        << shape.status().message();
+  }
+}
 
 }  // namespace
 }  // namespace llmpack
