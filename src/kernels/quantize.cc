@@ -31,6 +31,25 @@ int clamp_round(float v, int lo, int hi) {
   return static_cast<int>(r);
 }
 
+// clamp_round for the scale searches' inner loops, in floats and without
+// branches so that the compiler vectorizes them: the same rounding; a |v| of
+// 2^22 or more lies far outside [lo, hi] and clamps whatever the add made of it.
+float round_clamped(float v, float lo, float hi) {
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const float r = (v + kRound) - kRound;
+  return std::min(std::max(r, lo), hi);
+}
+
+// The searches sum over a sub-block (16 or 32 values) in kLanes running sums,
+// element i into sum i % kLanes, added up in a fixed order at the end: the
+// result does not depend on whether, or how wide, the compiler vectorizes.
+constexpr int kLanes = 8;
+using Lanes = std::array<float, kLanes>;
+
+double lanes_total(const Lanes& s) {
+  return (double(s[0]) + s[4]) + (double(s[1]) + s[5]) + ((double(s[2]) + s[6]) + (double(s[3]) + s[7]));
+}
+
 void quantize_q8_0(const float* x, int64_t n_blocks, BlockQ8_0* out) {
   for (int64_t i = 0; i < n_blocks; ++i, x += kQK) {
     float amax = 0.0f;
@@ -128,14 +147,20 @@ void fit_scale_min(const float* x, int n, int top, float* scale, float* min) {
   }
   float best_err = INFINITY;
   float best_scale = (hi - lo) / levels, best_min = -lo;
+  double sx = 0;
+  for (int i = 0; i < n; ++i) sx += x[i];
   for (int k = -4; k <= 12; ++k) {
     const float s = (hi - lo) / (levels * (1.0f + static_cast<float>(k) / 60.0f));
+    const float inv_s = 1.0f / s;
     // least-squares refit of (scale, min) given the levels q this scale picks
-    double sq = 0, sqq = 0, sx = 0, sqx = 0;
-    for (int i = 0; i < n; ++i) {
-      const int q = clamp_round((x[i] - lo) / s, 0, top);
-      sq += q, sqq += double(q) * q, sx += x[i], sqx += double(q) * x[i];
-    }
+    // (the sums of q and q^2 are integers, exact in floats)
+    Lanes lq{}, lqq{}, lqx{};
+    for (int i = 0; i < n; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const float q = round_clamped((x[i + l] - lo) * inv_s, 0.0f, levels);
+        lq[l] += q, lqq[l] += q * q, lqx[l] += q * x[i + l];
+      }
+    const double sq = lanes_total(lq), sqq = lanes_total(lqq), sqx = lanes_total(lqx);
     const double det = n * sqq - sq * sq;
     float fs = s, fm = -lo;
     if (det > 0) {
@@ -144,12 +169,15 @@ void fit_scale_min(const float* x, int n, int top, float* scale, float* min) {
     }
     if (fs <= 0.0f) continue;
     if (fm < 0.0f) fm = 0.0f;  // the format subtracts a non-negative min
-    double err = 0;
-    for (int i = 0; i < n; ++i) {
-      const int q = clamp_round((x[i] + fm) / fs, 0, top);
-      const double e = fs * q - fm - x[i];
-      err += e * e;
-    }
+    const float inv_fs = 1.0f / fs;
+    Lanes lerr{};
+    for (int i = 0; i < n; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const float q = round_clamped((x[i + l] + fm) * inv_fs, 0.0f, levels);
+        const float e = fs * q - fm - x[i + l];
+        lerr[l] += e * e;
+      }
+    const double err = lanes_total(lerr);
     if (err < best_err) best_err = static_cast<float>(err), best_scale = fs, best_min = fm;
   }
   *scale = best_scale;
@@ -203,19 +231,26 @@ float fit_scale_signed(const float* x, int n, int lo, int hi, float step) {
   if (vmax == 0.0f) return 0.0f;
   float best = vmax / static_cast<float>(lo);
   double best_err = INFINITY;
+  const float qlo = static_cast<float>(lo), qhi = static_cast<float>(hi);
   for (int k = -6; k <= 6; ++k) {
-    const float s = vmax / (static_cast<float>(lo) + step * static_cast<float>(k));
-    double sqx = 0, sqq = 0;
-    for (int i = 0; i < n; ++i) {
-      const int q = clamp_round(x[i] / s, lo, hi);
-      sqx += double(q) * x[i], sqq += double(q) * q;
-    }
+    const float s = vmax / (qlo + step * static_cast<float>(k));
+    const float inv_s = 1.0f / s;
+    Lanes lqx{}, lqq{};
+    for (int i = 0; i < n; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const float q = round_clamped(x[i + l] * inv_s, qlo, qhi);
+        lqx[l] += q * x[i + l], lqq[l] += q * q;
+      }
+    const double sqx = lanes_total(lqx), sqq = lanes_total(lqq);
     const float fs = sqq > 0 ? static_cast<float>(sqx / sqq) : s;
-    double err = 0;
-    for (int i = 0; i < n; ++i) {
-      const double e = fs * clamp_round(x[i] / fs, lo, hi) - x[i];
-      err += e * e;
-    }
+    const float inv_fs = 1.0f / fs;
+    Lanes lerr{};
+    for (int i = 0; i < n; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const float e = fs * round_clamped(x[i + l] * inv_fs, qlo, qhi) - x[i + l];
+        lerr[l] += e * e;
+      }
+    const double err = lanes_total(lerr);
     if (err < best_err) best_err = err, best = fs;
   }
   return best;
@@ -333,6 +368,16 @@ int nearest_iq4(float v) {
   return index;
 }
 
+// kIQ4Values[nearest_iq4(v)] without the table lookup (which keeps the
+// fit's loops from vectorizing): the grid's first value plus the step to
+// each next value whose midpoint lies below v (integer steps: exact).
+float nearest_iq4_value(float v) {
+  float value = kIQ4Values[0];
+  for (int k = 0; k < 15; ++k)
+    value += v > kIQ4Midpoints[k] ? static_cast<float>(kIQ4Values[k + 1] - kIQ4Values[k]) : 0.0f;
+  return value;
+}
+
 // Best d for x[32] ~ d * kIQ4Values[index]: candidates mapping the value of
 // largest magnitude to around -127 (the grid's widest end), each refit by
 // least squares for the indices it picks.
@@ -343,17 +388,23 @@ float fit_scale_iq4(const float* x) {
   double best_err = INFINITY;
   for (int k = -8; k <= 8; ++k) {
     const float s = vmax / (-127.0f + 2.0f * static_cast<float>(k));
-    double sxv = 0, svv = 0;
-    for (int i = 0; i < kQK; ++i) {
-      const double v = kIQ4Values[nearest_iq4(x[i] / s)];
-      sxv += v * x[i], svv += v * v;
-    }
+    const float inv_s = 1.0f / s;
+    Lanes lxv{}, lvv{};
+    for (int i = 0; i < kQK; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const float v = nearest_iq4_value(x[i + l] * inv_s);
+        lxv[l] += v * x[i + l], lvv[l] += v * v;
+      }
+    const double sxv = lanes_total(lxv), svv = lanes_total(lvv);
     const float fs = svv > 0 ? static_cast<float>(sxv / svv) : s;
-    double err = 0;
-    for (int i = 0; i < kQK; ++i) {
-      const double e = fs * kIQ4Values[nearest_iq4(x[i] / fs)] - x[i];
-      err += e * e;
-    }
+    const float inv_fs = 1.0f / fs;
+    Lanes lerr{};
+    for (int i = 0; i < kQK; i += kLanes)
+      for (int l = 0; l < kLanes; ++l) {
+        const float e = fs * nearest_iq4_value(x[i + l] * inv_fs) - x[i + l];
+        lerr[l] += e * e;
+      }
+    const double err = lanes_total(lerr);
     if (err < best_err) best_err = err, best = fs;
   }
   return best;
