@@ -40,13 +40,13 @@ float round_clamped(float v, float lo, float hi) {
   return std::min(std::max(r, lo), hi);
 }
 
-// The searches sum over a sub-block (16 or 32 values) in kLanes running sums,
-// element i into sum i % kLanes, added up in a fixed order at the end: the
+// The searches sum over a sub-block (16 or 32 values) in kFitLanes running sums,
+// element i into sum i % kFitLanes, added up in a fixed order at the end: the
 // result does not depend on whether, or how wide, the compiler vectorizes.
-constexpr int kLanes = 8;
-using Lanes = std::array<float, kLanes>;
+constexpr int kFitLanes = 8;
+using FitLanes = std::array<float, kFitLanes>;
 
-double lanes_total(const Lanes& s) {
+double fit_lanes_total(const FitLanes& s) {
   return (double(s[0]) + s[4]) + (double(s[1]) + s[5]) + ((double(s[2]) + s[6]) + (double(s[3]) + s[7]));
 }
 
@@ -154,13 +154,13 @@ void fit_scale_min(const float* x, int n, int top, float* scale, float* min) {
     const float inv_s = 1.0f / s;
     // least-squares refit of (scale, min) given the levels q this scale picks
     // (the sums of q and q^2 are integers, exact in floats)
-    Lanes lq{}, lqq{}, lqx{};
-    for (int i = 0; i < n; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
+    FitLanes lq{}, lqq{}, lqx{};
+    for (int i = 0; i < n; i += kFitLanes)
+      for (int l = 0; l < kFitLanes; ++l) {
         const float q = round_clamped((x[i + l] - lo) * inv_s, 0.0f, levels);
         lq[l] += q, lqq[l] += q * q, lqx[l] += q * x[i + l];
       }
-    const double sq = lanes_total(lq), sqq = lanes_total(lqq), sqx = lanes_total(lqx);
+    const double sq = fit_lanes_total(lq), sqq = fit_lanes_total(lqq), sqx = fit_lanes_total(lqx);
     const double det = n * sqq - sq * sq;
     float fs = s, fm = -lo;
     if (det > 0) {
@@ -170,14 +170,14 @@ void fit_scale_min(const float* x, int n, int top, float* scale, float* min) {
     if (fs <= 0.0f) continue;
     if (fm < 0.0f) fm = 0.0f;  // the format subtracts a non-negative min
     const float inv_fs = 1.0f / fs;
-    Lanes lerr{};
-    for (int i = 0; i < n; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
+    FitLanes lerr{};
+    for (int i = 0; i < n; i += kFitLanes)
+      for (int l = 0; l < kFitLanes; ++l) {
         const float q = round_clamped((x[i + l] + fm) * inv_fs, 0.0f, levels);
         const float e = fs * q - fm - x[i + l];
         lerr[l] += e * e;
       }
-    const double err = lanes_total(lerr);
+    const double err = fit_lanes_total(lerr);
     if (err < best_err) best_err = static_cast<float>(err), best_scale = fs, best_min = fm;
   }
   *scale = best_scale;
@@ -235,22 +235,22 @@ float fit_scale_signed(const float* x, int n, int lo, int hi, float step) {
   for (int k = -6; k <= 6; ++k) {
     const float s = vmax / (qlo + step * static_cast<float>(k));
     const float inv_s = 1.0f / s;
-    Lanes lqx{}, lqq{};
-    for (int i = 0; i < n; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
+    FitLanes lqx{}, lqq{};
+    for (int i = 0; i < n; i += kFitLanes)
+      for (int l = 0; l < kFitLanes; ++l) {
         const float q = round_clamped(x[i + l] * inv_s, qlo, qhi);
         lqx[l] += q * x[i + l], lqq[l] += q * q;
       }
-    const double sqx = lanes_total(lqx), sqq = lanes_total(lqq);
+    const double sqx = fit_lanes_total(lqx), sqq = fit_lanes_total(lqq);
     const float fs = sqq > 0 ? static_cast<float>(sqx / sqq) : s;
     const float inv_fs = 1.0f / fs;
-    Lanes lerr{};
-    for (int i = 0; i < n; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
+    FitLanes lerr{};
+    for (int i = 0; i < n; i += kFitLanes)
+      for (int l = 0; l < kFitLanes; ++l) {
         const float e = fs * round_clamped(x[i + l] * inv_fs, qlo, qhi) - x[i + l];
         lerr[l] += e * e;
       }
-    const double err = lanes_total(lerr);
+    const double err = fit_lanes_total(lerr);
     if (err < best_err) best_err = err, best = fs;
   }
   return best;
@@ -389,22 +389,22 @@ float fit_scale_iq4(const float* x) {
   for (int k = -8; k <= 8; ++k) {
     const float s = vmax / (-127.0f + 2.0f * static_cast<float>(k));
     const float inv_s = 1.0f / s;
-    Lanes lxv{}, lvv{};
-    for (int i = 0; i < kQK; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
+    FitLanes lxv{}, lvv{};
+    for (int i = 0; i < kQK; i += kFitLanes)
+      for (int l = 0; l < kFitLanes; ++l) {
         const float v = nearest_iq4_value(x[i + l] * inv_s);
         lxv[l] += v * x[i + l], lvv[l] += v * v;
       }
-    const double sxv = lanes_total(lxv), svv = lanes_total(lvv);
+    const double sxv = fit_lanes_total(lxv), svv = fit_lanes_total(lvv);
     const float fs = svv > 0 ? static_cast<float>(sxv / svv) : s;
     const float inv_fs = 1.0f / fs;
-    Lanes lerr{};
-    for (int i = 0; i < kQK; i += kLanes)
-      for (int l = 0; l < kLanes; ++l) {
+    FitLanes lerr{};
+    for (int i = 0; i < kQK; i += kFitLanes)
+      for (int l = 0; l < kFitLanes; ++l) {
         const float e = fs * nearest_iq4_value(x[i + l] * inv_fs) - x[i + l];
         lerr[l] += e * e;
       }
-    const double err = lanes_total(lerr);
+    const double err = fit_lanes_total(lerr);
     if (err < best_err) best_err = err, best = fs;
   }
   return best;
