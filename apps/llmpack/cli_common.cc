@@ -1,7 +1,8 @@
 #include "cli_common.h"
 
 #include <cstdio>
-#include <thread>
+
+#include "core/thread_pool.h"
 
 namespace llmpack::cli {
 
@@ -51,15 +52,18 @@ void add_sampling_options(CLI::App& app, GenerationConfig& c) {
 
 ProgramOptions program_options(const ModelOptions& o) {
   ProgramOptions p;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  p.cpu_threads = o.cpu_threads.value_or(cores);
-  if (p.cpu_threads > cores)
-    std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds the %d cores of this machine\n", p.cpu_threads,
-                 cores);
+  p.cpu_threads = o.cpu_threads.value_or(machine_cores());
+  note_threads_beyond_cores(p.cpu_threads);
   p.defaults.max_seq_len = o.max_seq_len;
   p.defaults.max_context_len = o.max_context_len;
   p.log = stderr_log_sink();
   return p;
+}
+
+void note_threads_beyond_cores(int threads) {
+  if (threads > machine_cores())
+    std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds the %d cores of this machine\n", threads,
+                 machine_cores());
 }
 
 int fail(const Status& status) { return fail(status.message()); }

@@ -33,6 +33,10 @@ void add_sampling_options(CLI::App& app, GenerationConfig& config);
 // ProgramOptions from the flags; logs a notice when threads exceed the cores.
 ProgramOptions program_options(const ModelOptions& options);
 
+// The notice for a --cpu_threads above the machine's cores (accepted: the
+// user may know better, e.g. inside a container that reports fewer).
+void note_threads_beyond_cores(int threads);
+
 // Prints "llmpack: <message>" on stderr and returns the exit code 1.
 int fail(const Status& status);
 int fail(const std::string& message);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
-#include <thread>
 
 #include "bench_bandwidth.h"
 #include "bench_model.h"
@@ -14,6 +13,7 @@
 #include "bench_runner.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "core/thread_pool.h"
 #include "kernels/kernels.h"
 
 namespace llmpack::cli {
@@ -409,8 +409,7 @@ DecodeReads note_decode_bound(const BenchModel& model, int threads, Output& out)
 int execute(const BenchOptions& o) {
   auto sources = model_sources(o);
   if (!sources.ok()) return fail(sources.status());
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const std::vector<int> threads = o.threads.empty() ? std::vector<int>{cores} : o.threads;
+  const std::vector<int> threads = o.threads.empty() ? std::vector<int>{machine_cores()} : o.threads;
   if (max_of(o.prompts) == 0 && max_of(o.gens) == 0 && o.ttft == 0)
     return fail("nothing to measure: -p and -n are all 0 and no --ttft was given");
   const int64_t max_prompt = std::max(max_of(o.prompts), o.ttft);

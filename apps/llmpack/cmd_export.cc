@@ -2,9 +2,7 @@
 // Hugging Face folder) into a package (docs/CONTRACT.md E1-E5).
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdio>
-#include <thread>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -14,9 +12,7 @@ namespace llmpack::cli {
 namespace {
 
 int execute(const ExportOptions& o) {
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  if (o.threads > cores)
-    std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds the %d cores of this machine\n", o.threads, cores);
+  if (o.threads > 0) note_threads_beyond_cores(o.threads);
   const bool tty = isatty(fileno(stderr)) != 0;
   auto progress = [tty](size_t done, size_t total, uint64_t bytes) {
     if (!tty) return;

@@ -1,9 +1,9 @@
 #include "engine/llama_program.h"
 
 #include <algorithm>
-#include <thread>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "kernels/grouped_blocks.h"
 
 namespace llmpack {
@@ -25,8 +25,7 @@ Result<std::unique_ptr<LlamaProgram>> LlamaProgram::create(std::unique_ptr<Model
                                                            PackageContract contract,
                                                            const ProgramOptions& options) {
   std::unique_ptr<LlamaProgram> p(new LlamaProgram());
-  int threads = options.cpu_threads > 0 ? options.cpu_threads
-                                        : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  int threads = options.cpu_threads > 0 ? options.cpu_threads : machine_cores();
   p->pool_ = std::make_unique<ThreadPool>(threads);
   ForwardPlan plan;
   plan.max_tokens = contract.token_bound;

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
-#include <thread>
 
+#include "core/thread_pool.h"
 #include "export/model_source.h"
 #include "export/tensor_convert.h"
 #include "export/tokenizer_metadata_bpe.h"
@@ -136,8 +136,7 @@ Result<ExportReport> export_package(const ExportOptions& o, const GgufWriter::Pr
   write_contract(w, p, eos);
 
   std::deque<std::vector<uint8_t>> owned;
-  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  ThreadPool pool(o.threads > 0 ? o.threads : cores);
+  ThreadPool pool(o.threads > 0 ? o.threads : machine_cores());
   LLMPACK_RETURN_IF_ERROR(add_tensors(w, src, p.dtype, &owned, pool, &report));
   for (const auto& n : report.notices) log(LogLevel::kWarning, n);
   LLMPACK_RETURN_IF_ERROR(w.write(o.output, progress).with_context("writing " + o.output));
