@@ -17,27 +17,22 @@ namespace llmpack::kernels {
 namespace {
 
 // v rounded to the nearest integer (ties to even, as std::nearbyint under
-// the default rounding mode), clamped to [lo, hi]; NaN -> lo. The quantizers'
-// scale searches call this thousands of times a block, so it rounds inline
-// instead of calling libm: adding 1.5 * 2^23 puts a |v| < 2^22 where a
-// float's step is 1, so that add rounds it and the subtraction is exact.
-int clamp_round(float v, int lo, int hi) {
-  if (!(v >= static_cast<float>(lo - 1))) return lo;  // NaN too
-  if (v > static_cast<float>(hi + 1)) return hi;
-  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
-  const float r = (v + kRound) - kRound;
-  if (r < static_cast<float>(lo)) return lo;
-  if (r > static_cast<float>(hi)) return hi;
-  return static_cast<int>(r);
-}
-
-// clamp_round for the scale searches' inner loops, in floats and without
-// branches so that the compiler vectorizes them: the same rounding; a |v| of
-// 2^22 or more lies far outside [lo, hi] and clamps whatever the add made of it.
+// the default rounding mode) and clamped to [lo, hi], in floats and without
+// branches, so that the scale searches' loops (thousands of calls a block)
+// vectorize: adding 1.5 * 2^23 puts a |v| < 2^22 where a float's step is 1,
+// so that add rounds it and the subtraction is exact; a larger |v| lies far
+// outside [lo, hi] and clamps whatever the add made of it. NaN stays NaN.
 float round_clamped(float v, float lo, float hi) {
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
   const float r = (v + kRound) - kRound;
   return std::min(std::max(r, lo), hi);
+}
+
+// round_clamped as an int, NaN -> lo: inline instead of libm's nearbyint,
+// which the x86-64 baseline cannot inline.
+int clamp_round(float v, int lo, int hi) {
+  if (std::isnan(v)) return lo;
+  return static_cast<int>(round_clamped(v, static_cast<float>(lo), static_cast<float>(hi)));
 }
 
 // The searches sum over a sub-block (16 or 32 values) in kFitLanes running sums,

@@ -118,7 +118,7 @@ std::string file_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
-TEST(ExportThreads, SameBytesForOneTwoAndThreeThreads) {
+TEST(ExportThreads, E2_SameBytesForOneTwoAndThreeThreads) {
   testing::TinyModelSpec spec;
   spec.dim = 256, spec.hidden_dim = 512, spec.n_heads = 4, spec.n_kv_heads = 2;
   spec.n_layers = 1, spec.vocab_size = 300, spec.weight_scale = 0.06f, spec.seed = 11;
@@ -142,7 +142,7 @@ TEST(ExportThreads, SameBytesForOneTwoAndThreeThreads) {
   }
 }
 
-TEST(ExportThreads, NegativeOrHugeThreadCountIsRefused) {
+TEST(ExportThreads, E2_NegativeOrHugeThreadCountIsRefused) {
   for (int threads : {-1, 5000}) {
     ExportOptions o;
     o.checkpoint = "model.gguf";
