@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <deque>
 #include <filesystem>
 
 #include "core/thread_pool.h"
@@ -63,11 +62,16 @@ std::string megabytes(uint64_t bytes) {
   return buf;
 }
 
-// Converts every tensor into the plan's types and hands it to the writer.
-Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, std::deque<std::vector<uint8_t>>* owned,
+// Plans every tensor's type and hands the writer a producer that converts it
+// when the file reaches it, into `*buffer` (one buffer for every tensor: the
+// writer has copied a tensor's bytes out before it asks for the next), then
+// drops the source's pages: a 4.7 GiB f32 source exported to q4_k_m peaked
+// at 5.3 GiB resident when every converted tensor waited for the write.
+Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, std::vector<uint8_t>* buffer,
                    ThreadPool& pool, ExportReport* report) {
   std::map<std::string, std::pair<int, int64_t>> fallbacks;  // "f16" -> (count, a row length)
-  for (const SourceTensor& t : s.tensors) {
+  for (size_t i = 0; i < s.tensors.size(); ++i) {
+    const SourceTensor& t = s.tensors[i];
     bool fell_back = false;
     const DType type = plan_tensor_type(t, plan, s.hp.n_layers, &fell_back);
     if (fell_back) {
@@ -75,9 +79,12 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
       ++f.first;
       f.second = t.ne[0];
     }
-    auto bytes = convert_tensor(t, type, owned, pool);
-    if (!bytes.ok()) return bytes.status();
-    LLMPACK_RETURN_IF_ERROR(w.add_tensor(t.name, type, t.ne, *bytes));
+    const SourceTensor* source = &t;
+    const SourceTensor* previous = i > 0 ? &s.tensors[i - 1] : nullptr;  // written by now
+    LLMPACK_RETURN_IF_ERROR(w.add_tensor(t.name, type, t.ne, [=, &pool]() {
+      if (previous != nullptr) MappedFile::release_pages(previous->bytes);
+      return convert_tensor(*source, type, buffer, pool);
+    }));
     ++report->dtype_counts[std::string(dtype_name(type))];
     ++report->n_tensors;
   }
@@ -135,9 +142,9 @@ Result<ExportReport> export_package(const ExportOptions& o, const GgufWriter::Pr
     if (id >= 0 && id < src.hp.vocab_size && std::find(eos.begin(), eos.end(), id) == eos.end()) eos.push_back(id);
   write_contract(w, p, eos);
 
-  std::deque<std::vector<uint8_t>> owned;
+  std::vector<uint8_t> buffer;
   ThreadPool pool(o.threads > 0 ? o.threads : machine_cores());
-  LLMPACK_RETURN_IF_ERROR(add_tensors(w, src, p.dtype, &owned, pool, &report));
+  LLMPACK_RETURN_IF_ERROR(add_tensors(w, src, p.dtype, &buffer, pool, &report));
   for (const auto& n : report.notices) log(LogLevel::kWarning, n);
   LLMPACK_RETURN_IF_ERROR(w.write(o.output, progress).with_context("writing " + o.output));
   std::error_code ec;

@@ -100,8 +100,8 @@ DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_l
   return fits(second, cols) ? second : DType::kF16;
 }
 
-Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target,
-                                                std::deque<std::vector<uint8_t>>* owned, ThreadPool& pool) {
+Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target, std::vector<uint8_t>* out,
+                                                ThreadPool& pool) {
   if (target == t.dtype && t.unpermute_heads == 0) return t.bytes;
   const bool vec = t.ne.size() <= 1;
   // Vectors to un-permute go element by element (rows of one column).
@@ -129,7 +129,8 @@ Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType tar
                           std::to_string(t.unpermute_heads) + " heads of even size");
   }
   const int64_t out_row = row_bytes(*out_info, cols);
-  auto& out = owned->emplace_back(static_cast<size_t>(out_row * rows));
+  out->resize(static_cast<size_t>(out_row * rows));
+  uint8_t* dst = out->data();
   // rows [begin, end) through one f32 row buffer per thread
   std::vector<std::vector<float>> bufs(static_cast<size_t>(pool.n_threads()),
                                        std::vector<float>(static_cast<size_t>(cols)));
@@ -142,13 +143,13 @@ Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType tar
         src = h * head_rows + j * (head_rows / 2) + i;
       }
       decode_row(t, rows, cols, src, buf);
-      kernels::quantize_row(target, buf, cols, out.data() + r * out_row);
+      kernels::quantize_row(target, buf, cols, dst + r * out_row);
     }
   };
   // pieces of about 64k elements: a K-quant row of 2048 costs ~0.3 ms, so a
   // piece is long enough to hide the hand-out and short enough to balance
   pool.parallel_for_dynamic(rows, convert_rows, std::max<int64_t>(1, (int64_t{1} << 16) / cols));
-  return std::span<const uint8_t>(out);
+  return std::span<const uint8_t>(*out);
 }
 
 }  // namespace llmpack

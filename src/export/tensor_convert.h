@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <span>
 #include <string>
 #include <vector>
@@ -23,9 +22,11 @@ namespace llmpack {
 DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers, bool* fallback);
 
 // The bytes of `t` as `target`: a view of the source when nothing changes,
-// else a buffer appended to `owned`. Rows convert on `pool`'s threads (each
-// row alone, so the bytes do not depend on the thread count).
-Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target,
-                                                std::deque<std::vector<uint8_t>>* owned, ThreadPool& pool);
+// else `*out`, resized and overwritten (the exporter reuses one buffer for
+// every tensor, each written before the next converts). Rows convert on
+// `pool`'s threads (each row alone, so the bytes do not depend on the thread
+// count).
+Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target, std::vector<uint8_t>* out,
+                                                ThreadPool& pool);
 
 }  // namespace llmpack

@@ -111,8 +111,9 @@ GgufValue gguf_string_array(StringTable v);
 GgufValue gguf_f32_array(const std::vector<float>& v);
 GgufValue gguf_i32_array(const std::vector<int32_t>& v);
 
-// Builds a GGUF v3 file. Tensor bytes are borrowed until write() returns.
-// write() goes to "<path>.tmp-<pid>" then renames, so a failed write never
+// Builds a GGUF v3 file. Tensor bytes are borrowed until write() returns, or
+// made by a producer when write() reaches the tensor (so a converter holds one
+// tensor at a time, not the whole file). write() goes to "<path>.tmp-<pid>" then renames, so a failed write never
 // leaves a half-written file at `path`.
 class GgufWriter {
  public:
@@ -131,6 +132,12 @@ class GgufWriter {
   // ne[0] is the row length. bytes.size() must equal the type's size for ne.
   Status add_tensor(std::string name, DType dtype, std::vector<int64_t> ne,
                     std::span<const uint8_t> bytes);
+  // A tensor whose bytes `produce` makes when they are written: called once
+  // per write() or to_bytes(), in tensor order; what it returns must stay valid
+  // until the next producer is called, and must be the size the shape gives
+  // (checked: a mismatch fails the write). An error from it fails the write.
+  using Producer = std::function<Result<std::span<const uint8_t>>()>;
+  Status add_tensor(std::string name, DType dtype, std::vector<int64_t> ne, Producer produce);
 
   // Called after each tensor is written with (tensors done, total, bytes written);
   // write() sends the bytes to the file in 4 MiB pieces, so the file may lag the
@@ -150,8 +157,15 @@ class GgufWriter {
     std::string name;
     DType dtype;
     std::vector<int64_t> ne;
-    std::span<const uint8_t> bytes;
+    uint64_t n_bytes;
+    std::span<const uint8_t> bytes;  // when `produce` is empty
+    Producer produce;
   };
+  // Checks a new tensor's name, type and shape; its byte size on success.
+  Result<uint64_t> check_new_tensor(const std::string& name, DType dtype, const std::vector<int64_t>& ne) const;
+  // The header (magic to tensor infos, padded to the data section) and each
+  // tensor's offset in the data section.
+  Status build_head(std::vector<uint8_t>* head, std::vector<uint64_t>* offsets) const;
   std::vector<std::pair<std::string, GgufValue>> metadata_;  // in insertion order
   std::vector<PendingTensor> tensors_;
   uint32_t alignment_ = 32;

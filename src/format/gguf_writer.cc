@@ -225,91 +225,119 @@ void GgufWriter::set_alignment(uint32_t alignment) {
   set_u32(std::string(kAlignmentKey), alignment);
 }
 
-Status GgufWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t> ne,
-                              std::span<const uint8_t> bytes) {
+Result<uint64_t> GgufWriter::check_new_tensor(const std::string& name, DType dtype,
+                                              const std::vector<int64_t>& ne) const {
   const std::string what = "GGUF writer: tensor '" + name + "'";
-  if (name.empty()) return Status::error("GGUF writer: a tensor needs a name");
+  if (name.empty()) return error_status("GGUF writer: a tensor needs a name");
   for (const auto& t : tensors_)
-    if (t.name == name) return Status::error(what + " added twice");
+    if (t.name == name) return error_status(what + " added twice");
   const auto info = dtype_info(dtype);
-  if (!info) return Status::error(what + ": unknown dtype " + std::to_string(uint32_t(dtype)));
+  if (!info) return error_status(what + ": unknown dtype " + std::to_string(uint32_t(dtype)));
   if (dtype_is_memory_only(dtype))
-    return Status::error(what + " has the memory-only layout " + std::string(info->name) +
-                         ", which no GGUF holds (write the plain type's blocks)");
+    return error_status(what + " has the memory-only layout " + std::string(info->name) +
+                        ", which no GGUF holds (write the plain type's blocks)");
   if (ne.empty() || ne.size() > kMaxDims)
-    return Status::error(what + " has " + std::to_string(ne.size()) +
-                         " dimensions (expected 1 to 4)");
+    return error_status(what + " has " + std::to_string(ne.size()) + " dimensions (expected 1 to 4)");
   int64_t n = 1;
   for (int64_t d : ne) {
-    if (d <= 0) return Status::error(what + " has a dimension of " + std::to_string(d));
-    if (__builtin_mul_overflow(n, d, &n)) return Status::error(what + ": element count overflows");
+    if (d <= 0) return error_status(what + " has a dimension of " + std::to_string(d));
+    if (__builtin_mul_overflow(n, d, &n)) return error_status(what + ": element count overflows");
   }
   if (ne[0] % info->block_elems != 0)
-    return Status::error(what + ": row length " + std::to_string(ne[0]) +
-                         " is not a multiple of the " + std::string(info->name) + " block size " +
-                         std::to_string(info->block_elems));
+    return error_status(what + ": row length " + std::to_string(ne[0]) + " is not a multiple of the " +
+                        std::string(info->name) + " block size " + std::to_string(info->block_elems));
   int64_t expected = 0;
   if (__builtin_mul_overflow(n / info->block_elems, info->block_bytes, &expected))
-    return Status::error(what + ": byte size overflows");
-  if (bytes.size() != static_cast<uint64_t>(expected))
-    return Status::error(what + ": " + std::to_string(bytes.size()) + " bytes given, " +
-                         std::to_string(expected) + " expected for " + std::string(info->name));
-  tensors_.push_back({std::move(name), dtype, std::move(ne), bytes});
+    return error_status(what + ": byte size overflows");
+  return static_cast<uint64_t>(expected);
+}
+
+Status GgufWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t> ne,
+                              std::span<const uint8_t> bytes) {
+  LLMPACK_ASSIGN_OR_RETURN(const uint64_t expected, check_new_tensor(name, dtype, ne));
+  if (bytes.size() != expected)
+    return Status::error("GGUF writer: tensor '" + name + "': " + std::to_string(bytes.size()) +
+                         " bytes given, " + std::to_string(expected) + " expected for " +
+                         std::string(dtype_name(dtype)));
+  tensors_.push_back({std::move(name), dtype, std::move(ne), expected, bytes, nullptr});
   return ok_status();
 }
 
-Status GgufWriter::emit(const Sink& sink, const Progress& progress) const {
+Status GgufWriter::add_tensor(std::string name, DType dtype, std::vector<int64_t> ne, Producer produce) {
+  if (!produce) return Status::error("GGUF writer: tensor '" + name + "' has no producer");
+  LLMPACK_ASSIGN_OR_RETURN(const uint64_t expected, check_new_tensor(name, dtype, ne));
+  tensors_.push_back({std::move(name), dtype, std::move(ne), expected, {}, std::move(produce)});
+  return ok_status();
+}
+
+Status GgufWriter::build_head(std::vector<uint8_t>* head, std::vector<uint64_t>* offsets) const {
   if (!is_power_of_two(alignment_))
     return Status::error("GGUF writer: alignment " + std::to_string(alignment_) +
                          " is not a nonzero power of two");
   const uint64_t align = alignment_;
-  std::vector<uint8_t> head;
-  put<uint32_t>(head, kMagic);
-  put<uint32_t>(head, kVersion);
-  put<uint64_t>(head, tensors_.size());
-  put<uint64_t>(head, metadata_.size());
+  put<uint32_t>(*head, kMagic);
+  put<uint32_t>(*head, kVersion);
+  put<uint64_t>(*head, tensors_.size());
+  put<uint64_t>(*head, metadata_.size());
   for (const auto& [key, value] : metadata_) {
-    put_string(head, key);
-    LLMPACK_RETURN_IF_ERROR(put_value(head, key, value));
+    put_string(*head, key);
+    LLMPACK_RETURN_IF_ERROR(put_value(*head, key, value));
   }
   uint64_t offset = 0;
-  std::vector<uint64_t> offsets;
   for (const auto& t : tensors_) {
-    put_string(head, t.name);
-    put<uint32_t>(head, static_cast<uint32_t>(t.ne.size()));
-    for (int64_t d : t.ne) put<uint64_t>(head, static_cast<uint64_t>(d));
-    put<uint32_t>(head, static_cast<uint32_t>(t.dtype));
-    put<uint64_t>(head, offset);
-    offsets.push_back(offset);
-    if (!align_up(offset + t.bytes.size(), align, &offset))
+    put_string(*head, t.name);
+    put<uint32_t>(*head, static_cast<uint32_t>(t.ne.size()));
+    for (int64_t d : t.ne) put<uint64_t>(*head, static_cast<uint64_t>(d));
+    put<uint32_t>(*head, static_cast<uint32_t>(t.dtype));
+    put<uint64_t>(*head, offset);
+    offsets->push_back(offset);
+    if (!align_up(offset + t.n_bytes, align, &offset))
       return Status::error("GGUF writer: data section size overflows");
   }
+  offsets->push_back(offset);  // the end of the data section
   uint64_t data_start = 0;
-  if (!align_up(head.size(), align, &data_start)) return Status::error("GGUF writer: overflow");
-  head.resize(data_start, 0);
+  if (!align_up(head->size(), align, &data_start)) return Status::error("GGUF writer: overflow");
+  head->resize(data_start, 0);
+  return ok_status();
+}
+
+Status GgufWriter::emit(const Sink& sink, const Progress& progress) const {
+  std::vector<uint8_t> head;
+  std::vector<uint64_t> offsets;
+  LLMPACK_RETURN_IF_ERROR(build_head(&head, &offsets));
   LLMPACK_RETURN_IF_ERROR(sink(head));
   uint64_t written = head.size();
-  const std::vector<uint8_t> zeros(align, 0);
+  const std::vector<uint8_t> zeros(alignment_, 0);
   for (size_t i = 0; i < tensors_.size(); ++i) {
     const auto& t = tensors_[i];
-    LLMPACK_RETURN_IF_ERROR(sink(t.bytes));
-    const uint64_t end = offsets[i] + t.bytes.size();
-    uint64_t padded = 0;
-    align_up(end, align, &padded);
-    LLMPACK_RETURN_IF_ERROR(sink(std::span(zeros).first(padded - end)));
-    written += padded - offsets[i];
+    std::span<const uint8_t> bytes = t.bytes;
+    if (t.produce) {
+      auto made = t.produce();
+      if (!made.ok()) return made.status();
+      bytes = *made;
+      if (bytes.size() != t.n_bytes)
+        return Status::error("GGUF writer: tensor '" + t.name + "': its producer made " +
+                             std::to_string(bytes.size()) + " bytes, " + std::to_string(t.n_bytes) +
+                             " expected for " + std::string(dtype_name(t.dtype)));
+    }
+    LLMPACK_RETURN_IF_ERROR(sink(bytes));
+    const uint64_t end = offsets[i] + t.n_bytes;
+    LLMPACK_RETURN_IF_ERROR(sink(std::span(zeros).first(offsets[i + 1] - end)));
+    written += offsets[i + 1] - offsets[i];
     if (progress) progress(i + 1, tensors_.size(), written);
   }
   return ok_status();
 }
 
 std::vector<uint8_t> GgufWriter::to_bytes() const {
-  // A counting pass first, so a file of gigabytes is allocated once at its
-  // exact size instead of growing (and copying) geometrically.
-  uint64_t total = 0;
-  if (!emit([&](std::span<const uint8_t> b) { total += b.size(); return ok_status(); }, nullptr).ok()) return {};
+  // The size first (from the header and the offsets, without producing any
+  // tensor), so a file of gigabytes is allocated once at its exact size
+  // instead of growing (and copying) geometrically.
+  std::vector<uint8_t> head;
+  std::vector<uint64_t> offsets;
+  if (!build_head(&head, &offsets).ok()) return {};
   std::vector<uint8_t> out;
-  out.reserve(static_cast<size_t>(total));
+  out.reserve(static_cast<size_t>(head.size() + offsets.back()));
   Status s = emit(
       [&](std::span<const uint8_t> b) {
         out.insert(out.end(), b.begin(), b.end());

@@ -5,9 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <utility>
+#include <vector>
 
 namespace llmpack {
 namespace {
@@ -66,6 +69,17 @@ void* map_aligned(int fd, uint64_t size) {
   return p;
 }
 
+// The live file mappings, for release_pages() to tell a mapped range from
+// heap memory (where MADV_DONTNEED would zero the bytes).
+std::mutex& mappings_mutex() {
+  static std::mutex m;
+  return m;
+}
+std::vector<const MappedFile*>& live_mappings() {
+  static std::vector<const MappedFile*> files;
+  return files;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
@@ -93,6 +107,8 @@ Result<std::unique_ptr<MappedFile>> MappedFile::open(const std::string& path) {
   file->mapping_ = p;
   file->data_ = static_cast<const uint8_t*>(p);
   file->size_ = size;
+  std::lock_guard lock(mappings_mutex());
+  live_mappings().push_back(file.get());
   return file;
 }
 
@@ -132,6 +148,10 @@ uint8_t* MappedFile::writable(const uint8_t* p, uint64_t n) {
   // write), and the page-table entries of those addresses point at the copies
   // from then on.
   const auto [start, length] = page_span(p, n);
+  {
+    std::lock_guard lock(mappings_mutex());
+    made_writable_ = true;
+  }
   if (::mprotect(start, length, PROT_READ | PROT_WRITE) != 0) return nullptr;
 #if defined(MADV_POPULATE_WRITE)
   // The private copies made in one call rather than a write fault a page
@@ -147,8 +167,27 @@ void MappedFile::seal(const uint8_t* p, uint64_t n) {
   ::mprotect(start, length, PROT_READ);
 }
 
+void MappedFile::release_pages(std::span<const uint8_t> bytes) {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(bytes.data()) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(bytes.data()) + bytes.size()) / page * page;
+  if (bytes.empty() || end <= begin) return;
+  std::lock_guard lock(mappings_mutex());
+  for (const MappedFile* f : live_mappings()) {
+    const auto lo = reinterpret_cast<uintptr_t>(f->data_);
+    if (f->made_writable_ || begin < lo || end > lo + f->size_) continue;
+    // Clean pages of a private file mapping: dropping them loses nothing.
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+    return;
+  }
+}
+
 MappedFile::~MappedFile() {
-  if (mapping_ != nullptr) ::munmap(mapping_, static_cast<size_t>(size_));
+  if (mapping_ == nullptr) return;
+  ::munmap(mapping_, static_cast<size_t>(size_));
+  std::lock_guard lock(mappings_mutex());
+  auto& files = live_mappings();
+  files.erase(std::remove(files.begin(), files.end(), this), files.end());
 }
 
 }  // namespace llmpack

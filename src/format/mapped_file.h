@@ -36,11 +36,20 @@ class MappedFile {
   uint8_t* writable(const uint8_t* p, uint64_t n);
   void seal(const uint8_t* p, uint64_t n);
 
+  // Drops this process's resident copies of the whole pages inside `bytes`
+  // where they belong to a live file mapping that was never made writable
+  // (touched again, they come back from the page cache or the disk), and does
+  // nothing for any other memory. The exporter calls it after a tensor is
+  // written, so converting a source of gigabytes does not keep every page of
+  // it in the process's resident set.
+  static void release_pages(std::span<const uint8_t> bytes);
+
  private:
   MappedFile() = default;
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
   void* mapping_ = nullptr;  // non-null when mmap'd
+  bool made_writable_ = false;  // some page may be a private copy
   std::vector<uint8_t> owned_;
   std::string path_;
 };

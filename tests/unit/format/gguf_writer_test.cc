@@ -322,6 +322,64 @@ TEST(GgufWriter, AddTensorValidates) {
   EXPECT_TRUE(HasText(w.add_tensor("t", DType::kF32, {4}, b).message(), "'t' added twice"));
 }
 
+// Produced tensors (the exporter's way: each converted into one shared buffer
+// when the file reaches it) make the same file as borrowed ones; each
+// producer runs once per write, in tensor order, and to_bytes() sizes the
+// file without running any.
+TEST(GgufWriter, ProducedTensorsMakeTheSameFileOneAtATime) {
+  Fixture fx;
+  GgufWriter produced;
+  for (const auto& [key, value] : fx.expected) produced.set(key, value);
+  std::vector<uint8_t> shared;  // every producer overwrites it
+  std::vector<size_t> calls;
+  for (size_t i = 0; i < fx.tensors.size(); ++i) {
+    const auto& t = fx.tensors[i];
+    Status s = produced.add_tensor(t.name, t.dtype, t.ne, [&, i]() -> Result<std::span<const uint8_t>> {
+      calls.push_back(i);
+      shared = fx.tensors[i].bytes;
+      return std::span<const uint8_t>(shared);
+    });
+    ASSERT_TRUE(s.ok()) << s.message();
+  }
+  EXPECT_EQ(produced.to_bytes(), fx.w.to_bytes());
+  std::vector<size_t> in_order(fx.tensors.size());
+  std::iota(in_order.begin(), in_order.end(), size_t{0});
+  EXPECT_EQ(calls, in_order);
+  TempDir dir;
+  calls.clear();
+  ASSERT_TRUE(produced.write(dir.file("p.gguf")).ok());
+  EXPECT_EQ(calls, in_order);
+  EXPECT_EQ(testing::read_file_bytes(dir.file("p.gguf")), fx.w.to_bytes());
+}
+
+TEST(GgufWriter, AProducerOfTheWrongSizeOrAnErrorFailsTheWriteAndLeavesNothing) {
+  TempDir dir;
+  std::vector<uint8_t> bytes(12);
+  GgufWriter short_one;
+  ASSERT_TRUE(short_one.add_tensor("w", DType::kF32, {4}, [&]() -> Result<std::span<const uint8_t>> {
+    return std::span<const uint8_t>(bytes);
+  }).ok());
+  Status s = short_one.write(dir.file("a.gguf"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(HasText(s.message(), "tensor 'w': its producer made 12 bytes, 16 expected for f32")) << s.message();
+  EXPECT_TRUE(short_one.to_bytes().empty());
+
+  GgufWriter failing;
+  ASSERT_TRUE(failing.add_tensor("w", DType::kF32, {4}, []() -> Result<std::span<const uint8_t>> {
+    return error_status("tensor 'w': cannot convert q4_0 to iq9");
+  }).ok());
+  s = failing.write(dir.file("b.gguf"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(HasText(s.message(), "cannot convert q4_0 to iq9")) << s.message();
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));  // no file, no temporary
+
+  GgufWriter none;
+  EXPECT_TRUE(HasText(none.add_tensor("w", DType::kF32, {4}, GgufWriter::Producer{}).message(), "no producer"));
+  EXPECT_TRUE(HasText(none.add_tensor("w", DType::kQ4_0, {16}, [&]() -> Result<std::span<const uint8_t>> {
+    return std::span<const uint8_t>(bytes);
+  }).message(), "row length 16 is not a multiple of the q4_0 block size 32"));
+}
+
 TEST(GgufWriter, EmptyWriterMakesAValidFile) {
   GgufWriter w;
   auto g = GgufFile::from_bytes(w.to_bytes());

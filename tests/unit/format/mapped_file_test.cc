@@ -106,6 +106,46 @@ TEST(MappedFile, WritableRangesChangeOnlyThisProcessView) {
   EXPECT_EQ(owned->data()[5], static_cast<uint8_t>(content[5] + 1));
 }
 
+// release_pages() (the exporter, after each tensor is written) takes a read
+// mapping's pages out of the resident set and the bytes read the same after;
+// it must leave heap memory and rewritten (private) pages alone, where
+// MADV_DONTNEED would zero them or bring the file's bytes back.
+TEST(MappedFile, ReleasedPagesLeaveTheResidentSetAndReadTheSame) {
+  TempDir dir;
+  const std::string path = dir.file("source.bin");
+  const size_t size = size_t{8} << 20;
+  std::vector<uint8_t> content(size);
+  for (size_t i = 0; i < size; ++i) content[i] = static_cast<uint8_t>(i * 13 + (i >> 11));
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(size));
+  }
+  auto f = MappedFile::open(path);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_TRUE(std::equal(content.begin(), content.end(), (*f)->data()));  // every page resident
+  const uint64_t before = resident_bytes();
+  MappedFile::release_pages((*f)->bytes());
+  const uint64_t after = resident_bytes();
+  if (before > 0) {
+    EXPECT_LE(after + (size_t{6} << 20), before) << before << " -> " << after;
+  }
+  EXPECT_TRUE(std::equal(content.begin(), content.end(), (*f)->data()));  // read again from the file
+
+  std::vector<uint8_t> heap = content;
+  MappedFile::release_pages(heap);
+  EXPECT_EQ(heap, content);
+  auto owned = MappedFile::from_bytes(content);
+  MappedFile::release_pages(owned->bytes());
+  EXPECT_TRUE(std::equal(content.begin(), content.end(), owned->data()));
+
+  uint8_t* w = (*f)->writable((*f)->data(), size);
+  ASSERT_NE(w, nullptr);
+  for (size_t i = 0; i < size; ++i) w[i] = static_cast<uint8_t>(~content[i]);
+  (*f)->seal((*f)->data(), size);
+  MappedFile::release_pages((*f)->bytes());
+  for (size_t i = 0; i < size; i += 4093) ASSERT_EQ((*f)->data()[i], static_cast<uint8_t>(~content[i])) << i;
+}
+
 TEST(MappedFile, EmptyFileIsAnEmptyView) {
   TempDir dir;
   const std::string path = dir.file("empty.bin");
