@@ -232,8 +232,8 @@ namespace {
 // Decode attention takes the AVX-512 kernel where the AVX-512 decode kernels
 // run (not on a CPU that splits 512-bit vectors, unless asked) and the rows
 // and head are ones it has.
-bool use_avx512_decode_attention(CacheElem elem, int64_t head_dim) {
-  return use_avx512() && avx512_decode_in_use() && avx512::attention_query_supports(elem, head_dim);
+bool use_avx512_decode_attention(CacheElem elem, int64_t first, int64_t head_dim) {
+  return use_avx512() && avx512_decode_in_use() && avx512::attention_query_supports(elem, first, head_dim);
 }
 }  // namespace
 
@@ -482,7 +482,7 @@ void quantize_row_q8_0(const float* x, int64_t n, void* out) {
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
                     int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out) {
   if (use_neon()) return neon::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
-  if (use_avx512_decode_attention(CacheElem::kF32, head_dim))
+  if (use_avx512_decode_attention(CacheElem::kF32, 0, head_dim))
     return avx512::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
   if (use_avx2()) return avx2::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
   ref::attention_head(q, k, v, kv_stride, n_ctx, head_dim, scale, scores, out);
@@ -492,7 +492,7 @@ void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v,
                         int64_t row_stride_bytes, int64_t n_ctx, int64_t head_dim, float scale,
                         float* scores, float* out) {
   if (use_neon()) return neon::attention_head_f16(q, k, v, row_stride_bytes, n_ctx, head_dim, scale, scores, out);
-  if (use_avx512_decode_attention(CacheElem::kF16, head_dim))
+  if (use_avx512_decode_attention(CacheElem::kF16, 0, head_dim))
     return avx512::attention_head_f16(q, k, v, row_stride_bytes, n_ctx, head_dim, scale, scores, out);
   if (use_avx2())
     return avx2::attention_head_f16(q, k, v, row_stride_bytes, n_ctx, head_dim, scale, scores, out);
@@ -504,6 +504,8 @@ void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t r
                          float* scores, float* out) {
   if (use_neon())
     return neon::attention_head_q8_0(q, k, v, row_stride_bytes, first, n_ctx, head_dim, scale, scores, out);
+  if (use_avx512_decode_attention(CacheElem::kQ8_0, first, head_dim))
+    return avx512::attention_head_q8_0(q, k, v, row_stride_bytes, first, n_ctx, head_dim, scale, scores, out);
   if (use_avx2())
     return avx2::attention_head_q8_0(q, k, v, row_stride_bytes, first, n_ctx, head_dim, scale,
                                      scores, out);
@@ -537,7 +539,7 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
 
 void attention_query_group(const float* q, int64_t n_queries, const KvHead& kv, int64_t n_ctx, int64_t head_dim,
                            float scale, float* scores, float* out) {
-  if (use_avx512_decode_attention(kv.elem, head_dim))
+  if (use_avx512_decode_attention(kv.elem, kv.first, head_dim))
     return avx512::attention_query_group(q, n_queries, kv, n_ctx, head_dim, scale, scores, out);
   if (use_avx2()) return avx2::attention_query_group(q, n_queries, kv, n_ctx, head_dim, scale, scores, out);
   for (int64_t g = 0; g < n_queries; ++g)

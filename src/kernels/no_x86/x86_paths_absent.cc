@@ -79,13 +79,17 @@ void attention_tokens(const float*, int64_t, int64_t, int64_t, int64_t, const Kv
                       float*, int64_t) {
   no_simd_path("avx512::attention_tokens");
 }
-bool attention_query_supports(CacheElem, int64_t) { return false; }
+bool attention_query_supports(CacheElem, int64_t, int64_t) { return false; }
 void attention_head(const float*, const float*, const float*, int64_t, int64_t, int64_t, float, float*, float*) {
   no_simd_path("avx512::attention_head");
 }
 void attention_head_f16(const float*, const uint16_t*, const uint16_t*, int64_t, int64_t, int64_t, float, float*,
                         float*) {
   no_simd_path("avx512::attention_head_f16");
+}
+void attention_head_q8_0(const float*, const void*, const void*, int64_t, int64_t, int64_t, int64_t, float, float*,
+                         float*) {
+  no_simd_path("avx512::attention_head_q8_0");
 }
 void attention_query_group(const float*, int64_t, const KvHead&, int64_t, int64_t, float, float*, float*) {
   no_simd_path("avx512::attention_query_group");

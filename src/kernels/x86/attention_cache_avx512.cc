@@ -9,12 +9,18 @@
 // dot products summed across lanes by one tree of shuffles); values with
 // each row's strip of up to 64 columns loaded once for up to 4 queries. Each
 // query's arithmetic does not depend on how many queries share the pass, so
-// a group gives every query the bits it gets alone. q8_0 rows and other head
-// sizes stay on the AVX2 kernel.
+// a group gives every query the bits it gets alone. q8_0 rows whose head is
+// whole blocks are widened to their exact values, in place for one query and
+// once per block of rows into an f32 tile for a group; other q8_0 heads and
+// other head sizes stay on the AVX2 kernel.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
+
+#include "kernels/quant_blocks.h"
 
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx512.h"
@@ -28,16 +34,39 @@ constexpr int kRowLanes = 16;
 constexpr __mmask16 kAll16 = 0xFFFF;
 constexpr __mmask8 kAll8 = 0xFF;
 
+// Element loaders: chunk(row, c) is columns [16c, 16c + 16) of a row as
+// floats, offset(col) the byte offset of column col (a multiple of 16, and
+// of 32 for q8_0) from the row's first byte.
 struct F32Rows {
-  static constexpr int64_t kBytes = 4;
-  static __m512 load16(const uint8_t* p) { return _mm512_loadu_ps(p); }
+  static __m512 chunk(const uint8_t* row, int64_t c) { return _mm512_loadu_ps(row + 64 * c); }
+  static constexpr int64_t offset(int64_t col) { return 4 * col; }
 };
 
 struct F16Rows {
-  static constexpr int64_t kBytes = 2;
-  static __m512 load16(const uint8_t* p) {
-    return _mm512_mask_cvtph_ps(_mm512_setzero_ps(), kAll16, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  static __m512 chunk(const uint8_t* row, int64_t c) {
+    return _mm512_mask_cvtph_ps(_mm512_setzero_ps(), kAll16,
+                                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + 32 * c)));
   }
+  static constexpr int64_t offset(int64_t col) { return 2 * col; }
+};
+
+// A q8_0 row of whole blocks (BlockQ8_0: f16 scale d, 32 int8 q): d * q per
+// lane, exact in f32 (11 bits by 8), so every query of a group gets these
+// values whether they come from here or from a widened tile (below).
+constexpr int64_t kQ8BlockBytes = sizeof(BlockQ8_0);  // 34
+constexpr int64_t kQ8QsOffset = offsetof(BlockQ8_0, qs);
+constexpr int64_t kQ8Elems = kQK;                      // 32
+
+inline __m512 widen16_q8(const uint8_t* block, int64_t half) {
+  uint16_t h;
+  std::memcpy(&h, block, 2);
+  const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + kQ8QsOffset + 16 * half));
+  return _mm512_mul_ps(_mm512_set1_ps(_cvtsh_ss(h)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+}
+
+struct Q8Rows {
+  static __m512 chunk(const uint8_t* row, int64_t c) { return widen16_q8(row + (c / 2) * kQ8BlockBytes, c % 2); }
+  static constexpr int64_t offset(int64_t col) { return col / kQ8Elems * kQ8BlockBytes; }
 };
 
 // The unpacks, the block shuffle and F16Rows' conversion in their masked forms with every lane
@@ -102,9 +131,9 @@ void scores16(const float* q, const uint8_t* k, int64_t stride, float scale, flo
   __m512 acc[16];
 #pragma GCC unroll 16
   for (int r = 0; r < 16; ++r, k += stride) {
-    __m512 a = _mm512_mul_ps(qv[0], E::load16(k));
+    __m512 a = _mm512_mul_ps(qv[0], E::chunk(k, 0));
 #pragma GCC unroll 8
-    for (int c = 1; c < NC; ++c) a = _mm512_fmadd_ps(qv[c], E::load16(k + E::kBytes * kRowLanes * c), a);
+    for (int c = 1; c < NC; ++c) a = _mm512_fmadd_ps(qv[c], E::chunk(k, c), a);
     acc[r] = a;
   }
   _mm512_storeu_ps(scores, _mm512_mul_ps(sum_lanes16(acc), _mm512_set1_ps(scale)));
@@ -112,9 +141,9 @@ void scores16(const float* q, const uint8_t* k, int64_t stride, float scale, flo
 
 template <class E>
 float score1(const float* q, const uint8_t* k, int64_t head_dim, float scale) {
-  __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q), E::load16(k));
+  __m512 acc = _mm512_mul_ps(_mm512_loadu_ps(q), E::chunk(k, 0));
   for (int64_t i = kRowLanes; i < head_dim; i += kRowLanes)
-    acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), E::load16(k + E::kBytes * i), acc);
+    acc = _mm512_fmadd_ps(_mm512_loadu_ps(q + i), E::chunk(k, i / kRowLanes), acc);
   return lanes_sum(acc) * scale;
 }
 
@@ -129,7 +158,7 @@ void values_queries(const float* p, int64_t n_ctx, const uint8_t* v, int64_t str
     for (int c = 0; c < C; ++c) o[g][c] = _mm512_loadu_ps(out + g * head_dim + kRowLanes * c);
   for (int64_t j = 0; j < rows; ++j, v += stride) {
     __m512 x[C];
-    for (int c = 0; c < C; ++c) x[c] = E::load16(v + kRowLanes * c * E::kBytes);
+    for (int c = 0; c < C; ++c) x[c] = E::chunk(v, c);
     for (int g = 0; g < NQ; ++g) {
       const __m512 pg = _mm512_set1_ps(p[g * n_ctx + j]);
       for (int c = 0; c < C; ++c) o[g][c] = _mm512_fmadd_ps(pg, x[c], o[g][c]);
@@ -193,7 +222,7 @@ template <class E, int NC>
 void attention_rows(const float* q, int64_t n_q, const uint8_t* k, const uint8_t* v, int64_t stride, int64_t n_ctx,
                     float scale, float* scores, float* out) {
   constexpr int64_t head_dim = NC * kRowLanes;
-  const int64_t row_bytes = head_dim * E::kBytes;
+  const int64_t row_bytes = E::offset(head_dim);
   int64_t j = 0;
   for (; j + 16 <= n_ctx; j += 16) {
     if (j + kKeyRowsAhead + 16 <= n_ctx) prefetch_rows(k + (j + kKeyRowsAhead) * stride, stride, 16, row_bytes);
@@ -212,11 +241,11 @@ void attention_rows(const float* q, int64_t n_q, const uint8_t* k, const uint8_t
     if (next_rows > 0) prefetch_rows(vb + rows * stride, stride, next_rows, row_bytes);
     int64_t d = 0;
     for (; d + 4 * kRowLanes <= head_dim; d += 4 * kRowLanes)
-      values_strip<E, 4>(scores + j0, n_q, n_ctx, vb + E::kBytes * d, stride, rows, head_dim, out + d);
+      values_strip<E, 4>(scores + j0, n_q, n_ctx, vb + E::offset(d), stride, rows, head_dim, out + d);
     switch ((head_dim - d) / kRowLanes) {
-      case 3: values_strip<E, 3>(scores + j0, n_q, n_ctx, vb + E::kBytes * d, stride, rows, head_dim, out + d); break;
-      case 2: values_strip<E, 2>(scores + j0, n_q, n_ctx, vb + E::kBytes * d, stride, rows, head_dim, out + d); break;
-      case 1: values_strip<E, 1>(scores + j0, n_q, n_ctx, vb + E::kBytes * d, stride, rows, head_dim, out + d); break;
+      case 3: values_strip<E, 3>(scores + j0, n_q, n_ctx, vb + E::offset(d), stride, rows, head_dim, out + d); break;
+      case 2: values_strip<E, 2>(scores + j0, n_q, n_ctx, vb + E::offset(d), stride, rows, head_dim, out + d); break;
+      case 1: values_strip<E, 1>(scores + j0, n_q, n_ctx, vb + E::offset(d), stride, rows, head_dim, out + d); break;
       default: break;
     }
   }
@@ -240,16 +269,98 @@ void attention_any(const float* q, int64_t n_q, const uint8_t* k, const uint8_t*
   }
 }
 
+
+// ---- q8_0 rows: a group widens them once ------------------------------------
+//
+// Widened in the score loop (Q8Rows), a row's int8 -> f32 conversion takes
+// three instructions for 16 values against f16's one, and a group of queries
+// would repeat it for each query: the AVX2 kernel, which did so, took twice
+// the f16 kernel's time for half its bytes (docs/PERFORMANCE.md section 56).
+// For three or more queries a block of rows is widened once into an f32 tile
+// and every query reads the tile with the f32 code: the same values and the
+// same order of operations as Q8Rows in place, so the same bits. One or two
+// queries read the rows in place (the tile's stores and loads cost them more:
+// section 56).
+
+// dst[r * head_dim + i] = element i of row r as Q8Rows gives it, for `rows`
+// rows of n_blocks whole blocks starting at src (rows `stride` bytes apart).
+void widen_rows_q8(const uint8_t* src, int64_t stride, int64_t rows, int64_t n_blocks, float* dst) {
+  for (int64_t r = 0; r < rows; ++r, src += stride) {
+    const uint8_t* block = src;
+    for (int64_t b = 0; b < n_blocks; ++b, block += kQ8BlockBytes, dst += kQ8Elems) {
+      _mm512_storeu_ps(dst, widen16_q8(block, 0));
+      _mm512_storeu_ps(dst + kRowLanes, widen16_q8(block, 1));
+    }
+  }
+}
+
+// attention_rows<Q8Rows, NC> for n_q >= 3 queries through tiles of widened
+// rows: 16 key rows, then up to 64 value rows (k and v point at the head's
+// first block in row 0).
+template <int NC>
+void attention_rows_q8_group(const float* q, int64_t n_q, const uint8_t* k, const uint8_t* v, int64_t stride,
+                             int64_t n_ctx, float scale, float* scores, float* out) {
+  constexpr int64_t head_dim = NC * kRowLanes, n_blocks = head_dim / kQ8Elems;
+  constexpr int64_t tile_stride = F32Rows::offset(head_dim);
+  const int64_t row_bytes = Q8Rows::offset(head_dim);
+  alignas(64) float tile[kValueRowBlock * head_dim];
+  const auto* t = reinterpret_cast<const uint8_t*>(tile);
+  for (int64_t j = 0; j < n_ctx; j += 16) {
+    const int64_t rows = std::min<int64_t>(16, n_ctx - j);
+    if (j + kKeyRowsAhead + 16 <= n_ctx) prefetch_rows(k + (j + kKeyRowsAhead) * stride, stride, 16, row_bytes);
+    widen_rows_q8(k + j * stride, stride, rows, n_blocks, tile);
+    for (int64_t g = 0; g < n_q; ++g) {
+      if (rows == 16) {
+        scores16<F32Rows, NC>(q + g * head_dim, t, tile_stride, scale, scores + g * n_ctx + j);
+        continue;
+      }
+      for (int64_t r = 0; r < rows; ++r)
+        scores[g * n_ctx + j + r] = score1<F32Rows>(q + g * head_dim, t + r * tile_stride, head_dim, scale);
+    }
+  }
+  for (int64_t g = 0; g < n_q; ++g) softmax16(scores + g * n_ctx, n_ctx);
+  std::fill(out, out + n_q * head_dim, 0.0f);
+  for (int64_t j0 = 0; j0 < n_ctx; j0 += kValueRowBlock) {
+    const int64_t rows = std::min(kValueRowBlock, n_ctx - j0);
+    const int64_t next_rows = std::min(kValueRowBlock, n_ctx - j0 - rows);
+    if (next_rows > 0) prefetch_rows(v + (j0 + rows) * stride, stride, next_rows, row_bytes);
+    widen_rows_q8(v + j0 * stride, stride, rows, n_blocks, tile);
+    int64_t d = 0;
+    for (; d + 4 * kRowLanes <= head_dim; d += 4 * kRowLanes)
+      values_strip<F32Rows, 4>(scores + j0, n_q, n_ctx, t + F32Rows::offset(d), tile_stride, rows, head_dim, out + d);
+    if (head_dim - d == 2 * kRowLanes)
+      values_strip<F32Rows, 2>(scores + j0, n_q, n_ctx, t + F32Rows::offset(d), tile_stride, rows, head_dim, out + d);
+  }
+}
+
+template <int NC>
+void attention_rows_q8(const float* q, int64_t n_q, const uint8_t* k, const uint8_t* v, int64_t stride,
+                       int64_t n_ctx, float scale, float* scores, float* out) {
+  if (n_q <= 2) return attention_rows<Q8Rows, NC>(q, n_q, k, v, stride, n_ctx, scale, scores, out);
+  attention_rows_q8_group<NC>(q, n_q, k, v, stride, n_ctx, scale, scores, out);
+}
+
+void attention_q8(const float* q, int64_t n_q, const uint8_t* k, const uint8_t* v, int64_t stride, int64_t n_ctx,
+                  int64_t head_dim, float scale, float* scores, float* out) {
+  switch (head_dim / kRowLanes) {
+    case 2: return attention_rows_q8<2>(q, n_q, k, v, stride, n_ctx, scale, scores, out);
+    case 4: return attention_rows_q8<4>(q, n_q, k, v, stride, n_ctx, scale, scores, out);
+    case 6: return attention_rows_q8<6>(q, n_q, k, v, stride, n_ctx, scale, scores, out);
+    default: return attention_rows_q8<kMaxChunks>(q, n_q, k, v, stride, n_ctx, scale, scores, out);
+  }
+}
+
 }  // namespace
 
-bool attention_query_supports(CacheElem elem, int64_t head_dim) {
-  return elem != CacheElem::kQ8_0 && head_dim > 0 && head_dim % kRowLanes == 0 && head_dim <= kMaxChunks * kRowLanes;
+bool attention_query_supports(CacheElem elem, int64_t first, int64_t head_dim) {
+  if (elem == CacheElem::kQ8_0 && (first % kQ8Elems != 0 || head_dim % kQ8Elems != 0)) return false;
+  return head_dim > 0 && head_dim % kRowLanes == 0 && head_dim <= kMaxChunks * kRowLanes;
 }
 
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_ctx,
                     int64_t head_dim, float scale, float* scores, float* out) {
   attention_any<F32Rows>(q, 1, reinterpret_cast<const uint8_t*>(k), reinterpret_cast<const uint8_t*>(v),
-                         kv_stride * F32Rows::kBytes, n_ctx, head_dim, scale, scores, out);
+                         F32Rows::offset(kv_stride), n_ctx, head_dim, scale, scores, out);
 }
 
 void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v, int64_t row_stride_bytes,
@@ -258,15 +369,25 @@ void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v, in
                          row_stride_bytes, n_ctx, head_dim, scale, scores, out);
 }
 
+void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t row_stride_bytes, int64_t first,
+                         int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out) {
+  attention_q8(q, 1, static_cast<const uint8_t*>(k) + Q8Rows::offset(first),
+               static_cast<const uint8_t*>(v) + Q8Rows::offset(first), row_stride_bytes, n_ctx, head_dim, scale,
+               scores, out);
+}
+
 void attention_query_group(const float* q, int64_t n_queries, const KvHead& kv, int64_t n_ctx, int64_t head_dim,
                            float scale, float* scores, float* out) {
   const auto* k = static_cast<const uint8_t*>(kv.k);
   const auto* v = static_cast<const uint8_t*>(kv.v);
   const int64_t s = kv.row_stride_bytes;
+  if (kv.elem == CacheElem::kQ8_0)
+    return attention_q8(q, n_queries, k + Q8Rows::offset(kv.first), v + Q8Rows::offset(kv.first), s, n_ctx,
+                        head_dim, scale, scores, out);
   if (kv.elem == CacheElem::kF16)
-    return attention_any<F16Rows>(q, n_queries, k + kv.first * F16Rows::kBytes, v + kv.first * F16Rows::kBytes, s,
+    return attention_any<F16Rows>(q, n_queries, k + F16Rows::offset(kv.first), v + F16Rows::offset(kv.first), s,
                                   n_ctx, head_dim, scale, scores, out);
-  attention_any<F32Rows>(q, n_queries, k + kv.first * F32Rows::kBytes, v + kv.first * F32Rows::kBytes, s, n_ctx,
+  attention_any<F32Rows>(q, n_queries, k + F32Rows::offset(kv.first), v + F32Rows::offset(kv.first), s, n_ctx,
                          head_dim, scale, scores, out);
 }
 

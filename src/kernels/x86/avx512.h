@@ -33,15 +33,19 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
                       const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
                       int64_t out_stride);
 
-// Decode attention over f32 and f16 cache rows (kernels.h attention_query_group,
-// attention_head, attention_head_f16) for head_dim % 16 == 0:
-// x86/attention_cache_avx512.cc (q8_0 rows and other head sizes take the AVX2
-// kernel). Dispatch runs it where the AVX-512 decode kernels run.
-bool attention_query_supports(CacheElem elem, int64_t head_dim);
+// Decode attention over f32, f16 and q8_0 cache rows (kernels.h
+// attention_query_group, attention_head, attention_head_f16,
+// attention_head_q8_0) for head_dim % 16 == 0 up to 128, and for q8_0 a head
+// of whole blocks (first and head_dim multiples of 32):
+// x86/attention_cache_avx512.cc (other heads take the AVX2 kernel). Dispatch
+// runs it where the AVX-512 decode kernels run.
+bool attention_query_supports(CacheElem elem, int64_t first, int64_t head_dim);
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride, int64_t n_ctx,
                     int64_t head_dim, float scale, float* scores, float* out);
 void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v, int64_t row_stride_bytes,
                         int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
+void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t row_stride_bytes, int64_t first,
+                         int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
 void attention_query_group(const float* q, int64_t n_queries, const KvHead& kv, int64_t n_ctx, int64_t head_dim,
                            float scale, float* scores, float* out);
 

@@ -164,6 +164,32 @@ TEST(AttentionCacheTest, CloseToTheF32KernelOnTheSameValues) {
   }
 }
 
+// The AVX-512 decode kernel widens a q8_0 head of whole blocks to its exact
+// f32 values (in place for one query, into tiles for a group) and runs its
+// f32 code on them, so it gives, bit for bit, what its f32 kernel gives on the
+// dequantized rows (1, 2, 4 and 5 queries; contexts with tails of key and
+// value rows). Skips on a CPU without it.
+TEST(AttentionCacheTest, Q8_0WholeBlockHeadsGiveTheF32KernelsBitsOnAvx512) {
+  PathGuard guard;
+  if (!set_kernel_path(KernelPath::kAvx512)) GTEST_SKIP() << "this CPU has no AVX-512 path";
+  const HeadLayout shapes[] = {{32, 32, 32}, {64, 64, 0}, {96, 0, 32}, {128, 128, 0}};
+  for (const HeadLayout& sh : shapes) {
+    const int64_t elems = sh.first + sh.head_dim + sh.extra, hd = sh.head_dim;
+    for (int64_t n_ctx : {1, 15, 16, 17, 64, 65, 300}) {
+      const Rows r = make_rows(Elem::kQ8_0, n_ctx, elems, 2, static_cast<uint32_t>(hd + n_ctx));
+      const KvHead q8{CacheElem::kQ8_0, r.k.data(), r.v.data(), r.stride, sh.first};
+      const KvHead f32{CacheElem::kF32, r.k_deq.data(), r.v_deq.data(), elems * 4, sh.first};
+      for (int64_t n_q : {1, 2, 4, 5}) {
+        const auto q = random_floats(n_q * hd, static_cast<uint32_t>(3 * n_q + hd));
+        std::vector<float> scores(n_q * n_ctx), got(n_q * hd), want(n_q * hd);
+        attention_query_group(q.data(), n_q, q8, n_ctx, hd, 0.125f, scores.data(), got.data());
+        attention_query_group(q.data(), n_q, f32, n_ctx, hd, 0.125f, scores.data(), want.data());
+        ASSERT_EQ(got, want) << "hd " << hd << " first " << sh.first << " ctx " << n_ctx << " queries " << n_q;
+      }
+    }
+  }
+}
+
 // Identical keys give uniform weights: the output is the mean of the stored
 // values (value row j is all j, which f16 holds exactly and q8_0 nearly).
 TEST(AttentionCacheTest, UniformScoresAverageTheValues) {
