@@ -46,7 +46,13 @@ void attention_decode_row(const KvHead& kv, const uint8_t* row, int64_t hd, floa
     const uint8_t* block = row + (e / kQK) * sizeof(BlockQ8_0);
     const float scale = half_to_float(block);
     const auto* qs = reinterpret_cast<const int8_t*>(block + offsetof(BlockQ8_0, qs));
-    if (lo % 8 == 0 && d + 8 <= hd) {  // 8 elements inside one block and the head
+    if (lo == 0 && d + kQK <= hd) {  // a whole block: its scale converted once (a third of the time)
+      const __m256 sv = _mm256_set1_ps(scale);
+      for (int c = 0; c < kQK; c += 8)
+        _mm256_storeu_ps(buf + d + c, _mm256_mul_ps(sv, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(
+                                                          _mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + c))))));
+      d += kQK;
+    } else if (lo % 8 == 0 && d + 8 <= hd) {  // 8 elements inside one block and the head
       const __m256 q8 = _mm256_cvtepi32_ps(
           _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(qs + lo))));
       _mm256_storeu_ps(buf + d, _mm256_mul_ps(_mm256_set1_ps(scale), q8));
