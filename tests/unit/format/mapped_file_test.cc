@@ -64,6 +64,16 @@ uint64_t resident_bytes() {
   return resident * 4096;
 }
 
+// `size` bytes of a pattern (byte i = i * mul + (i >> shift)) written to
+// `path`; the bytes.
+std::vector<uint8_t> write_pattern_file(const std::string& path, size_t size, unsigned mul, unsigned shift) {
+  std::vector<uint8_t> content(size);
+  for (size_t i = 0; i < size; ++i) content[i] = static_cast<uint8_t>(i * mul + (i >> shift));
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(size));
+  return content;
+}
+
 // A loader that regroups a tensor rewrites its bytes in place: this process
 // reads the new bytes, the file keeps its own, and the rewritten pages take
 // the file pages' place in memory instead of adding to them. Owned
@@ -72,12 +82,7 @@ TEST(MappedFile, WritableRangesChangeOnlyThisProcessView) {
   TempDir dir;
   const std::string path = dir.file("weights.bin");
   const size_t size = size_t{6} << 20;
-  std::vector<uint8_t> content(size);
-  for (size_t i = 0; i < size; ++i) content[i] = static_cast<uint8_t>(i * 7 + (i >> 9));
-  {
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(size));
-  }
+  const std::vector<uint8_t> content = write_pattern_file(path, size, 7, 9);
   auto f = MappedFile::open(path);
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_TRUE(std::equal(content.begin(), content.end(), (*f)->data()));  // every page touched
@@ -114,12 +119,7 @@ TEST(MappedFile, ReleasedPagesLeaveTheResidentSetAndReadTheSame) {
   TempDir dir;
   const std::string path = dir.file("source.bin");
   const size_t size = size_t{8} << 20;
-  std::vector<uint8_t> content(size);
-  for (size_t i = 0; i < size; ++i) content[i] = static_cast<uint8_t>(i * 13 + (i >> 11));
-  {
-    std::ofstream out(path, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(content.data()), static_cast<std::streamsize>(size));
-  }
+  const std::vector<uint8_t> content = write_pattern_file(path, size, 13, 11);
   auto f = MappedFile::open(path);
   ASSERT_TRUE(f.ok()) << f.status().message();
   EXPECT_TRUE(std::equal(content.begin(), content.end(), (*f)->data()));  // every page resident
