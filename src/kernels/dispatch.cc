@@ -539,6 +539,7 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
 
 void attention_query_group(const float* q, int64_t n_queries, const KvHead& kv, int64_t n_ctx, int64_t head_dim,
                            float scale, float* scores, float* out) {
+  if (use_neon()) return neon::attention_query_group(q, n_queries, kv, n_ctx, head_dim, scale, scores, out);
   if (use_avx512_decode_attention(kv.elem, kv.first, head_dim))
     return avx512::attention_query_group(q, n_queries, kv, n_ctx, head_dim, scale, scores, out);
   if (use_avx2()) return avx2::attention_query_group(q, n_queries, kv, n_ctx, head_dim, scale, scores, out);

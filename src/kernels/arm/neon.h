@@ -59,6 +59,10 @@ void attention_head_f16(const float* q, const uint16_t* k, const uint16_t* v, in
                         int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
 void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t row_stride_bytes, int64_t first,
                          int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
+// kernels.h attention_query_group: each row read and widened once for the
+// group (arm/attention_cache_neon.cc).
+void attention_query_group(const float* q, int64_t n_queries, const KvHead& kv, int64_t n_ctx, int64_t head_dim,
+                           float scale, float* scores, float* out);
 
 // Prefill attention (kernels.h attention_tokens) by tiles of up to 32
 // queries for head_dim % 4 == 0 (attention_tokens_supports); scratch:

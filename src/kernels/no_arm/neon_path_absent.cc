@@ -45,6 +45,9 @@ void attention_head_q8_0(const float*, const void*, const void*, int64_t, int64_
                          float*) {
   no_neon_path("neon::attention_head_q8_0");
 }
+void attention_query_group(const float*, int64_t, const KvHead&, int64_t, int64_t, float, float*, float*) {
+  no_neon_path("neon::attention_query_group");
+}
 
 bool attention_tokens_supports(int64_t) { return false; }
 size_t attention_tokens_scratch_floats(int64_t) { return 0; }
