@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/half.h"
+#include "format/mapped_file.h"
 #include "kernels/kernels.h"
 #include "kernels/quantize.h"
 
@@ -25,6 +26,8 @@ int64_t layer_of(const std::string& name) {
   if (name.rfind("blk.", 0) != 0) return -1;
   return std::strtoll(name.c_str() + 4, nullptr, 10);
 }
+
+constexpr int64_t kReleaseBandBytes = int64_t{64} << 20;
 
 bool fits(DType t, int64_t cols) { return cols % dtype_info(t)->block_elems == 0; }
 
@@ -148,7 +151,20 @@ Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType tar
   };
   // pieces of about 64k elements: a K-quant row of 2048 costs ~0.3 ms, so a
   // piece is long enough to hide the hand-out and short enough to balance
-  pool.parallel_for_dynamic(rows, convert_rows, std::max<int64_t>(1, (int64_t{1} << 16) / cols));
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / cols);
+  // Bands of about 64 MiB of source rows, each band's pages let go once it is
+  // converted (MappedFile::release_pages: nothing for memory that is not a
+  // read-only file mapping), so the largest tensor (the 1B shape's f32
+  // embedding, 1 GiB) is not resident whole. Un-permuted heads read rows of
+  // other bands: one band.
+  const int64_t in_row = row_bytes(*in_info, cols);
+  const int64_t band = head_rows > 0 || per_element ? rows : std::max<int64_t>(1, kReleaseBandBytes / in_row);
+  for (int64_t b0 = 0; b0 < rows; b0 += band) {
+    const int64_t n = std::min(band, rows - b0);
+    pool.parallel_for_dynamic(
+        n, [&](int thread, int64_t begin, int64_t end) { convert_rows(thread, b0 + begin, b0 + end); }, grain);
+    if (band < rows) MappedFile::release_pages(t.bytes.subspan(b0 * in_row, n * in_row));
+  }
   return std::span<const uint8_t>(*out);
 }
 
