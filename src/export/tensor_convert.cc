@@ -27,8 +27,6 @@ int64_t layer_of(const std::string& name) {
   return std::strtoll(name.c_str() + 4, nullptr, 10);
 }
 
-constexpr int64_t kReleaseBandBytes = int64_t{64} << 20;
-
 bool fits(DType t, int64_t cols) { return cols % dtype_info(t)->block_elems == 0; }
 
 // One row of the source as f32.
@@ -104,7 +102,7 @@ DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_l
 }
 
 Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target, std::vector<uint8_t>* out,
-                                                ThreadPool& pool) {
+                                                ThreadPool& pool, int64_t band_bytes) {
   if (target == t.dtype && t.unpermute_heads == 0) return t.bytes;
   const bool vec = t.ne.size() <= 1;
   // Vectors to un-permute go element by element (rows of one column).
@@ -152,13 +150,12 @@ Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType tar
   // pieces of about 64k elements: a K-quant row of 2048 costs ~0.3 ms, so a
   // piece is long enough to hide the hand-out and short enough to balance
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 16) / cols);
-  // Bands of about 64 MiB of source rows, each band's pages let go once it is
-  // converted (MappedFile::release_pages: nothing for memory that is not a
-  // read-only file mapping), so the largest tensor (the 1B shape's f32
-  // embedding, 1 GiB) is not resident whole. Un-permuted heads read rows of
-  // other bands: one band.
+  // Bands of source rows, each band's pages let go once it is converted
+  // (MappedFile::release_pages: nothing for memory that is not a read-only
+  // file mapping), so the largest tensor (the 1B shape's f32 embedding, 1 GiB)
+  // is not resident whole. Un-permuted heads read rows of other bands: one band.
   const int64_t in_row = row_bytes(*in_info, cols);
-  const int64_t band = head_rows > 0 || per_element ? rows : std::max<int64_t>(1, kReleaseBandBytes / in_row);
+  const int64_t band = head_rows > 0 || per_element ? rows : std::max<int64_t>(1, band_bytes / in_row);
   for (int64_t b0 = 0; b0 < rows; b0 += band) {
     const int64_t n = std::min(band, rows - b0);
     pool.parallel_for_dynamic(

@@ -25,8 +25,11 @@ DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_l
 // else `*out`, resized and overwritten (the exporter reuses one buffer for
 // every tensor, each written before the next converts). Rows convert on
 // `pool`'s threads (each row alone, so the bytes do not depend on the thread
-// count).
+// count), in bands of about `band_bytes` of source rows whose pages are let
+// go once converted (MappedFile::release_pages), so a tensor of gigabytes
+// is not resident whole; the bytes do not depend on the band either.
+inline constexpr int64_t kConvertBandBytes = int64_t{64} << 20;
 Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target, std::vector<uint8_t>* out,
-                                                ThreadPool& pool);
+                                                ThreadPool& pool, int64_t band_bytes = kConvertBandBytes);
 
 }  // namespace llmpack

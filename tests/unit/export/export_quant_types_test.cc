@@ -8,10 +8,14 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "common/tiny_model.h"
+#include "export/tensor_convert.h"
 #include "export_test_util.h"
 #include "format/gguf.h"
+#include "kernels/kernels.h"
 
 namespace llmpack {
 namespace {
@@ -139,6 +143,37 @@ TEST(ExportThreads, E2_SameBytesForOneTwoAndThreeThreads) {
     ASSERT_GT(files[0].size(), 100000u) << dtype;
     EXPECT_TRUE(files[0] == files[1]) << dtype << ": 2 threads wrote other bytes than 1";
     EXPECT_TRUE(files[0] == files[2]) << dtype << ": 3 threads wrote other bytes than 1";
+  }
+}
+
+// A tensor converts in bands of source rows (the exporter lets each band's
+// pages go): bands of 1, 3 and 7 rows, the last one short, give the bytes of
+// the whole tensor in one band, for a block type, a K-quant and f16, from
+// f32 and from f16 rows.
+TEST(ExportBands, E2_ConvertingInBandsGivesTheSameBytes) {
+  const int64_t rows = 37, cols = 256;
+  std::vector<float> values(static_cast<size_t>(rows * cols));
+  for (size_t i = 0; i < values.size(); ++i) values[i] = std::sin(0.37 * static_cast<double>(i)) * (1 + i % 5);
+  std::vector<uint16_t> halves(values.size());
+  kernels::convert_to_f16(values.data(), static_cast<int64_t>(values.size()), halves.data());
+  ThreadPool pool(2);
+  for (const auto& [src_type, bytes] :
+       {std::pair{DType::kF32, std::span(reinterpret_cast<const uint8_t*>(values.data()), values.size() * 4)},
+        std::pair{DType::kF16, std::span(reinterpret_cast<const uint8_t*>(halves.data()), halves.size() * 2)}}) {
+    const SourceTensor t{"blk.0.ffn_up.weight", src_type, {cols, rows}, bytes, 0};
+    const int64_t row_bytes = static_cast<int64_t>(bytes.size()) / rows;
+    for (DType target : {DType::kQ4_0, DType::kQ4_K, DType::kF16}) {
+      std::vector<uint8_t> whole_buf, band_buf;
+      auto whole = convert_tensor(t, target, &whole_buf, pool);
+      ASSERT_TRUE(whole.ok()) << whole.status().message();
+      const std::vector<uint8_t> want(whole->begin(), whole->end());
+      for (int64_t band_rows : {1, 3, 7}) {
+        auto banded = convert_tensor(t, target, &band_buf, pool, band_rows * row_bytes);
+        ASSERT_TRUE(banded.ok()) << banded.status().message();
+        EXPECT_EQ(std::vector<uint8_t>(banded->begin(), banded->end()), want)
+            << dtype_name(src_type) << " -> " << dtype_name(target) << ", bands of " << band_rows << " rows";
+      }
+    }
   }
 }
 
