@@ -64,9 +64,11 @@ std::string megabytes(uint64_t bytes) {
 
 // Plans every tensor's type and hands the writer a producer that converts it
 // when the file reaches it, into `*buffer` (one buffer for every tensor: the
-// writer has copied a tensor's bytes out before it asks for the next), then
-// drops the source's pages: a 4.7 GiB f32 source exported to q4_k_m peaked
-// at 5.3 GiB resident when every converted tensor waited for the write.
+// writer has copied a tensor's bytes out before it asks for the next): a 4.7
+// GiB f32 source exported to q4_k_m peaked at 5.3 GiB resident when every
+// converted tensor waited for the write. convert_tensor lets a converted
+// tensor's source pages go band by band; a tensor written as it is (the
+// source's own bytes) is let go here, once the next one is asked for.
 Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, std::vector<uint8_t>* buffer,
                    ThreadPool& pool, ExportReport* report) {
   std::map<std::string, std::pair<int, int64_t>> fallbacks;  // "f16" -> (count, a row length)

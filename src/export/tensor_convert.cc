@@ -160,7 +160,7 @@ Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType tar
     const int64_t n = std::min(band, rows - b0);
     pool.parallel_for_dynamic(
         n, [&](int thread, int64_t begin, int64_t end) { convert_rows(thread, b0 + begin, b0 + end); }, grain);
-    if (band < rows) MappedFile::release_pages(t.bytes.subspan(b0 * in_row, n * in_row));
+    MappedFile::release_pages(t.bytes.subspan(b0 * in_row, n * in_row));
   }
   return std::span<const uint8_t>(*out);
 }
