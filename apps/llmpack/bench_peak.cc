@@ -1,5 +1,7 @@
 #include "bench_peak.h"
 
+#include "kernels/kernels.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #define LLMPACK_PEAK_X86 1
 #include <immintrin.h>
@@ -63,6 +65,22 @@ __attribute__((target("avx2"))) float int8_loop_avx2(int64_t iters) {
   return static_cast<float>(_mm256_extract_epi32(s, 0));
 }
 
+// 32 int8 multiply-adds per vpdpbusd on 256-bit vectors (AVX-VNNI).
+__attribute__((target("avx2,avxvnni"))) float int8_loop_avx_vnni(int64_t iters) {
+  __m256i acc[kAcc];
+  for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_set1_epi32(i);
+  const __m256i w = _mm256_set1_epi8(3);
+  __m256i a = _mm256_set1_epi8(-2);
+  for (int64_t it = 0; it < iters; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kAcc; ++i) acc[i] = _mm256_dpbusd_avx_epi32(acc[i], w, a);
+    a = _mm256_xor_si256(a, w);  // keeps the compiler from hoisting the products
+  }
+  __m256i s = acc[0];
+  for (int i = 1; i < kAcc; ++i) s = _mm256_xor_si256(s, acc[i]);
+  return static_cast<float>(_mm256_extract_epi32(s, 0));
+}
+
 // 64 int8 multiply-adds per vpdpbusd.
 __attribute__((target("avx512f,avx512vnni"))) float int8_loop_avx512(int64_t iters) {
   __m512i acc[kAcc];
@@ -115,15 +133,19 @@ double run_parallel(Loop loop, double ops_per_iter, int threads, double seconds,
 
 }  // namespace
 
-ComputePeak measure_compute_peak(bool avx512, int threads, double seconds, int passes) {
+ComputePeak measure_compute_peak(const std::string& isa, int threads, double seconds, int passes) {
   ComputePeak peak;
   threads = std::max(1, threads);
   const bool has_avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   const bool has_avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
-  if (avx512 && has_avx512) {
+  if (isa == "avx512" && has_avx512) {
     peak.isa = "avx512";
     peak.fp32_flops = run_parallel(fma_loop_avx512, 2.0 * 16 * kAcc, threads, seconds, passes);
     peak.int8_macs = run_parallel(int8_loop_avx512, 64.0 * kAcc, threads, seconds, passes);
+  } else if (isa == "avx_vnni" && has_avx2 && kernels::cpu_supports(kernels::KernelPath::kAvxVnni)) {
+    peak.isa = "avx_vnni";
+    peak.fp32_flops = run_parallel(fma_loop_avx2, 2.0 * 8 * kAcc, threads, seconds, passes);
+    peak.int8_macs = run_parallel(int8_loop_avx_vnni, 32.0 * kAcc, threads, seconds, passes);
   } else if (has_avx2) {
     peak.isa = "avx2";
     peak.fp32_flops = run_parallel(fma_loop_avx2, 2.0 * 8 * kAcc, threads, seconds, passes);
@@ -134,7 +156,7 @@ ComputePeak measure_compute_peak(bool avx512, int threads, double seconds, int p
 
 #else  // no x86 loops: the peak is not measured on this CPU (isa stays "")
 
-ComputePeak measure_compute_peak(bool, int, double, int) { return {}; }
+ComputePeak measure_compute_peak(const std::string&, int, double, int) { return {}; }
 
 #endif
 

@@ -47,20 +47,20 @@ struct BenchOptions {
 using PeakByThreads = std::vector<std::pair<int, double>>;
 
 // --kernel_path: runs every test on the named kernel path (scalar, avx2,
-// avx512, neon, neon_dotprod, neon_i8mm), for example to measure the AVX2
-// code on an AVX-512 machine.
+// avx_vnni, avx512, neon, neon_dotprod, neon_i8mm), for example to measure the
+// AVX2 code on an AVX-512 machine.
 Status select_kernel_path(const std::string& name) {
   if (name.empty()) return ok_status();
-  for (auto path : {kernels::KernelPath::kScalar, kernels::KernelPath::kAvx2, kernels::KernelPath::kAvx512,
-                    kernels::KernelPath::kNeon, kernels::KernelPath::kNeonDotprod,
+  for (auto path : {kernels::KernelPath::kScalar, kernels::KernelPath::kAvx2, kernels::KernelPath::kAvxVnni,
+                    kernels::KernelPath::kAvx512, kernels::KernelPath::kNeon, kernels::KernelPath::kNeonDotprod,
                     kernels::KernelPath::kNeonI8mm}) {
     if (kernels::kernel_path_name(path) != name) continue;
     if (kernels::set_kernel_path(path)) return ok_status();
     return Status::error("--kernel_path " + name + ": this CPU or build cannot run it (the best here is " +
                                     std::string(kernels::kernel_path_name(kernels::active_kernel_path())) + ")");
   }
-  return Status::error("--kernel_path: expected scalar, avx2, avx512, neon, neon_dotprod or neon_i8mm, got '" + name +
-                       "'");
+  return Status::error(
+      "--kernel_path: expected scalar, avx2, avx_vnni, avx512, neon, neon_dotprod or neon_i8mm, got '" + name + "'");
 }
 
 // --avx512_decode: which kernels decode on the AVX-512 path.
@@ -367,9 +367,9 @@ void note_read_bandwidth(const std::vector<int>& threads, Output& out) {
 // --peak: the fp32 compute peak for each thread count, on the active path's registers.
 PeakByThreads note_compute_peaks(const std::vector<int>& threads, Output& out) {
   PeakByThreads peaks;
-  const bool avx512 = kernels::active_kernel_path() == kernels::KernelPath::kAvx512;
+  const std::string isa{kernels::kernel_path_name(kernels::active_kernel_path())};
   for (int t : threads) {
-    const ComputePeak peak = measure_compute_peak(avx512, t, 0.3, 3);
+    const ComputePeak peak = measure_compute_peak(isa, t, 0.3, 3);
     if (peak.isa.empty()) {
       out.note("compute peak: this CPU has neither AVX2+FMA nor AVX-512");
       break;
@@ -494,8 +494,8 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
   cmd->add_flag("--profile", o->profile,
                 "Also give each pp and tg test's time per forward stage (projections, attention, other)");
   cmd->add_option("--kernel_path", o->kernel_path,
-                  "Kernel path: scalar, avx2, avx512, neon, neon_dotprod or neon_i8mm (default: the best this "
-                  "CPU supports)");
+                  "Kernel path: scalar, avx2, avx_vnni, avx512, neon, neon_dotprod or neon_i8mm (default: the best "
+                  "this CPU supports)");
   cmd->add_option("--avx512_decode", o->avx512_decode,
                   "Decode kernels on the avx512 path: auto (the AVX2 ones where the CPU runs 512-bit vectors "
                   "as two halves, as Zen 4 does), on (the AVX-512 ones) or off (the AVX2 ones)");

@@ -18,6 +18,7 @@
 #include "kernels/reference/reference.h"
 #include "kernels/x86/avx2.h"
 #include "kernels/x86/avx512.h"
+#include "kernels/x86/avx_vnni.h"
 
 namespace llmpack::kernels {
 namespace {
@@ -34,6 +35,19 @@ bool cpu_has_f16c() {
 bool cpu_has_avx2() {
 #if defined(__x86_64__) || defined(__i386__)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && cpu_has_f16c();
+#else
+  return false;
+#endif
+}
+
+// AVX-VNNI (vpdpbusd on 256-bit vectors, VEX-encoded): CPUID leaf 7,
+// sub-leaf 1, EAX bit 4 (GCC 12's __builtin_cpu_supports has no name for it).
+// The OS's saving of the ymm state is part of what cpu_has_avx2 checks.
+bool cpu_has_avx_vnni() {
+#if defined(__x86_64__) || defined(__i386__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!cpu_has_avx2() || !__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+  return (eax & (1u << 4)) != 0;
 #else
   return false;
 #endif
@@ -115,6 +129,7 @@ bool path_built(KernelPath path) {
 
 KernelPath best_path() {
   if (path_built(KernelPath::kAvx512) && cpu_has_avx512()) return KernelPath::kAvx512;
+  if (path_built(KernelPath::kAvxVnni) && cpu_has_avx_vnni()) return KernelPath::kAvxVnni;
   if (path_built(KernelPath::kAvx2) && cpu_has_avx2()) return KernelPath::kAvx2;
   // kNeonI8mm is chosen only when asked for (--kernel_path neon_i8mm): its
   // gain over the sdot panels has not been measured on an ARM core
@@ -133,11 +148,13 @@ std::atomic<KernelPath>& path_state() {
   return state;
 }
 
-// The AVX-512 path runs the AVX2 kernels wherever it has none of its own.
+// The AVX-512 and AVX-VNNI paths run the AVX2 kernels wherever they have none
+// of their own.
 bool use_avx2() {
   const KernelPath path = path_state().load(std::memory_order_relaxed);
-  return path == KernelPath::kAvx2 || path == KernelPath::kAvx512;
+  return path == KernelPath::kAvx2 || path == KernelPath::kAvx512 || path == KernelPath::kAvxVnni;
 }
+bool use_avx_vnni() { return path_state().load(std::memory_order_relaxed) == KernelPath::kAvxVnni; }
 bool use_avx512() { return path_state().load(std::memory_order_relaxed) == KernelPath::kAvx512; }
 bool use_neon() {
   const KernelPath path = path_state().load(std::memory_order_relaxed);
@@ -201,6 +218,8 @@ bool cpu_supports(KernelPath path) {
       return cpu_has_avx2();
     case KernelPath::kAvx512:
       return cpu_has_avx512();
+    case KernelPath::kAvxVnni:
+      return cpu_has_avx_vnni();
     case KernelPath::kNeon:
       return cpu_has_neon();
     case KernelPath::kNeonDotprod:
@@ -265,6 +284,8 @@ std::string_view kernel_path_name(KernelPath path) {
       return "avx2";
     case KernelPath::kAvx512:
       return "avx512";
+    case KernelPath::kAvxVnni:
+      return "avx_vnni";
     case KernelPath::kNeon:
       return "neon";
     case KernelPath::kNeonDotprod:
@@ -305,6 +326,7 @@ bool simd_matmul_takes(KernelPath path, DType dtype) {
       return false;
     case KernelPath::kAvx2:
     case KernelPath::kAvx512:
+    case KernelPath::kAvxVnni:
       return avx2::supports(dtype);
     case KernelPath::kNeon:
     case KernelPath::kNeonDotprod:
@@ -353,6 +375,8 @@ void simd_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y
   if (use_neon()) return neon::matmul_rows(w, x, n_tokens, y, scratch, b, e, neon_int8_kernels());
   if (use_avx512() && avx512::supports(w.dtype, n_tokens, avx512_decode_in_use()))
     return avx512::matmul_rows(w, x, n_tokens, y, scratch, b, e);
+  if (use_avx_vnni() && avx_vnni::supports(w.dtype, n_tokens))
+    return avx_vnni::matmul_rows(w, scratch, n_tokens, y, b, e);
   avx2::matmul_rows(w, x, n_tokens, y, scratch, b, e);
 }
 

@@ -19,7 +19,10 @@ namespace llmpack::kernels {
 // products built with the dot-product extension (sdot), on CPUs that have it. kNeonI8mm: kNeonDotprod
 // with the prefill of block types on the int8 matrix multiply (smmla, FEAT_I8MM), on CPUs that have both;
 // never the default (active_kernel_path picks kNeonDotprod there): set it to measure it.
-enum class KernelPath { kScalar, kAvx2, kAvx512, kNeon, kNeonDotprod, kNeonI8mm };
+// kAvxVnni: the AVX2 path with its prefill of the block types on AVX-VNNI (vpdpbusd on 256-bit
+// vectors; kernels/x86/avx_vnni.h), on CPUs that have it: the default of those without AVX-512
+// (Intel Alder Lake and later client cores).
+enum class KernelPath { kScalar, kAvx2, kAvx512, kNeon, kNeonDotprod, kNeonI8mm, kAvxVnni };
 // The path in use (the best the CPU supports unless forced).
 KernelPath active_kernel_path();
 // Forces a path (tests compare each path with the scalar one). Returns false

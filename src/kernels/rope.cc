@@ -52,7 +52,7 @@ void rope(float* x, int64_t head_dim, int64_t rot_dim, int64_t pos, const float*
   const RopeTable& t = table_for(pos, half, inv_freq);
   const bool adjacent = style == RopeStyle::kAdjacentPairs;
   const KernelPath path = active_kernel_path();
-  if (path == KernelPath::kAvx2 || path == KernelPath::kAvx512)
+  if (path == KernelPath::kAvx2 || path == KernelPath::kAvx512 || path == KernelPath::kAvxVnni)
     return avx2::rope_rotate(x, t.cos, t.sin, half, adjacent);
   if (path == KernelPath::kNeon || path == KernelPath::kNeonDotprod || path == KernelPath::kNeonI8mm)
     return neon::rope_rotate(x, t.cos, t.sin, half, adjacent);

@@ -240,6 +240,20 @@ TEST(Bench, KernelPathIsChosenAndReported) {
   EXPECT_NE(r.err.find("kernel path: scalar"), std::string::npos) << r.err;
 }
 
+// --kernel_path avx_vnni runs a prefill on the AVX-VNNI path where the CPU has
+// it (the same token counts as the avx2 path's, and --peak measures its
+// registers: vpdpbusd on 256-bit vectors), or says in one line that it cannot.
+TEST(Bench, AvxVnniPathRunsOrSaysWhyNot) {
+  auto r = bench("--synthetic stories110m:q8_0 -p 8 -n 1 -o csv --peak" + kSmall + "--kernel_path avx_vnni");
+  if (r.exit_code != 0) {
+    EXPECT_NE(r.err.find("--kernel_path avx_vnni: this CPU or build cannot run it"), std::string::npos) << r.err;
+    GTEST_SKIP() << "no AVX-VNNI path on this CPU or build: " << r.err;
+  }
+  EXPECT_NE(r.err.find("kernel path: avx_vnni\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("compute peak (avx_vnni registers"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find(",8,0,"), std::string::npos) << r.out;  // the pp8 row
+}
+
 // --avx512_decode picks the decode kernels of the avx512 path, and the kernel
 // path line says when decode runs the AVX2 ones; other paths ignore it.
 TEST(Bench, Avx512DecodeChoiceIsReported) {
@@ -428,7 +442,8 @@ TEST(Bench, BadFlagsGiveOneLine) {
       {"-p 16", 1, "needs a model"},
       {"-m /nonexistent/model.gguf", 1, "/nonexistent/model.gguf"},
       {"-m /nonexistent/model.gguf --save /tmp/x.gguf", 1, "--save needs a --synthetic model"},
-      {"--synthetic stories110m:q4_0 --kernel_path avx9", 1, "expected scalar, avx2, avx512, neon, neon_dotprod or neon_i8mm, got 'avx9'"},
+      {"--synthetic stories110m:q4_0 --kernel_path avx9", 1,
+       "expected scalar, avx2, avx_vnni, avx512, neon, neon_dotprod or neon_i8mm, got 'avx9'"},
       {"--synthetic stories110m:q4_0 --avx512_decode yes", 1, "--avx512_decode: expected auto, on or off, got 'yes'"},
       {"--synthetic stories110m:q4_0 --float_decode_prefetch -1", 1,
        "--float_decode_prefetch: expected auto or a byte count from 0 to 65536, got '-1'"},

@@ -123,8 +123,9 @@ TEST_P(QuantizedEcosystemLogits, ScalarMatchesFp64AndSimdIsAsCloseAsLlamaCpp) {
   EXPECT_LT(scalar, c.scalar_tolerance) << c.file;
   RecordProperty("scalar_vs_ref", std::to_string(scalar));
   if (best == kernels::KernelPath::kScalar) GTEST_SKIP() << "no SIMD path on this CPU";
-  for (kernels::KernelPath p : {kernels::KernelPath::kAvx2, kernels::KernelPath::kAvx512, kernels::KernelPath::kNeon,
-                                  kernels::KernelPath::kNeonDotprod, kernels::KernelPath::kNeonI8mm}) {
+  for (kernels::KernelPath p : {kernels::KernelPath::kAvx2, kernels::KernelPath::kAvxVnni,
+                                kernels::KernelPath::kAvx512, kernels::KernelPath::kNeon,
+                                kernels::KernelPath::kNeonDotprod, kernels::KernelPath::kNeonI8mm}) {
     if (!kernels::set_kernel_path(p)) continue;
     const double simd = worst_relative_diff(model_path, golden, golden["ref_f64"]["logits"]);
     const double vs_llama_cpp = worst_relative_diff(model_path, golden, golden["logits"]);

@@ -56,7 +56,8 @@ TEST(EcosystemLowBitExports, SimdPathsMatchScalarAndErrorsRankByBits) {
     ASSERT_EQ(scalar.size(), tokens.size());
     vs_f32[dtype] = worst_relative(scalar, ref);
     RecordProperty(std::string(dtype) + "_scalar_vs_f32", std::to_string(vs_f32[dtype]));
-    for (kernels::KernelPath p : {kernels::KernelPath::kAvx2, kernels::KernelPath::kAvx512, kernels::KernelPath::kNeon,
+    for (kernels::KernelPath p : {kernels::KernelPath::kAvx2, kernels::KernelPath::kAvxVnni,
+                                  kernels::KernelPath::kAvx512, kernels::KernelPath::kNeon,
                                   kernels::KernelPath::kNeonDotprod, kernels::KernelPath::kNeonI8mm}) {
       if (!kernels::set_kernel_path(p)) continue;
       kernels::set_avx512_decode(kernels::Avx512Decode::kOn);  // the AVX-512 decode kernels on every such CPU

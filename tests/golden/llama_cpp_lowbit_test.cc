@@ -47,8 +47,9 @@ TEST_P(LlamaCppLowBitFiles, EveryPathIsAsCloseToLlamaCppAsItsActivationRounding)
   const double scalar_vs_llama_cpp = worst_relative(scalar, llama_cpp);
   RecordProperty("scalar_vs_llama_cpp", std::to_string(scalar_vs_llama_cpp));
   EXPECT_LT(scalar_vs_llama_cpp, kBound) << GetParam() << " scalar";
-  for (kernels::KernelPath p : {kernels::KernelPath::kAvx2, kernels::KernelPath::kAvx512, kernels::KernelPath::kNeon,
-                                  kernels::KernelPath::kNeonDotprod, kernels::KernelPath::kNeonI8mm}) {
+  for (kernels::KernelPath p : {kernels::KernelPath::kAvx2, kernels::KernelPath::kAvxVnni,
+                                kernels::KernelPath::kAvx512, kernels::KernelPath::kNeon,
+                                kernels::KernelPath::kNeonDotprod, kernels::KernelPath::kNeonI8mm}) {
     if (!kernels::set_kernel_path(p)) continue;
     for (bool one_by_one : {false, true}) {
       const auto simd = all_logits(model, tokens, one_by_one);

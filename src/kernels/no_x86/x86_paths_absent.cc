@@ -1,14 +1,15 @@
 // Builds for CPUs that are not x86 (aarch64 phones and boards, Apple
-// silicon): the AVX2 and AVX-512 kernels are not compiled there (their files
-// need x86 intrinsics), and this file gives dispatch the same entry points,
-// saying that no SIMD path takes anything. cpu_supports() is false for both
-// paths on such a CPU, so the active path is always the scalar reference and
+// silicon): the AVX2, AVX-VNNI and AVX-512 kernels are not compiled there
+// (their files need x86 intrinsics), and this file gives dispatch the same
+// entry points, saying that no SIMD path takes anything. cpu_supports() is
+// false for the three paths on such a CPU, so the active path is always the scalar reference and
 // the kernel entries below are never reached; if one were, it stops the
 // process rather than return a wrong product.
 #include <cstdio>
 #include <cstdlib>
 
 #include "kernels/x86/avx2.h"
+#include "kernels/x86/avx_vnni.h"
 #include "kernels/x86/avx512.h"
 #include "kernels/x86/rope_x86.h"
 
@@ -96,4 +97,13 @@ void attention_query_group(const float*, int64_t, const KvHead&, int64_t, int64_
 }
 
 }  // namespace avx512
+
+namespace avx_vnni {
+
+bool supports(DType, int64_t) { return false; }
+void matmul_rows(const WeightMatrix&, const void*, int64_t, float*, int64_t, int64_t) {
+  no_simd_path("avx_vnni::matmul_rows");
+}
+
+}  // namespace avx_vnni
 }  // namespace llmpack::kernels

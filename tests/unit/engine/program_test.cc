@@ -282,7 +282,8 @@ TEST(Program, Q5MatricesRegroupedAtLoadGiveTheLogitsOfTheFileLayout) {
   for (kernels::KernelPath path : kernels::testing::simd_paths()) {
     ASSERT_TRUE(kernels::set_kernel_path(path));
     kernels::set_avx512_decode(kernels::Avx512Decode::kOff);  // the AVX-512 path regroups when it decodes on AVX2
-    const bool x86 = path == kernels::KernelPath::kAvx2 || path == kernels::KernelPath::kAvx512;
+    const bool x86 = path == kernels::KernelPath::kAvx2 || path == kernels::KernelPath::kAvx512 ||
+                     path == kernels::KernelPath::kAvxVnni;
     std::vector<float> logits[2];
     uint64_t fingerprint[2] = {};
     for (bool regroup : {false, true}) {

@@ -116,7 +116,7 @@ TEST(GroupedBlocks, LoadsRegroupWhereDecodeRunsTheAvx2Kernels) {
   for (KernelPath path : testing::all_paths()) {
     ASSERT_TRUE(set_kernel_path(path));
     set_avx512_decode(Avx512Decode::kOn);
-    const bool x86 = path == KernelPath::kAvx2;
+    const bool x86 = path == KernelPath::kAvx2 || path == KernelPath::kAvxVnni;
     if (path == KernelPath::kAvx512) {
       EXPECT_EQ(load_layout(DType::kQ5_0), DType::kQ5_0);
       set_avx512_decode(Avx512Decode::kOff);

@@ -167,6 +167,10 @@ TEST(DispatchTest, PathsAreConsistent) {
   EXPECT_TRUE(set_kernel_path(KernelPath::kScalar));
   EXPECT_EQ(active_kernel_path(), KernelPath::kScalar);
   EXPECT_EQ(kernel_path_name(KernelPath::kAvx2), "avx2");
+  EXPECT_EQ(kernel_path_name(KernelPath::kAvxVnni), "avx_vnni");
+  if (cpu_supports(KernelPath::kAvxVnni)) {  // the AVX2 path with a VNNI prefill
+    EXPECT_TRUE(cpu_supports(KernelPath::kAvx2));
+  }
   EXPECT_EQ(kernel_path_name(KernelPath::kNeon), "neon");
   EXPECT_EQ(kernel_path_name(KernelPath::kNeonDotprod), "neon_dotprod");
   EXPECT_EQ(kernel_path_name(KernelPath::kNeonI8mm), "neon_i8mm");

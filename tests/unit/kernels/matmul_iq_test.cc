@@ -42,7 +42,7 @@ void check_iq_matmul(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, 
     const auto y = p == KernelPath::kScalar ? ref : testing::matmul_on_path(p, w, x, n_tokens, pool);
     const bool quantizes = p != KernelPath::kScalar && simd_matmul_takes(p, dtype);
     // the x86 kernels' activations carry a scale per 256, NEON's per 32
-    const bool x86 = p == KernelPath::kAvx2 || p == KernelPath::kAvx512;
+    const bool x86 = p == KernelPath::kAvx2 || p == KernelPath::kAvx512 || p == KernelPath::kAvxVnni;
     const int64_t block = x86 ? 256 : 32;
     for (int64_t t = 0; t < n_tokens; ++t) {
       const auto a = testing::quantize_like_the_kernels(x.data() + t * cols, cols, block);

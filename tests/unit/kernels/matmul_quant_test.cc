@@ -260,6 +260,39 @@ TEST(MatmulQuantTest, Q5AndQ4_1DecodeAndPrefillAtTheInt16Limits) {
     }
 }
 
+// Q8_0's signed quants at their extremes (every q -128, the value no
+// quantizer writes but a file may hold; every q 127; or alternating), d = 1,
+// with activations at +-127, in decode and in the packed prefill: the AVX2
+// prefill takes |q| by vpsignb, the AVX-VNNI one stores q + 128 (0 and 255
+// here) and subtracts 128 * qsum, so both ends of the byte must come out
+// exact. Q6_K's extremes (q 63 or 0, scales 127 or -128) in the prefill too:
+// the AVX-VNNI build sums its 16-element halves in int32 and scales them in
+// float.
+TEST(MatmulQuantTest, Q8_0AndQ6_KPrefillAtTheirExtremesOnEveryPath) {
+  const uint16_t one = f32_to_f16(1.0f);
+  for (int64_t n_blocks : {8, 29})
+    for (int fill : {-128, 127, 0}) {
+      std::vector<uint8_t> row(static_cast<size_t>(n_blocks) * 34);
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        std::memcpy(row.data() + 34 * b, &one, 2);
+        for (int i = 0; i < 32; ++i)
+          row[34 * b + 2 + i] = static_cast<uint8_t>(fill != 0 ? fill : (i % 2 ? 127 : -128));
+      }
+      const char* what = fill == -128 ? "-128s" : fill == 127 ? "127s" : "-128/127";
+      expect_exact_at_limits(DType::kQ8_0, row, 32 * n_blocks, what);
+      expect_exact_at_limits(DType::kQ8_0, row, 32 * n_blocks, what, 8);
+    }
+  for (int8_t scale : {int8_t{127}, int8_t{-128}})
+    for (uint8_t bits : {uint8_t{0xFF}, uint8_t{0x00}}) {
+      std::vector<uint8_t> row(2 * 210, bits);  // ql and qh: q = 63 or 0
+      for (int64_t b = 0; b < 2; ++b) {
+        std::memset(row.data() + 210 * b + 192, static_cast<uint8_t>(scale), 16);
+        std::memcpy(row.data() + 210 * b + 208, &one, 2);
+      }
+      expect_exact_at_limits(DType::kQ6_K, row, 512, bits ? "63s" : "0s", 8);
+    }
+}
+
 // Callers size the scratch once for their largest call (the engine: its
 // chunk), then make calls of fewer tokens; decode's calls (1-3 tokens) use
 // more bytes per token than prefill's (the paired copy), so the size must

@@ -87,7 +87,8 @@ inline std::vector<float> matmul_on_path(KernelPath path, const WeightMatrix& w,
 }
 
 // Every path other than scalar, whether or not this machine runs it.
-inline constexpr KernelPath kSimdKernelPaths[] = {KernelPath::kAvx2, KernelPath::kAvx512, KernelPath::kNeon,
+inline constexpr KernelPath kSimdKernelPaths[] = {KernelPath::kAvx2,     KernelPath::kAvxVnni,
+                                                  KernelPath::kAvx512,   KernelPath::kNeon,
                                                   KernelPath::kNeonDotprod, KernelPath::kNeonI8mm};
 
 // Paths other than scalar that this machine and build can run.
