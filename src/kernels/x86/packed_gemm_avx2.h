@@ -26,13 +26,16 @@
 // with q <= 31 (2 * 31 * 127 = 7874 a lane) four do (<= 31496).
 //
 // The VNNI build (vpdpbusd: 4 products of an unsigned and a signed byte added
-// straight into an int32 lane, no int16 stage) sums every kind in int32:
-// signed weights are stored as w + 128 (unsigned) and their min term is
-// 128 * d * (a.d * a.qsum), as Q4_0's is 8 * d * (...); Q6_K, Q2_K and Q3_K
-// sum each 16-element half in int32 and scale it in float. One vpdpbusd
-// replaces Q8_0's vpsignb, vpmaddubsw, vpmaddwd and vpaddd (prefill 1.4-1.5x,
-// docs/PERFORMANCE.md section 58); for the nibble types it replaces one
-// vpmaddubsw and one vpaddw, about the same throughput.
+// straight into an int32 lane, no int16 stage) sums the 32-element units of
+// every kind but Q6_K's in int32: signed weights are stored as w + 128
+// (unsigned) and their min term is 128 * d * (a.d * a.qsum), as Q4_0's is
+// 8 * d * (...). One vpdpbusd replaces Q8_0's (and IQ4's) vpsignb,
+// vpmaddubsw, vpmaddwd and vpaddd: their prefill runs 1.4-1.5x faster; Q5_K's
+// four-group int16 flushes go too (1.2x); for the nibble types it replaces a
+// vpmaddubsw and a vpaddw at the same throughput (docs/PERFORMANCE.md
+// section 58). Q6_K, Q2_K and Q3_K keep the vpmaddwd by their 16-element
+// scales: their halves summed by vpdpbusd and scaled in float measured no
+// faster.
 #pragma once
 
 #ifndef LLMPACK_PACKED_VNNI
@@ -77,8 +80,7 @@ struct alignas(32) Unit {
 };
 // Q6_K: 16-element sub-blocks, so a unit has two int16 scales per row (int16
 // lanes 2r, 2r+1 of sc16[0] for elements 0..15, sc16[1] for 16..31) applied
-// in vpmaddwd, and two min terms. The VNNI build sums the halves apart in
-// int32 and scales them in float instead: ws = d * scale_a, ws_b = d * scale_b.
+// in vpmaddwd, and two min terms.
 template <>
 struct alignas(32) Unit<kSixBit> {
   uint8_t q[8][32];
@@ -86,7 +88,6 @@ struct alignas(32) Unit<kSixBit> {
   float ws[kPanelRows];
   float wm[kPanelRows];
   float wm_b[kPanelRows];
-  float ws_b[kPanelRows];
 };
 
 // A row's scale terms of one unit (sc_a, sc_b, wm_b: Q6_K only).
@@ -330,10 +331,6 @@ void pack_panel(const uint8_t* base, int64_t stride, int64_t r0, int n_rows, int
           ub[j].wm_b[r] = sc[j].wm_b;
           ub[j].sc16[0][2 * r] = ub[j].sc16[0][2 * r + 1] = sc[j].sc_a;
           ub[j].sc16[1][2 * r] = ub[j].sc16[1][2 * r + 1] = sc[j].sc_b;
-          if constexpr (kVnni) {
-            ub[j].ws[r] = sc[j].ws * static_cast<float>(sc[j].sc_a);
-            ub[j].ws_b[r] = sc[j].ws * static_cast<float>(sc[j].sc_b);
-          }
         }
       }
     }
@@ -397,56 +394,31 @@ inline void flushed_sums(const uint8_t (*q)[32], const ActBlock* act, int64_t n_
 }
 
 // The int32 sums of one unit's 8 groups for T tokens by vpdpbusd (the VNNI
-// build): groups [g_begin, g_end) into sums[t], alternating between sums and
-// odd (two dependency chains per token: a vpdpbusd's result is ready 4-5
-// cycles later, and 4 tokens' single chains left the unit waiting on them).
-// Each int32 lane adds 4 products per group, at most 8 * 4 * 255 * 127 for
-// a signed unit (w + 128): far inside int32 and exact in float.
+// build), the even groups into sums[t] and the odd ones into a second
+// accumulator: two dependency chains per token. (A vpdpbusd's result is ready
+// 4-5 cycles later, so one chain per token keeps at most 4 in flight, fewer
+// than a core that starts two a cycle could; on the Zen 5 VM of
+// docs/PERFORMANCE.md section 58 one and two chains measured the same.) Each
+// int32 lane adds 4 products per group, at most 8 * 4 * 255 * 127 for a signed
+// unit (w + 128): far inside int32 and exact in float.
 template <int T>
-inline void vnni_sums(const uint8_t (*q)[32], const ActBlock* act, int64_t n_sub, int g_begin, int g_end,
-                      __m256i* sums) {
+inline void vnni_sums(const uint8_t (*q)[32], const ActBlock* act, int64_t n_sub, __m256i* sums) {
   __m256i odd[T];
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) sums[t] = odd[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
-  for (int g = g_begin; g < g_end; ++g) {
+  for (int g = 0; g < 8; ++g) {
     const __m256i w = _mm256_load_si256(reinterpret_cast<const __m256i*>(q[g]));
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       int32_t a4;
       std::memcpy(&a4, act[t * n_sub].q + 4 * g, 4);
-      __m256i& s = (g - g_begin) % 2 == 0 ? sums[t] : odd[t];
+      __m256i& s = g % 2 == 0 ? sums[t] : odd[t];
       s = _mm256_dpbusd_avx_epi32(s, w, _mm256_set1_epi32(a4));
     }
   }
 #pragma GCC unroll 8
   for (int t = 0; t < T; ++t) sums[t] = _mm256_add_epi32(sums[t], odd[t]);
-}
-
-// One Q6_K (Q2_K, Q3_K) unit for T tokens on the VNNI build: each 16-element
-// half summed in int32 (groups 0..3, then 4..7), scaled in float by ws (d *
-// scale_a) and ws_b (d * scale_b), one half after the other (the two halves'
-// sums at once would take 8 more registers than AVX2 has beside the tile).
-template <int T>
-inline void q6_unit_vnni(const Unit<kSixBit>& u, const ActBlock* act, int64_t n_sub, const TileSums& sums,
-                         int64_t k, __m256* acc) {
-  const float* ws[2] = {u.ws, u.ws_b};
-#pragma GCC unroll 2
-  for (int h = 0; h < 2; ++h) {
-    __m256i i32[T];
-    vnni_sums<T>(u.q, act, n_sub, 4 * h, 4 * h + 4, i32);
-    const __m256 w = _mm256_load_ps(ws[h]);
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t)
-      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(i32[t]), _mm256_mul_ps(w, _mm256_set1_ps(act[t * n_sub].d)), acc[t]);
-  }
-  const __m256 wm = _mm256_load_ps(u.wm), wm_b = _mm256_load_ps(u.wm_b);
-#pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) {
-    const float* halves = sums.halves(t, k);
-    acc[t] = _mm256_fnmadd_ps(wm, _mm256_broadcast_ss(halves), acc[t]);
-    acc[t] = _mm256_fnmadd_ps(wm_b, _mm256_broadcast_ss(halves + 1), acc[t]);
-  }
 }
 
 // One Q6_K unit for T tokens: int16 sums of two groups at a time (q <= 63),
@@ -508,10 +480,7 @@ inline void tile(const Unit<kKind>* u, int64_t n_units, const ActBlock* act,
   const __m256i ones = _mm256_set1_epi16(1);
   for (int64_t k = 0; k < n_units; ++k, ++u) {
     if constexpr (kKind == kSixBit) {
-      if constexpr (kVnni)
-        q6_unit_vnni<T>(*u, act + k, n_sub, sums, k, acc);
-      else
-        q6_unit<T>(*u, act + k, n_sub, sums, k, acc);
+      q6_unit<T>(*u, act + k, n_sub, sums, k, acc);
       continue;
     }
     if constexpr (kKind == kSigned && !kVnni) {
@@ -521,7 +490,7 @@ inline void tile(const Unit<kKind>* u, int64_t n_units, const ActBlock* act,
     __m256i i32[T];
     if constexpr (kVnni) {
       // every kind at once: q < 256 is vpdpbusd's unsigned operand as it is
-      vnni_sums<T>(u->q, act + k, n_sub, 0, 8, i32);
+      vnni_sums<T>(u->q, act + k, n_sub, i32);
     } else if constexpr (kKind == kFiveBit) {
       // q <= 31: four vpmaddubsw results add up in int16 (<= 31496)
       flushed_sums<T, 4>(u->q, act + k, n_sub, [&](int) { return ones; }, i32);

@@ -265,9 +265,8 @@ TEST(MatmulQuantTest, Q5AndQ4_1DecodeAndPrefillAtTheInt16Limits) {
 // with activations at +-127, in decode and in the packed prefill: the AVX2
 // prefill takes |q| by vpsignb, the AVX-VNNI one stores q + 128 (0 and 255
 // here) and subtracts 128 * qsum, so both ends of the byte must come out
-// exact. Q6_K's extremes (q 63 or 0, scales 127 or -128) in the prefill too:
-// the AVX-VNNI build sums its 16-element halves in int32 and scales them in
-// float.
+// exact. Q6_K's extremes (q 63 or 0, scales 127 or -128) in the prefill too
+// (two groups' products folded in int16, 32004 at most, then its scales).
 TEST(MatmulQuantTest, Q8_0AndQ6_KPrefillAtTheirExtremesOnEveryPath) {
   const uint16_t one = f32_to_f16(1.0f);
   for (int64_t n_blocks : {8, 29})
