@@ -307,8 +307,9 @@ std::atomic<bool>& regroup_state() {
 
 void set_regroup_at_load(bool on) { regroup_state().store(on, std::memory_order_relaxed); }
 
-// Where decode runs the AVX2 kernels: the AVX2 path, and the AVX-512 path
-// when its decode leaves the AVX-512 kernels (Zen 4, --avx512_decode off).
+// Where decode runs the AVX2 kernels: the AVX2 and AVX-VNNI paths, and the
+// AVX-512 path when its decode leaves the AVX-512 kernels (Zen 4,
+// --avx512_decode off).
 // The AVX-512 decode of the plain layout is as fast as the AVX2 decode of the
 // grouped one, and there regrouping (pages rewritten in place: 4 KiB pages
 // for what was in 2 MiB ones) cost prefill 3-9% (docs/PERFORMANCE.md

@@ -72,8 +72,8 @@ bool matmul_supports(DType dtype);
 
 // The layout a loader should give a matrix of this type: Q5_0 and Q5_1 are
 // regrouped (DType::kQ5_0x8, kQ5_1x8, kernels/grouped_blocks.h: the same
-// bytes a row, rearranged) where decode runs the AVX2 kernels (the AVX2 path;
-// the AVX-512 one when avx512_decode_in_use() is false), which read the
+// bytes a row, rearranged) where decode runs the AVX2 kernels (the AVX2 and
+// AVX-VNNI paths; the AVX-512 one when avx512_decode_in_use() is false), which read the
 // grouped layout 1.6-1.9x faster (docs/PERFORMANCE.md section 31); every
 // other type, path or setting keeps the stored layout. Every path multiplies
 // both layouts.
