@@ -101,8 +101,12 @@ void attention_query_group(const float*, int64_t, const KvHead&, int64_t, int64_
 namespace avx_vnni {
 
 bool supports(DType, int64_t) { return false; }
+bool decode_supports(DType, int64_t) { return false; }
 void matmul_rows(const WeightMatrix&, const void*, int64_t, float*, int64_t, int64_t) {
   no_simd_path("avx_vnni::matmul_rows");
+}
+void decode_rows(const WeightMatrix&, const void*, int64_t, float*, int64_t, int64_t) {
+  no_simd_path("avx_vnni::decode_rows");
 }
 
 }  // namespace avx_vnni
