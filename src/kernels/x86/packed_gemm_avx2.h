@@ -467,7 +467,8 @@ inline void q8_unit(const Unit<kSigned>& u, const ActBlock* act, int64_t n_sub, 
 }
 
 // acc[t] (8 rows) += panel . act of token t over n_units units, and mins[t]
-// += the nibble types' min terms (subtracted once, in tile_store); act_t at
+// += the nibble types' min terms (subtracted once, in tile_store; the VNNI
+// build, out of registers, adds every kind's min terms into acc); act_t at
 // act + t * n_sub (units of the chunk start at act). The min terms have their
 // own accumulators so that a unit's two FMAs do not form one dependent chain
 // through acc (Q4_0 and Q4_K prefill 1.02-1.17x in the kernel driver,
