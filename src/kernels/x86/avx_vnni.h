@@ -1,7 +1,8 @@
 // The avx_vnni kernel path: the AVX2 path with its prefill GEMM built for
 // AVX-VNNI (vpdpbusd on 256-bit vectors: Intel Alder Lake and later client
 // cores, Sapphire Rapids, AMD Zen 5), x86/matmul_packed_avxvnni.cc, and a
-// Q8_0 decode of its own, x86/matmul_decode_avxvnni.cc (both compiled with
+// decode of the signed types (Q8_0, IQ4_NL, IQ4_XS) of its own,
+// x86/matmul_decode_avxvnni.cc (both compiled with
 // -mavx2 -mfma -mf16c -mavxvnni). Everything else on the path is the AVX2
 // kernels. Call only when cpu_supports(KernelPath::kAvxVnni).
 #pragma once
@@ -15,7 +16,7 @@ namespace llmpack::kernels::avx_vnni {
 
 // Whether this path has a kernel of its own for n_tokens tokens of this type
 // (the packed prefill: the block types, from 4 tokens on; decode, 1 to 3
-// tokens: Q8_0); otherwise the AVX2 kernels run.
+// tokens: Q8_0, IQ4_NL, IQ4_XS); otherwise the AVX2 kernels run.
 bool supports(DType dtype, int64_t n_tokens);
 
 // y[t, r] for all tokens and rows [row_begin, row_end), as avx2::matmul_rows;

@@ -2,7 +2,7 @@
 // quant_blocks.h) as 32 bytes of one vector, element i of a 32-element unit in
 // byte i, for the AVX2 decode and prefill kernels (and the AVX-512 ones).
 //
-// Include only from ISA-flagged files (*_avx2.cc, *_avx512.cc): as in
+// Include only from ISA-flagged files (*_avx2.cc, *_avxvnni.cc, *_avx512.cc): as in
 // q4k_scales.h, the functions sit in an unnamed namespace so that each
 // including file compiles its own copy with its own flags.
 #pragma once
@@ -62,6 +62,43 @@ inline __m128i k23_scale_bytes(const BlockQ3_K& b) {
                                    static_cast<int>(((w[0] >> 4) & lo4) | ((w[2] >> 4) & lo2) << 4),
                                    static_cast<int>(((w[1] >> 4) & lo4) | ((w[2] >> 6) & lo2) << 4));
   return _mm_sub_epi8(s, _mm_set1_epi8(32));
+}
+
+// Q4_0's 8 scales of a step in kPairLaneBlock order, without a trip through
+// the stack: block k's d lies at byte 18k, which is word k of the 16-byte
+// segment k, so word blends of 4 loads pick them out. Gathering them through
+// a stack array (8 two-byte stores, then one 16-byte load that no store can
+// forward) made Q4_0 decode 3-10% slower in the decode driver, both orders
+// (docs/PERFORMANCE.md section 17); Q8_0's 34-byte blocks gained nothing.
+// IQ4_NL's blocks have Q4_0's layout, so its decode reads its scales so too.
+inline __m256 q4_0_scales_paired(const uint8_t* p) {
+  static_assert(sizeof(BlockQ4_0) == 18);
+  const __m256i v01 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  const __m256i v23 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+  const __m256i v45 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64));
+  const __m256i v67 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 96));
+  // low lane: d0 d2 d4 d6 in words 0 2 4 6; high lane: d1 d3 d5 d7 in words 1 3 5 7
+  const __m256i c = _mm256_blend_epi16(_mm256_blend_epi16(v01, v23, 0x0C), _mm256_blend_epi16(v45, v67, 0xC0), 0xF0);
+  // -> d0 d2 d4 d6 d1 d3 d5 d7 (kPairLaneBlock)
+  const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
+                                        -1, -1, -1, -1, -1, -1, -1, -1, 2, 3, 6, 7, 10, 11, 14, 15);
+  const __m256i g = _mm256_shuffle_epi8(c, pick);
+  return _mm256_cvtph_ps(_mm_or_si128(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
+}
+
+// An IQ4_XS super-block's 8 unit scales (scale_j - 32, 6 bits each: nibble j
+// of scales_l, bits 2j..2j+1 of scales_h above it) as int32 lanes in the
+// order iq4_dots8 leaves the units' dots: 0, 2, 4, 6, then 1, 3, 5, 7.
+inline __m256i iq4xs_scales8(const BlockIQ4_XS& b) {
+  const __m256i low_shift = _mm256_setr_epi32(0, 8, 16, 24, 4, 12, 20, 28);  // 4 j, j in lane order
+  const __m256i high_shift = _mm256_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14);   // 2 j
+  uint32_t low;
+  std::memcpy(&low, b.scales_l, 4);
+  const __m256i lo =
+      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(low)), low_shift), _mm256_set1_epi32(0x0F));
+  const __m256i hi =
+      _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b.scales_h), high_shift), _mm256_set1_epi32(3));
+  return _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
 }
 
 // The int32 dots of 8 units of IQ4 indices against paired activations

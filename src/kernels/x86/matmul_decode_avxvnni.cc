@@ -1,6 +1,6 @@
-// AVX-VNNI decode (1 to 3 tokens) of Q8_0 rows, the avx_vnni path's one
-// decode kernel of its own (x86/avx_vnni.h); every other type decodes on the
-// AVX2 kernels there.
+// AVX-VNNI decode (1 to 3 tokens) of the signed types, Q8_0, IQ4_NL and
+// IQ4_XS, the avx_vnni path's decode kernels of its own (x86/avx_vnni.h);
+// every other type decodes on the AVX2 kernels there.
 //
 // The AVX2 Q8_0 decode multiplies a block by the sign trick (vpsignb twice,
 // vpmaddubsw, vpmaddwd). Here a block's quants go to vpdpbusd as its unsigned
@@ -10,11 +10,17 @@
 // block's ws * a.d, is taken back once per 8 blocks from the activations' d *
 // qsum floats (one FMA). A block then costs a vpxor, a vpdpbusd, a convert
 // and an FMA.
+//
+// IQ4_NL and IQ4_XS look their nibbles up in the grid + 128 (0..241), which
+// is the unsigned operand as it stands, and take the 128 * qsum back the same
+// way; per pair of blocks that leaves 2 lookups and 2 vpdpbusd where the sign
+// trick took 2 lookups, 4 vpsignb, 2 vpmaddubsw, 2 vpmaddwd and an add.
 #include <cstring>
 
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx2_internal.h"
 #include "kernels/x86/avx_vnni.h"
+#include "kernels/x86/lowbit_quants.h"
 #include "kernels/x86/simd_avx2.h"
 
 namespace llmpack::kernels::avx_vnni {
@@ -69,22 +75,121 @@ float q8_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& t) {
   return avx2::hsum(_mm256_add_ps(acc[0], acc[1])) - 128.0f * (avx2::hsum(offset) + tail_offset);
 }
 
+// kIQ4Values + 128 in both 128-bit lanes: vpshufb of 32 indices gives
+// vpdpbusd's unsigned operand.
+inline __m256i iq4_table_plus_128() {
+  const __m128i t = _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIQ4Values));
+  return _mm256_broadcastsi128_si256(_mm_xor_si128(t, _mm_set1_epi8(static_cast<char>(0x80))));
+}
+
+// x86::iq4_dots8 with the grid + 128: the 8 units' int32 sums of (v + 128) a,
+// each at most 32 * 241 * 128, in kPairLaneBlock order (A units 0, 2, 4, 6
+// low, B units 1, 3, 5, 7 high). pair(i): the 32 index bytes of units 2i,
+// 2i + 1; aq: the 8 units' paired activations.
+template <class Pair>
+inline __m256i iq4_offset_dots8(Pair pair, const int8_t* aq, __m256i table) {
+  const __m256i mask = _mm256_set1_epi8(0x0F);
+  __m256i d[4];
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    const __m256i raw = pair(i);
+    const __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(raw, mask));
+    const __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask));
+    const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq + 64 * i));
+    const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq + 64 * i + 32));
+    d[i] = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), lo, a_lo), hi, a_hi);
+  }
+  return _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
+}
+
+// One IQ4_NL row (Q4_0's layout) against one token: 8 blocks a step on the
+// paired activations (scales gathered as Q4_0's), row . x =
+// sum_b ws_b a.d_b (sum (v + 128) a) - 128 sum_b ws_b a.d_b a.qsum_b; the
+// last n_blocks % 8 one at a time on the plain activations.
+float iq4nl_row(const uint8_t* row, int64_t n_blocks, const TokenActs& t) {
+  constexpr int64_t kB = sizeof(BlockIQ4_NL);
+  const avx2::PairedActs& pa = t.paired;
+  const __m256i table = iq4_table_plus_128();
+  __m256 acc = _mm256_setzero_ps(), offset = _mm256_setzero_ps();
+  const int64_t n_paired = avx2::paired_blocks(n_blocks);
+  for (int64_t b = 0; b < n_paired; b += 8) {
+    const uint8_t* p = row + b * kB;
+    avx2::prefetch_bytes(p + avx2::kDecodePrefetchBytes, 8 * kB);
+    const __m256 ws = x86::q4_0_scales_paired(p);
+    offset = _mm256_fmadd_ps(ws, _mm256_loadu_ps(pa.dsum + b), offset);
+    const auto pair = [&](int i) {
+      const auto* ba = reinterpret_cast<const BlockIQ4_NL*>(p + 2 * i * kB);
+      const auto* bb = reinterpret_cast<const BlockIQ4_NL*>(p + (2 * i + 1) * kB);
+      return _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(bb->qs), reinterpret_cast<const __m128i*>(ba->qs));
+    };
+    const __m256i dots = iq4_offset_dots8(pair, pa.q + b * 32, table);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(ws, _mm256_loadu_ps(pa.d + b)), acc);
+  }
+  float tail_offset = 0.0f;
+  for (int64_t b = n_paired; b < n_blocks; ++b) {
+    const auto* blk = reinterpret_cast<const BlockIQ4_NL*>(row + b * kB);
+    const __m256i u = _mm256_shuffle_epi8(table, x86::q4_quants(blk->qs));
+    const __m256i a = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(t.a[b].q));
+    const __m256 prod = _mm256_cvtepi32_ps(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, a));
+    const float ws = _cvtsh_ss(blk->d);
+    acc = _mm256_fmadd_ps(prod, _mm256_set1_ps(ws * t.ad[b]), acc);
+    tail_offset += ws * t.adq[b];
+  }
+  return avx2::hsum(_mm256_fmadd_ps(offset, _mm256_set1_ps(-128.0f), acc)) - 128.0f * tail_offset;
+}
+
+// One IQ4_XS row against one token, a super-block (8 units) a step: unit j's
+// weight scale is d (scale_j - 32), and its offset share 128 times that by
+// a.d_j a.qsum_j.
+float iq4xs_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
+  const auto* row = reinterpret_cast<const BlockIQ4_XS*>(row_bytes);
+  const __m256i table = iq4_table_plus_128();
+  __m256 acc = _mm256_setzero_ps(), offset = _mm256_setzero_ps();
+  for (int64_t sb = 0; sb < n_blocks / 8; ++sb) {
+    const BlockIQ4_XS& b = row[sb];
+    avx2::prefetch_bytes(reinterpret_cast<const char*>(&b) + avx2::kDecodePrefetchBytes, sizeof(b));
+    const __m256 ws = _mm256_mul_ps(_mm256_cvtepi32_ps(x86::iq4xs_scales8(b)), _mm256_set1_ps(_cvtsh_ss(b.d)));
+    offset = _mm256_fmadd_ps(ws, _mm256_loadu_ps(t.paired.dsum + 8 * sb), offset);
+    const auto pair = [&](int i) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * i)); };
+    const __m256i dots = iq4_offset_dots8(pair, t.paired.q + sb * 8 * 32, table);
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(ws, _mm256_loadu_ps(t.paired.d + 8 * sb)), acc);
+  }
+  return avx2::hsum(_mm256_fmadd_ps(offset, _mm256_set1_ps(-128.0f), acc));
+}
+
+// y[t, r] = kRow(row r, token t); kBytesPer8: a row's bytes per 8 blocks of 32.
+template <int64_t kBytesPer8, float (*kRow)(const uint8_t*, int64_t, const TokenActs&)>
+void rows_of(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y, int64_t row_begin,
+             int64_t row_end) {
+  const int64_t n_sub = w.cols / kQK;
+  const int64_t stride = n_sub * kBytesPer8 / 8;
+  TokenActs tokens[avx2::kPackedMinTokens];
+  for (int64_t t = 0; t < n_tokens; ++t) tokens[t] = avx2::token_acts(act, n_tokens, n_sub, t);
+  const auto* base = static_cast<const uint8_t*>(w.data);
+  for (int64_t r = row_begin; r < row_end; ++r)
+    for (int64_t t = 0; t < n_tokens; ++t) y[t * w.rows + r] = kRow(base + r * stride, n_sub, tokens[t]);
+}
+
 }  // namespace
 
 bool decode_supports(DType dtype, int64_t n_tokens) {
-  return dtype == DType::kQ8_0 && n_tokens >= 1 && n_tokens < avx2::kPackedMinTokens;
+  const bool signed_type = dtype == DType::kQ8_0 || dtype == DType::kIQ4_NL || dtype == DType::kIQ4_XS;
+  return signed_type && n_tokens >= 1 && n_tokens < avx2::kPackedMinTokens;
 }
 
 void decode_rows(const WeightMatrix& w, const void* scratch, int64_t n_tokens, float* y, int64_t row_begin,
                  int64_t row_end) {
   const auto* act = static_cast<const avx2::ActBlock*>(scratch);
-  const int64_t n_sub = w.cols / kQK;
-  const int64_t stride = n_sub * static_cast<int64_t>(sizeof(BlockQ8_0));
-  TokenActs tokens[avx2::kPackedMinTokens];
-  for (int64_t t = 0; t < n_tokens; ++t) tokens[t] = avx2::token_acts(act, n_tokens, n_sub, t);
-  const auto* base = static_cast<const uint8_t*>(w.data);
-  for (int64_t r = row_begin; r < row_end; ++r)
-    for (int64_t t = 0; t < n_tokens; ++t) y[t * w.rows + r] = q8_0_row(base + r * stride, n_sub, tokens[t]);
+  switch (w.dtype) {
+    case DType::kQ8_0:
+      return rows_of<8 * sizeof(BlockQ8_0), q8_0_row>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ4_NL:
+      return rows_of<8 * sizeof(BlockIQ4_NL), iq4nl_row>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ4_XS:
+      return rows_of<sizeof(BlockIQ4_XS), iq4xs_row>(w, act, n_tokens, y, row_begin, row_end);
+    default:
+      return;  // decode_supports said no
+  }
 }
 
 }  // namespace llmpack::kernels::avx_vnni

@@ -18,26 +18,18 @@ inline float half(uint16_t h) { return _cvtsh_ss(h); }
 
 // IQ4_XS: units 2i, 2i + 1 of a super-block are the 32 bytes qs[32i..], the
 // paired activations' layout, so x86::iq4_dots8 takes them with one load; the
-// 8 6-bit scales are unpacked as one vector in the dots' lane order (units 0,
-// 2, 4, 6, then 1, 3, 5, 7: nibble j of scales_l, bits 2j..2j+1 of scales_h),
-// and one convert and FMA with d * (scale - 32) * a.d serve the super-block.
+// 8 6-bit scales are unpacked as one vector in the dots' lane order
+// (x86::iq4xs_scales8), and one convert and FMA with d * (scale - 32) * a.d
+// serve the super-block.
 float iq4xs_row(const uint8_t* row_bytes, int64_t n_blocks, const TokenActs& t) {
   const auto* row = reinterpret_cast<const BlockIQ4_XS*>(row_bytes);
   const int64_t n_super = n_blocks / 8;
   const __m256i table = x86::iq4_table();
-  const __m256i low_shift = _mm256_setr_epi32(0, 8, 16, 24, 4, 12, 20, 28);  // 4 j, j in lane order
-  const __m256i high_shift = _mm256_setr_epi32(0, 4, 8, 12, 2, 6, 10, 14);   // 2 j
   __m256 acc = _mm256_setzero_ps();
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const BlockIQ4_XS& b = row[sb];
     prefetch_bytes(reinterpret_cast<const char*>(&b) + kDecodePrefetchBytes, sizeof(b));
-    uint32_t low;
-    std::memcpy(&low, b.scales_l, 4);
-    const __m256i lo = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(low)), low_shift),
-                                        _mm256_set1_epi32(0x0F));
-    const __m256i hi =
-        _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(b.scales_h), high_shift), _mm256_set1_epi32(3));
-    const __m256i ls = _mm256_sub_epi32(_mm256_or_si256(lo, _mm256_slli_epi32(hi, 4)), _mm256_set1_epi32(32));
+    const __m256i ls = x86::iq4xs_scales8(b);
     const __m256 scale = _mm256_mul_ps(_mm256_mul_ps(_mm256_cvtepi32_ps(ls), _mm256_set1_ps(half(b.d))),
                                        _mm256_loadu_ps(t.paired.d + 8 * sb));
     const auto pair = [&](int i) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32 * i)); };

@@ -89,27 +89,6 @@ inline __m256 block_scales(const uint8_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(d16)));
 }
 
-// Q4_0's 8 scales of a step in kPairLaneBlock order, without a trip through
-// the stack: block k's d lies at byte 18k, which is word k of the 16-byte
-// segment k, so word blends of 4 loads pick them out. Gathering them through
-// a stack array (8 two-byte stores, then one 16-byte load that no store can
-// forward) made Q4_0 decode 3-10% slower in the decode driver, both orders
-// (docs/PERFORMANCE.md section 17); Q8_0's 34-byte blocks gained nothing.
-inline __m256 q4_0_scales_paired(const uint8_t* p) {
-  static_assert(sizeof(BlockQ4_0) == 18);
-  const __m256i v01 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-  const __m256i v23 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
-  const __m256i v45 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 64));
-  const __m256i v67 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 96));
-  // low lane: d0 d2 d4 d6 in words 0 2 4 6; high lane: d1 d3 d5 d7 in words 1 3 5 7
-  const __m256i c = _mm256_blend_epi16(_mm256_blend_epi16(v01, v23, 0x0C), _mm256_blend_epi16(v45, v67, 0xC0), 0xF0);
-  // -> d0 d2 d4 d6 d1 d3 d5 d7 (kPairLaneBlock)
-  const __m256i pick = _mm256_setr_epi8(0, 1, 4, 5, 8, 9, 12, 13, -1, -1, -1, -1, -1, -1, -1, -1,
-                                        -1, -1, -1, -1, -1, -1, -1, -1, 2, 3, 6, 7, 10, 11, 14, 15);
-  const __m256i g = _mm256_shuffle_epi8(c, pick);
-  return _mm256_cvtph_ps(_mm_or_si128(_mm256_castsi256_si128(g), _mm256_extracti128_si256(g, 1)));
-}
-
 // Decode of one Q8_0 (or IQ4_NL) row against one token's activations, 8 blocks a step:
 // row . x = sum_b ws_b a.d_b (q_b . a_b). The 8 weight scales of a step are
 // converted together (one vcvtph2ps) and multiplied by the 8 activation
@@ -192,7 +171,7 @@ float q4_0_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
   for (int64_t b = 0; b < n_paired; b += 8) {
     const uint8_t* p = row + b * kB;
     prefetch_bytes(p + kDecodePrefetchBytes, 8 * kB);
-    const __m256 ws = q4_0_scales_paired(p);
+    const __m256 ws = x86::q4_0_scales_paired(p);
     offset = _mm256_fmadd_ps(ws, _mm256_loadu_ps(pa.dsum + b), offset);
     __m256i sums[4];  // [A: 8 int16 sums of 4 products | B: 8 of 4], each <= 7620
 #pragma GCC unroll 4
@@ -247,8 +226,8 @@ float iq4nl_row(const uint8_t* row, int64_t n_blocks, const TokenActs& a) {
       return _mm256_loadu2_m128i(reinterpret_cast<const __m128i*>(bb->qs), reinterpret_cast<const __m128i*>(ba->qs));
     };
     const __m256i dots = x86::iq4_dots8(pair, pa.q + b * 32, table);
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), _mm256_mul_ps(q4_0_scales_paired(p), _mm256_loadu_ps(pa.d + b)),
-                          acc);
+    const __m256 scale = _mm256_mul_ps(x86::q4_0_scales_paired(p), _mm256_loadu_ps(pa.d + b));
+    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dots), scale, acc);
   }
   float tail = 0.0f;
   if (n_paired < n_blocks) {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "kernels/kernels.h"
@@ -290,6 +291,41 @@ TEST(MatmulQuantTest, Q8_0AndQ6_KPrefillAtTheirExtremesOnEveryPath) {
       }
       expect_exact_at_limits(DType::kQ6_K, row, 512, bits ? "63s" : "0s", 8);
     }
+}
+
+// IQ4_NL and IQ4_XS rows whose indices cover the grid's ends (0 -> -127,
+// 15 -> 113) and everything between, against activations of +-1 (exact at
+// +-127): decode must be exact on every path. The AVX-VNNI decode looks the
+// indices up in the grid + 128 and takes 128 * qsum back per unit; qsum is
+// +-127 * 32 here, so a wrong offset shows at once (random activations of
+// either sign mostly cancel it). IQ4_XS: every 6-bit scale from 0 to 63 once
+// over the row's 8 super-blocks.
+TEST(MatmulQuantTest, Iq4DecodeOfExactActivationsIsExactOnEveryPath) {
+  const uint16_t half = f32_to_f16(0.5f);
+  for (int64_t n_blocks : {8, 16, 29}) {
+    std::vector<uint8_t> row(static_cast<size_t>(n_blocks) * sizeof(BlockIQ4_NL));
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      std::memcpy(row.data() + 18 * b, &half, 2);
+      for (int i = 0; i < 16; ++i) row[18 * b + 2 + i] = static_cast<uint8_t>((3 * b + 5 * i) % 16 | (i + b) % 16 << 4);
+    }
+    for (int64_t n_tokens : {1, 2, 3}) expect_exact_at_limits(DType::kIQ4_NL, row, 32 * n_blocks, "grid", n_tokens);
+  }
+  std::vector<BlockIQ4_XS> blocks(8);
+  for (int sb = 0; sb < 8; ++sb) {
+    BlockIQ4_XS& b = blocks[static_cast<size_t>(sb)];
+    b.d = half;
+    b.scales_h = 0;
+    for (int j = 0; j < 8; ++j) {
+      const int scale = 8 * sb + j;  // 0..63 over the row
+      b.scales_h = static_cast<uint16_t>(b.scales_h | (scale >> 4) << (2 * j));
+      if (j % 2 == 0) b.scales_l[j / 2] = static_cast<uint8_t>(scale & 15);
+      else b.scales_l[j / 2] = static_cast<uint8_t>(b.scales_l[j / 2] | (scale & 15) << 4);
+    }
+    for (int i = 0; i < 128; ++i) b.qs[i] = static_cast<uint8_t>((sb + 7 * i) % 16 | (2 * i + sb) % 16 << 4);
+  }
+  std::vector<uint8_t> row(sizeof(BlockIQ4_XS) * blocks.size());
+  std::memcpy(row.data(), blocks.data(), row.size());
+  for (int64_t n_tokens : {1, 2, 3}) expect_exact_at_limits(DType::kIQ4_XS, row, 256 * 8, "scales 0..63", n_tokens);
 }
 
 // Callers size the scratch once for their largest call (the engine: its
