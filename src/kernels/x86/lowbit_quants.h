@@ -104,27 +104,35 @@ inline __m256i iq4xs_scales8(const BlockIQ4_XS& b) {
 // The int32 dots of 8 units of IQ4 indices against paired activations
 // (avx2_internal.h PairedActs): pair(i) gives the 32 index bytes of units
 // 2i, 2i + 1 as [A: 16 bytes | B: 16 bytes] (low nibbles their elements
-// 0..15, high 16..31), aq the 8 units' paired activations. Each pair's grid
-// values go through the sign trick (|v| <= 127: a vpmaddubsw lane stays
-// within int16, but two do not, so each takes its own vpmaddwd); two rounds
-// of vphaddd leave unit k's dot in lane kPairLaneBlock^-1(k) = A units 0, 2,
-// 4, 6 low, B units 1, 3, 5, 7 high.
-template <class Pair>
-inline __m256i iq4_dots8(Pair pair, const int8_t* aq, __m256i table) {
-  const __m256i mask = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1);
-  const auto dot = [&](__m256i v, const int8_t* a) {
-    const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
-    return _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(av, v)), ones);
-  };
+// 0..15, high 16..31), aq the 8 units' paired activations; each 32 indices
+// are looked up in `table` and unit_dot(acc, values, a) adds their products
+// with the 32 activations at a to acc's 8 int32 partial sums. Two rounds of vphaddd
+// leave unit k's dot in lane kPairLaneBlock^-1(k) = A units 0, 2, 4, 6 low,
+// B units 1, 3, 5, 7 high.
+template <class Pair, class UnitDot>
+inline __m256i iq4_unit_dots8(Pair pair, const int8_t* aq, __m256i table, UnitDot unit_dot) {
+  const __m256i mask = _mm256_set1_epi8(0x0F);
   __m256i d[4];
 #pragma GCC unroll 4
   for (int i = 0; i < 4; ++i) {
     const __m256i raw = pair(i);
     const __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(raw, mask));
     const __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask));
-    d[i] = _mm256_add_epi32(dot(lo, aq + 64 * i), dot(hi, aq + 64 * i + 32));
+    d[i] = unit_dot(unit_dot(_mm256_setzero_si256(), lo, aq + 64 * i), hi, aq + 64 * i + 32);
   }
   return _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
+}
+
+// iq4_unit_dots8 on the signed grid (iq4_table) by the sign trick (|v| <=
+// 127: a vpmaddubsw lane stays within int16, but two do not, so each takes
+// its own vpmaddwd).
+template <class Pair>
+inline __m256i iq4_dots8(Pair pair, const int8_t* aq, __m256i table) {
+  return iq4_unit_dots8(pair, aq, table, [](__m256i acc, __m256i v, const int8_t* a) {
+    const __m256i av = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a));
+    const __m256i p16 = _mm256_maddubs_epi16(_mm256_sign_epi8(v, v), _mm256_sign_epi8(av, v));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(p16, _mm256_set1_epi16(1)));
+  });
 }
 
 }  // namespace

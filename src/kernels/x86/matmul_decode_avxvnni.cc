@@ -82,24 +82,13 @@ inline __m256i iq4_table_plus_128() {
   return _mm256_broadcastsi128_si256(_mm_xor_si128(t, _mm_set1_epi8(static_cast<char>(0x80))));
 }
 
-// x86::iq4_dots8 with the grid + 128: the 8 units' int32 sums of (v + 128) a,
-// each at most 32 * 241 * 128, in kPairLaneBlock order (A units 0, 2, 4, 6
-// low, B units 1, 3, 5, 7 high). pair(i): the 32 index bytes of units 2i,
-// 2i + 1; aq: the 8 units' paired activations.
+// x86::iq4_dots8 on the grid + 128 (iq4_table_plus_128): the 8 units' int32
+// sums of (v + 128) a, each at most 32 * 241 * 128, one vpdpbusd a unit.
 template <class Pair>
 inline __m256i iq4_offset_dots8(Pair pair, const int8_t* aq, __m256i table) {
-  const __m256i mask = _mm256_set1_epi8(0x0F);
-  __m256i d[4];
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    const __m256i raw = pair(i);
-    const __m256i lo = _mm256_shuffle_epi8(table, _mm256_and_si256(raw, mask));
-    const __m256i hi = _mm256_shuffle_epi8(table, _mm256_and_si256(_mm256_srli_epi16(raw, 4), mask));
-    const __m256i a_lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq + 64 * i));
-    const __m256i a_hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(aq + 64 * i + 32));
-    d[i] = _mm256_dpbusd_avx_epi32(_mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), lo, a_lo), hi, a_hi);
-  }
-  return _mm256_hadd_epi32(_mm256_hadd_epi32(d[0], d[1]), _mm256_hadd_epi32(d[2], d[3]));
+  return x86::iq4_unit_dots8(pair, aq, table, [](__m256i acc, __m256i u, const int8_t* a) {
+    return _mm256_dpbusd_avx_epi32(acc, u, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a)));
+  });
 }
 
 // One IQ4_NL row (Q4_0's layout) against one token: 8 blocks a step on the
