@@ -96,7 +96,7 @@ TEST_F(ChatCli, C5_FullContextStartsOverWithANoticeOrShifts) {
   EXPECT_FALSE(huge.out.empty());
 }
 
-TEST_F(ChatCli, C6_MaxSeqLengthCapsAndStatsPrintEachTurn) {
+TEST_F(ChatCli, C6_D15_MaxSeqLengthCapsAndStatsPrintEachTurn) {
   auto r = run_chat_cli(base_ + " -n 500 --max_seq_length 80 --stats", "Hello.\nHi.\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   size_t reports = 0;

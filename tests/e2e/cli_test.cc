@@ -34,7 +34,7 @@ TEST(Cli, VersionAndHelp) {
     EXPECT_NE(h.out.find(flag), std::string::npos) << flag;
 }
 
-TEST(Cli, RunGreedyStoryEqualsLlama2cTextWithReport) {
+TEST(Cli, D11_RunGreedyStoryEqualsLlama2cTextWithReport) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
   LLMPACK_REQUIRE_FIXTURE(tok, "llama2c/tok512.bin");
   auto r = run_cli("run -m " + model + " --tokenizer_path " + tok + " -p 'Once upon a time' -n 40 --temperature 0 -t 2");

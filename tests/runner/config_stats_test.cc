@@ -145,7 +145,7 @@ TEST(Stats, S2_RatesFromHandMadeTimestamps) {
   EXPECT_NE(r.find("Sampling time: 0.025 s"), std::string::npos) << r;
 }
 
-TEST(Stats, S2_ZeroSpansGiveZeroRatesNotInfinity) {
+TEST(Stats, S2_D9_ZeroSpansGiveZeroRatesNotInfinity) {
   Stats s;
   s.num_prompt_tokens = 5;
   s.num_generated_tokens = 1;

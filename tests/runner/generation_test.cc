@@ -1,6 +1,8 @@
 // Generation behaviour with the fakes (CONTRACT G2-G8, R9).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <thread>
 
@@ -88,6 +90,29 @@ TEST(Generation, G1_BudgetZeroIsAnErrorBeforeAnyCall) {
   EXPECT_TRUE(h.program->calls.empty());
 }
 
+// D5: num_bos = -1 (the model's rule) puts BOS at position 0 only: the
+// prompt of a second generate() continues the sequence without one.
+TEST(Generation, D5_ContinuationPromptGetsNoBos) {
+  Harness h(dynamic_kv(128, 512));
+  ASSERT_TRUE(h.generate(kPrompt, greedy(2)).ok());
+  ASSERT_EQ(h.program->calls.front().tokens.front(), kBos);
+  const int64_t pos = h.runner->position();
+  const size_t before = h.program->calls.size();
+  ASSERT_TRUE(h.generate(kPrompt, greedy(2)).ok());
+  ASSERT_GT(h.program->calls.size(), before);
+  const auto& prompt_call = h.program->calls[before];
+  EXPECT_GE(prompt_call.start_pos, pos - 1);
+  const std::vector<int64_t> prompt_ids = [] {
+    std::vector<int64_t> ids;
+    for (const char* c = kPrompt; *c != 0; ++c) ids.push_back(char_id(*c));
+    return ids;
+  }();
+  // the call ends with the prompt's 8 tokens, and no BOS is anywhere in it
+  ASSERT_GE(prompt_call.tokens.size(), prompt_ids.size());
+  EXPECT_TRUE(std::equal(prompt_ids.begin(), prompt_ids.end(), prompt_call.tokens.end() - prompt_ids.size()));
+  EXPECT_EQ(std::count(prompt_call.tokens.begin(), prompt_call.tokens.end(), int64_t{kBos}), 0);
+}
+
 TEST(Generation, G3_EosAsFirstGeneratedTokenEndsAtOnce) {
   Harness h(dynamic_kv(128, 512));
   h.program->forced[kP - 1] = kEos;
@@ -113,7 +138,7 @@ TEST(Generation, G3_EosSetIsProgramTokenizerAndEndOfTurn) {
   }
 }
 
-TEST(Generation, G3_IgnoreEosRunsTheWholeBudgetWithoutEosText) {
+TEST(Generation, G3_D4_IgnoreEosRunsTheWholeBudgetWithoutEosText) {
   Harness h(dynamic_kv(128, 512));
   h.program->force_all = kEos;
   GenerationConfig c = greedy(6);
@@ -137,7 +162,7 @@ TEST(Generation, G4_StopStringSplitAcrossTokensIsNotEmitted) {
   EXPECT_EQ(h.stats[0].num_generated_tokens, 3);
 }
 
-TEST(Generation, G4_StopPrefixThatDivergesIsEmitted) {
+TEST(Generation, G4_D3_StopPrefixThatDivergesIsEmitted) {
   Harness h(dynamic_kv(128, 512));
   h.program->forced[kP - 1] = kSt;
   h.program->forced[kP] = kStar;
@@ -150,7 +175,7 @@ TEST(Generation, G4_StopPrefixThatDivergesIsEmitted) {
   EXPECT_EQ(h.text(false).substr(0, 3), "St*");
 }
 
-TEST(Generation, G4_HeldTextIsReleasedWithTheLastPiece) {
+TEST(Generation, G4_D3_HeldTextIsReleasedWithTheLastPiece) {
   Harness h(dynamic_kv(128, 512));
   h.program->forced[kP - 1] = kSt;
   GenerationConfig c = greedy(1);
@@ -227,7 +252,7 @@ TEST(Generation, G5_NegativeTemperatureIsAnErrorBeforeAnyCall) {
   EXPECT_NE(s.message().find("top_p"), std::string::npos);
 }
 
-TEST(Generation, G6_ResetMakesNextGenerateEqualAFreshRunners) {
+TEST(Generation, G6_D7_ResetMakesNextGenerateEqualAFreshRunners) {
   GenerationConfig c = greedy(12);
   c.temperature = 0.9f;
   c.seed = 7;
@@ -302,7 +327,7 @@ TEST(Generation, LoadIsIdempotentAndReadsLimits) {
   EXPECT_TRUE(h.runner->limits().dynamic_shape);
 }
 
-TEST(Generation, R9_StopDuringPrefillIsHonouredBetweenChunks) {
+TEST(Generation, R9_D6_StopDuringPrefillIsHonouredBetweenChunks) {
   Harness h(dynamic_kv(8, 512));
   h.program->on_forward = [&](size_t n) {
     if (n == 2) h.runner->stop();
@@ -317,7 +342,7 @@ TEST(Generation, R9_StopDuringPrefillIsHonouredBetweenChunks) {
   EXPECT_EQ(h.runner->position(), 0);  // the unfinished prompt is not kept
 }
 
-TEST(Generation, R9_StopDuringLastPrefillChunkIsNotLost) {
+TEST(Generation, R9_D6_StopDuringLastPrefillChunkIsNotLost) {
   Harness h(dynamic_kv(128, 512));
   h.program->on_forward = [&](size_t n) {
     if (n == 1) h.runner->stop();

@@ -88,7 +88,7 @@ TEST(Limits, G8_NullProgramIsAnErrorNotACrash) {
   runner.reset();
 }
 
-TEST(Limits, ContextLenForNoKvCacheIsBoundPlusOne) {
+TEST(Limits, D2_ContextLenForNoKvCacheIsBoundPlusOne) {
   ModelLimits l;
   l.max_seq_len = 128;
   l.max_context_len = 512;

@@ -231,6 +231,29 @@ TEST(Prefill, R6_ErrorNamesTheCurrentPosition) {
   EXPECT_EQ(h.program->calls.size(), calls);
 }
 
+// D10: a prompt that breaks a fit rule (R5 or R6) and the budget (G1,
+// seq_len at or below the prompt) at once gets the fit error, before any call.
+TEST(Prefill, D10_FitErrorWinsOverTheBudgetError) {
+  GenerationConfig c = greedy(-1);
+  c.num_bos = 0;
+  c.seq_len = 50;
+  Harness no_cache(no_kv(128, 512));
+  Status s = no_cache.generate(prompt_of(129), c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("prompt of 129 tokens exceeds forward's token bound 128"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(s.message().find("seq_len"), std::string::npos) << s.message();
+  EXPECT_TRUE(no_cache.program->calls.empty());
+  Harness cached(dynamic_kv(128, 512));
+  s = cached.generate(prompt_of(512), c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("position 0 + prompt of 512 tokens exceeds the context length 512"),
+            std::string::npos)
+      << s.message();
+  EXPECT_EQ(s.message().find("seq_len"), std::string::npos) << s.message();
+  EXPECT_TRUE(cached.program->calls.empty());
+}
+
 TEST(Prefill, R1_WarnsOnceWhenSeqLenExceedsBound) {
   Harness h(legacy(128, 512));
   GenerationConfig c = greedy(2);
@@ -303,7 +326,28 @@ TEST(Prefill, R7_PrefillObeysCapacity) {
   EXPECT_TRUE(h.program->calls.empty());
 }
 
-TEST(Prefill, ConsecutivePrefillsExtendTheSequence) {
+// D8: generate() with a non-empty prompt after prefill() discards the
+// prediction prefill left pending: the prompt's tokens follow the prefilled
+// ones directly, and the text equals that of one prompt of both.
+TEST(Prefill, D8_GenerateWithAPromptAfterPrefillDiscardsThePendingToken) {
+  GenerationConfig c = greedy(6);
+  c.num_bos = 0;
+  Harness h(dynamic_kv(128, 512));
+  ASSERT_TRUE(h.runner->prefill(prompt_of(10), c).ok());
+  const size_t before = h.program->calls.size();
+  const std::string more = prompt_of(15).substr(10);
+  ASSERT_TRUE(h.generate(more, c).ok());
+  ASSERT_GT(h.program->calls.size(), before);
+  const auto& first = h.program->calls[before];
+  EXPECT_EQ(first.start_pos, 10);
+  ASSERT_EQ(first.tokens.size(), more.size());
+  for (size_t i = 0; i < more.size(); ++i) EXPECT_EQ(first.tokens[i], char_id(more[i])) << i;
+  Harness whole(dynamic_kv(128, 512));
+  ASSERT_TRUE(whole.generate(prompt_of(15), c).ok());
+  EXPECT_EQ(h.pieces, whole.pieces);
+}
+
+TEST(Prefill, D8_ConsecutivePrefillsExtendTheSequence) {
   Harness h(dynamic_kv(128, 512));
   GenerationConfig c = greedy(4);
   c.num_bos = 0;

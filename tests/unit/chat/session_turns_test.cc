@@ -29,7 +29,7 @@ class SessionTurns : public ::testing::TestWithParam<std::string> {
 // C3 across turns ending on max_new_tokens, on a stop string and on EOS:
 // after each turn is fed, the cache equals the rendered conversation, and
 // a turn feeds only what is new (everything cached before it is kept).
-TEST_P(SessionTurns, C3_CacheEqualsRenderedTemplateAfterEveryKindOfEnding) {
+TEST_P(SessionTurns, C3_D12_CacheEqualsRenderedTemplateAfterEveryKindOfEnding) {
   // Probe: which token does the second reply produce that the first one never did?
   auto probe = make_session(*pkg_.program, *pkg_.tokenizer, greedy_options(GetParam(), 24));
   ASSERT_TRUE(probe);
@@ -131,7 +131,7 @@ TEST_P(SessionTurns, C7_ThreeTurnsFromA16RowCacheGrowAndKeepEquality) {
   EXPECT_LE(s->cache().allocated_rows(), 2 * static_cast<int64_t>(s->tokens().size()) + 2);
 }
 
-TEST_P(SessionTurns, C5_FullCacheStartsANewConversationKeepingTheSystemPrompt) {
+TEST_P(SessionTurns, C5_D13_FullCacheStartsANewConversationKeepingTheSystemPrompt) {
   ChatSessionOptions o = greedy_options(GetParam(), 40);
   o.kv.capacity_rows = 256;
   o.system_prompt = "You tell short stories.";
@@ -156,7 +156,7 @@ TEST_P(SessionTurns, C5_FullCacheStartsANewConversationKeepingTheSystemPrompt) {
 
 // --context_shift over a conversation five times longer than the cache: it
 // keeps going, keeps the system prompt first, and drops the oldest turns.
-TEST_P(SessionTurns, C5_ContextShiftGoesOnFiveTimesPastTheCache) {
+TEST_P(SessionTurns, C5_D14_ContextShiftGoesOnFiveTimesPastTheCache) {
   ChatSessionOptions o = greedy_options(GetParam(), 24);
   o.kv.capacity_rows = 256;
   o.kv.initial_rows = 16;

@@ -28,7 +28,7 @@ std::vector<float> random_row(int64_t n, uint32_t seed) {
   return v;
 }
 
-TEST(KvCache, C7_StartsSmallGrowsByDoublingUpToItsCapacity) {
+TEST(KvCache, C7_D16_StartsSmallGrowsByDoublingUpToItsCapacity) {
   auto c = KvCache::create(2, 40, {KvDtype::kF32, 16, 100}).value();
   EXPECT_EQ(c->allocated_rows(), 16);
   const auto k = random_row(40, 1), v = random_row(40, 2);

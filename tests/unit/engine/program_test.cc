@@ -198,7 +198,7 @@ TEST(Program, LoadingLeavesTheChunkBuffersUnwritten) {
                                                    << " bytes resident";
 }
 
-TEST(Program, StaticChunkPaddingDoesNotChangeLogits) {
+TEST(Program, D1_StaticChunkPaddingDoesNotChangeLogits) {
   auto dynamic = load(with_contract(16, 64, 16));
   auto fixed = load(with_contract(16, 64, 4, /*dynamic=*/false));
   std::vector<int64_t> prompt = {1, 77, 78, 79, 80, 81};  // 4 + 2 (padded to 4)
