@@ -275,6 +275,33 @@ TEST(Generation, G6_D7_ResetMakesNextGenerateEqualAFreshRunners) {
   }
 }
 
+// D7: one sampler for the runner's life. Its random stream carries on into
+// the next generate() when the seed is the same, and starts afresh when a
+// different seed is given. The first generate() of each runner is forced to
+// the same 4 tokens (every draw still taken), so the second ones see the same
+// sequence and differ only by the stream they draw from.
+TEST(Generation, D7_SameSeedCarriesTheStreamOnADifferentSeedStartsItAfresh) {
+  const auto second_reply = [](uint64_t first_seed, uint64_t second_seed) {
+    Harness h(dynamic_kv(128, 512));
+    GenerationConfig c = greedy(4);
+    c.temperature = 3.0f;  // flat: two streams give the same 8 tokens with negligible chance
+    c.seed = first_seed;
+    h.program->force_all = kHello;
+    EXPECT_TRUE(h.generate(kPrompt, c).ok());
+    h.program->force_all = -1;
+    h.pieces.clear();
+    c.seed = second_seed;
+    c.max_new_tokens = 8;
+    EXPECT_TRUE(h.generate(" and", c).ok());
+    return h.pieces;
+  };
+  const auto carried = second_reply(7, 7), fresh = second_reply(5, 7), fresh_again = second_reply(9, 7);
+  ASSERT_EQ(carried.size(), 8u);
+  EXPECT_EQ(fresh, fresh_again);  // a new seed: the same stream whatever came before
+  EXPECT_NE(carried, fresh);      // the same seed: the stream went on from the first reply's draws
+  EXPECT_EQ(carried, second_reply(7, 7));
+}
+
 TEST(Generation, G7_WarmupEmitsNothingAndResets) {
   Harness fresh(dynamic_kv(128, 512));
   ASSERT_TRUE(fresh.generate(kPrompt, greedy(5)).ok());
