@@ -379,6 +379,23 @@ TEST(Generation, R9_D6_StopDuringLastPrefillChunkIsNotLost) {
   EXPECT_TRUE(h.pieces.empty());
 }
 
+// D6, the prefill() half: stopped between chunks, prefill() returns an error
+// that says so, keeps nothing of the prompt and leaves nothing pending.
+TEST(Generation, R9_D6_StoppedPrefillIsAnErrorAndKeepsNothing) {
+  Harness h(dynamic_kv(8, 512));
+  h.program->on_forward = [&](size_t n) {
+    if (n == 2) h.runner->stop();
+  };
+  GenerationConfig c = greedy(10);
+  c.num_bos = 0;
+  Status s = h.runner->prefill(prompt_of(40), c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("stopped by stop()"), std::string::npos) << s.message();
+  EXPECT_EQ(h.program->calls.size(), 2u);
+  EXPECT_EQ(h.runner->position(), 0);
+  EXPECT_FALSE(h.generate("", c).ok());  // no prediction pending
+}
+
 TEST(Generation, R9_StopFromAnotherThreadDuringDecode) {
   Harness h(dynamic_kv(128, 4096));
   std::atomic<int> calls{0};
