@@ -12,6 +12,7 @@
 #include "tokenizer/pretokenizer_nfc.h"
 #include "tokenizer/tiktoken.h"
 #include "tokenizer/tokenizer_loader.h"
+#include "unit/tokenizer/reference_bpe.h"
 #include "unit/tokenizer/vocab_vectors.h"
 
 namespace llmpack::testing {
@@ -77,6 +78,37 @@ TEST(BpeTokenizer, JsonTokenizersRoundTrip) {
   ASSERT_NE(shared_qwen3_json(), nullptr);
   expect_round_trips(*shared_llama3_json(), "llama3");
   expect_round_trips(*shared_qwen3_json(), "qwen3", /*nfc=*/true);
+}
+
+// The fast merge loop (a priority queue over linked symbols, merges found by
+// id pair) against the quadratic reference on the same vocabulary: the
+// 46 test-vector inputs and 150 random texts, none holding an added token.
+void expect_reference_ids(const Tokenizer* tok, const std::string& label) {
+  ASSERT_NE(tok, nullptr);
+  const auto& bpe = dynamic_cast<const BpeTokenizer&>(*tok);
+  auto reference = ReferenceBpe::create(bpe.vocab());
+  ASSERT_TRUE(reference.ok()) << reference.status().message();
+  auto inputs = parse_vocab_inputs(read_all(fixture_path("llama.cpp-vocab/ggml-vocab-gpt-2.gguf.inp")));
+  std::mt19937 rng(99);
+  for (int i = 0; i < 150; ++i) inputs.push_back(random_text(rng));
+  int compared = 0;
+  for (const std::string& s : inputs) {
+    auto ids = tok->encode(s, 0, 0);
+    ASSERT_TRUE(ids.ok()) << label << ": " << ids.status().message();
+    auto expected = (*reference)->encode(s);
+    ASSERT_TRUE(expected.ok()) << expected.status().message();
+    EXPECT_EQ(*ids, *expected) << label << ": " << s;
+    compared += !ids->empty();
+  }
+  EXPECT_GT(compared, 150) << label;
+}
+
+TEST(BpeTokenizer, JsonTokenizersMatchTheQuadraticReference) {
+  LLMPACK_REQUIRE_FIXTURE(l3, "hf-tokenizers/llama3/tokenizer.json.gz");
+  LLMPACK_REQUIRE_FIXTURE(q3, "hf-tokenizers/qwen3/tokenizer.json.gz");
+  LLMPACK_REQUIRE_FIXTURE(inp, "llama.cpp-vocab/ggml-vocab-gpt-2.gguf.inp");
+  expect_reference_ids(shared_llama3_json(), "llama3");
+  expect_reference_ids(shared_qwen3_json(), "qwen3");
 }
 
 // A tiktoken file written from Llama 3's tokenizer.json (same 128000 ranked

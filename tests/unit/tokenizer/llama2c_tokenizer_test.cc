@@ -108,7 +108,7 @@ TEST(Llama2cTokenizer, ByteFallbackIdsAreBytePlusThree) {
   EXPECT_EQ(*t->decode(5, 2), "");
 }
 
-// The fast encoder against a literal run.c encode over the same vocabulary.
+// The fast encoder against the quadratic reference over the same vocabulary.
 TEST(Llama2cTokenizer, MatchesTheRunCEncoderOnManyStrings) {
   for (const char* name : {"llama2c/tok512.bin", "llama2c/tokenizer.bin"}) {
     LLMPACK_REQUIRE_FIXTURE(path, name);

@@ -1,6 +1,12 @@
-// A literal transcription of llama2.c run.c `encode` (the simple O(n^2)
-// merge loop) over an SpmVocab: the oracle the fast tokenizer is compared
-// with. Valid UTF-8 input only (run.c groups invalid bytes differently).
+// The SentencePiece BPE rule that llama2.c's tokenizer applies, in its
+// plainest, quadratic form: the oracle the fast tokenizer is compared with.
+// Spaces become the vocabulary's space piece (U+2581 or ' '), a dummy prefix
+// space leads non-empty text when the vocabulary asks for one, each character
+// (a lead byte and up to 3 continuation bytes) becomes its piece or, lacking
+// one, a byte piece <0xNN> per byte; then, while some adjacent pair joins into
+// a piece, the pair whose joined piece scores highest (the leftmost of equal
+// ones) becomes that piece. Valid UTF-8 input only: invalid bytes are grouped
+// by rules this form does not model.
 #pragma once
 
 #include <cstdint>
@@ -16,66 +22,68 @@ namespace llmpack::testing {
 
 class ReferenceEncoder {
  public:
-  ReferenceEncoder(const SpmVocab& vocab, bool meta_space) : vocab_(vocab), meta_space_(meta_space) {
-    for (size_t i = 0; i < vocab.pieces.size(); ++i) lookup_.emplace(vocab.pieces[i], static_cast<int32_t>(i));
+  ReferenceEncoder(const SpmVocab& vocab, bool meta_space)
+      : vocab_(vocab), space_(meta_space ? "\xE2\x96\x81" : " ") {
+    for (size_t i = 0; i < vocab.pieces.size(); ++i) ids_.emplace(vocab.pieces[i], static_cast<int32_t>(i));
   }
-  std::vector<int32_t> encode(std::string_view text) const;
+  std::vector<int32_t> encode(std::string_view text) const {
+    std::vector<int32_t> ids = initial_pieces(text);
+    while (join_best_pair(ids)) {
+    }
+    return ids;
+  }
 
  private:
-  const SpmVocab& vocab_;
-  bool meta_space_;
-  std::unordered_map<std::string, int32_t> lookup_;
-};
+  int32_t id_of(const std::string& piece) const {
+    auto it = ids_.find(piece);
+    return it == ids_.end() ? -1 : it->second;
+  }
 
-inline std::vector<int32_t> ReferenceEncoder::encode(std::string_view text) const {
-  const SpmVocab& vocab = vocab_;
-  const bool meta_space = meta_space_;
-  const auto& lookup = lookup_;
-  const auto find = [&](const std::string& s) {
-    auto it = lookup.find(s);
-    return it == lookup.end() ? -1 : it->second;
-  };
-  const std::string space = meta_space ? "\xE2\x96\x81" : " ";
-  std::string t;
-  for (char c : text) t += c == ' ' ? space : std::string(1, c);
-  std::vector<int32_t> tokens;
-  if (!text.empty() && vocab.add_dummy_prefix) tokens.push_back(find(space));
-  std::string buf;
-  for (size_t i = 0; i < t.size(); ++i) {
-    const unsigned char c = static_cast<unsigned char>(t[i]);
-    if ((c & 0xC0) != 0x80) buf.clear();
-    buf += static_cast<char>(c);
-    if (i + 1 < t.size() && (static_cast<unsigned char>(t[i + 1]) & 0xC0) == 0x80 && buf.size() < 4) continue;
-    const int32_t id = find(buf);
-    if (id >= 0) {
-      tokens.push_back(id);
-    } else {
-      for (unsigned char b : buf) {
-        char name[8];
-        std::snprintf(name, sizeof(name), "<0x%02X>", b);
-        tokens.push_back(find(name));
+  // One piece per character (its bytes' pieces where the vocabulary lacks it).
+  std::vector<int32_t> initial_pieces(std::string_view text) const {
+    std::vector<int32_t> ids;
+    if (text.empty()) return ids;
+    if (vocab_.add_dummy_prefix) ids.push_back(id_of(space_));
+    for (size_t i = 0; i < text.size();) {
+      size_t n = 1;
+      while (n < 4 && i + n < text.size() && (static_cast<uint8_t>(text[i + n]) & 0xC0) == 0x80) ++n;
+      const std::string ch = text[i] == ' ' ? space_ : std::string(text.substr(i, n));
+      if (const int32_t id = id_of(ch); id >= 0) {
+        ids.push_back(id);
+      } else {
+        for (size_t k = 0; k < n; ++k) {
+          char name[8];
+          std::snprintf(name, sizeof(name), "<0x%02X>", static_cast<uint8_t>(text[i + k]));
+          ids.push_back(id_of(name));
+        }
       }
+      i += n;
     }
-    buf.clear();
+    return ids;
   }
-  while (true) {
-    float best_score = -1e10f;
-    int32_t best_id = -1;
-    int best_idx = -1;
-    for (size_t i = 0; i + 1 < tokens.size(); ++i) {
-      const int32_t id = find(vocab.pieces[tokens[i]] + vocab.pieces[tokens[i + 1]]);
-      if (id != -1 && vocab.scores[id] > best_score) {
-        best_score = vocab.scores[id];
-        best_id = id;
-        best_idx = static_cast<int>(i);
-      }
+
+  // Pieces scoring this or less (or NaN) never join, as in llama2.c.
+  static constexpr float kFloor = -1e10f;
+
+  // Joins the best-scoring adjacent pair; false when no pair joins.
+  bool join_best_pair(std::vector<int32_t>& ids) const {
+    size_t at = ids.size();
+    int32_t joined = -1;
+    for (size_t i = 0; i + 1 < ids.size(); ++i) {
+      const int32_t id = id_of(vocab_.pieces[ids[i]] + vocab_.pieces[ids[i + 1]]);
+      if (id < 0 || !(vocab_.scores[id] > kFloor)) continue;
+      if (joined < 0 || vocab_.scores[id] > vocab_.scores[joined]) at = i, joined = id;
     }
-    if (best_idx == -1) break;
-    tokens[best_idx] = best_id;
-    tokens.erase(tokens.begin() + best_idx + 1);
+    if (joined < 0) return false;
+    ids[at] = joined;
+    ids.erase(ids.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+    return true;
   }
-  return tokens;
-}
+
+  const SpmVocab& vocab_;
+  std::string space_;
+  std::unordered_map<std::string, int32_t> ids_;
+};
 
 inline std::vector<int32_t> reference_encode(const SpmVocab& vocab, bool meta_space, std::string_view text) {
   return ReferenceEncoder(vocab, meta_space).encode(text);
