@@ -63,6 +63,38 @@ const std::vector<Kind>& kinds() {
   return k;
 }
 
+// PCRE2's \s (with UCP) also matches U+180E MONGOLIAN VOWEL SEPARATOR,
+// which PCRE2 keeps in its list of horizontal spaces although Unicode 6.3
+// took it out of White_Space; Hugging Face's regex engine and llama.cpp follow
+// White_Space, so text holding U+180E split differently. \s and \S become
+// \p{White_Space} and \P{White_Space} (both valid inside a class too); text
+// quoted by \Q...\E is left as it is.
+std::string with_white_space_property(std::string_view re) {
+  std::string out;
+  out.reserve(re.size() + 16);
+  for (size_t i = 0; i < re.size(); ++i) {
+    if (re[i] != '\\' || i + 1 == re.size()) {
+      out += re[i];
+      continue;
+    }
+    const char next = re[++i];
+    if (next == 's') {
+      out += "\\p{White_Space}";
+    } else if (next == 'S') {
+      out += "\\P{White_Space}";
+    } else if (next == 'Q') {
+      const size_t end = re.find("\\E", i + 1);
+      const size_t stop = end == std::string_view::npos ? re.size() : end + 2;
+      out += re.substr(i - 1, stop - (i - 1));
+      i = stop - 1;
+    } else {
+      out += '\\';
+      out += next;
+    }
+  }
+  return out;
+}
+
 std::string pcre2_message(int code) {
   PCRE2_UCHAR buf[256];
   const int n = pcre2_get_error_message(code, buf, sizeof(buf));
@@ -105,13 +137,14 @@ Result<std::unique_ptr<Pretokenizer>> Pretokenizer::create(std::vector<std::stri
   // std::regex, never "before a final newline".
   const uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF | PCRE2_DOLLAR_ENDONLY;
   for (const std::string& re : p->regexes_) {
+    const std::string pattern = with_white_space_property(re);
     int err = 0;
     PCRE2_SIZE err_at = 0;
-    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(re.data()), re.size(), options, &err, &err_at,
-                                     nullptr);
+    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), options, &err,
+                                     &err_at, nullptr);
     if (code == nullptr) {
-      return Status::error("pre-tokenizer regex /" + re + "/ does not compile at offset " + std::to_string(err_at) +
-                           ": " + pcre2_message(err));
+      return Status::error("pre-tokenizer regex /" + re + "/ does not compile (as /" + pattern + "/, at offset " +
+                           std::to_string(err_at) + "): " + pcre2_message(err));
     }
     p->compiled_.push_back({code});
     pcre2_jit_compile(code, PCRE2_JIT_COMPLETE);  // the interpreter runs it when JIT is unavailable
