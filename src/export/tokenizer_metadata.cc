@@ -18,7 +18,7 @@ namespace {
 
 TokenizerMetadata spm_metadata(std::vector<std::string> pieces, const std::vector<float>& scores,
                                const std::vector<int32_t>& types, int64_t bos, int64_t eos, int64_t unk,
-                               bool add_space_prefix) {
+                               bool add_space_prefix, bool remove_extra_whitespaces = false) {
   TokenizerMetadata m;
   m.vocab_size = static_cast<int64_t>(pieces.size());
   m.bos_id = bos;
@@ -33,6 +33,9 @@ TokenizerMetadata spm_metadata(std::vector<std::string> pieces, const std::vecto
   m.keys.emplace_back("tokenizer.ggml.add_bos_token", gguf_bool(true));
   m.keys.emplace_back("tokenizer.ggml.add_eos_token", gguf_bool(false));
   m.keys.emplace_back("tokenizer.ggml.add_space_prefix", gguf_bool(add_space_prefix));
+  // llama.cpp reads this key for its unigram vocabularies only; we follow it
+  // for SentencePiece BPE too, as SentencePiece does.
+  if (remove_extra_whitespaces) m.keys.emplace_back("tokenizer.ggml.remove_extra_whitespaces", gguf_bool(true));
   return m;
 }
 
@@ -65,8 +68,15 @@ Result<TokenizerMetadata> from_sentencepiece(const SentencePieceModel& spm) {
   if (spm.model_type != 2)
     return error_status("SentencePiece model type " + std::to_string(spm.model_type) +
                         " is not supported (only BPE, type 2, runs here)");
-  auto m = spm_metadata(spm.pieces, spm.scores, spm.types, spm.bos_id, spm.eos_id, spm.unk_id, spm.add_dummy_prefix);
+  auto m = spm_metadata(spm.pieces, spm.scores, spm.types, spm.bos_id, spm.eos_id, spm.unk_id, spm.add_dummy_prefix,
+                        spm.remove_extra_whitespaces);
   m.description = "SentencePiece BPE model (" + std::to_string(m.vocab_size) + " pieces)";
+  // Only the identity normalizer is ours to apply (with its space rules);
+  // the others' character maps are not read.
+  if (!spm.normalizer_name.empty() && spm.normalizer_name != "identity") {
+    m.description += "; its normalizer \"" + spm.normalizer_name +
+                     "\" is not applied, so text that normalizer would change tokenizes otherwise than in SentencePiece";
+  }
   return m;
 }
 

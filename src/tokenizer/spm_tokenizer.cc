@@ -145,8 +145,38 @@ std::string SpmTokenizer::piece(int32_t id) const {
   return vocab_.pieces[id];
 }
 
-std::string SpmTokenizer::normalize(std::string_view text) const {
+namespace {
+
+// SentencePiece's remove_extra_whitespaces with its identity normalizer,
+// where only ' ' is a space: no leading spaces, one space for each run, and
+// no trailing space or U+2581 (SentencePiece trims its escaped text, in which
+// both read U+2581, so a literal U+2581 goes too, at the end only).
+std::string without_extra_spaces(std::string_view text, bool meta_space) {
   std::string out;
+  out.reserve(text.size());
+  bool after_space = true;  // drops leading spaces
+  for (char c : text) {
+    if (c == ' ' && after_space) continue;
+    out += c;
+    after_space = c == ' ';
+  }
+  while (true) {
+    if (!out.empty() && out.back() == ' ') {
+      out.pop_back();
+    } else if (meta_space && out.ends_with(kMetaSpace)) {
+      out.resize(out.size() - kMetaSpace.size());
+    } else {
+      return out;
+    }
+  }
+}
+
+}  // namespace
+
+std::string SpmTokenizer::normalize(std::string_view raw) const {
+  std::string out;
+  const std::string cleaned = vocab_.remove_extra_whitespaces ? without_extra_spaces(raw, meta_space_) : std::string();
+  const std::string_view text = vocab_.remove_extra_whitespaces ? std::string_view(cleaned) : raw;
   if (text.empty()) return out;
   const std::string_view space = meta_space_ ? kMetaSpace : std::string_view(" ");
   out.reserve(text.size() + 8);
@@ -169,7 +199,11 @@ Result<std::vector<int32_t>> SpmTokenizer::encode(std::string_view text, int n_b
   if (n_bos > 0 && vocab_.bos_id < 0) return Status::error("encode: BOS requested but the vocabulary has no BOS token");
   if (n_eos > 0 && vocab_.eos_id < 0) return Status::error("encode: EOS requested but the vocabulary has no EOS token");
   std::vector<int32_t> ids(static_cast<size_t>(n_bos), vocab_.bos_id);
-  LLMPACK_RETURN_IF_ERROR(encode_text(text, &ids));
+  if (vocab_.remove_extra_whitespaces) {
+    LLMPACK_RETURN_IF_ERROR(encode_text(without_extra_spaces(text, meta_space_), &ids));
+  } else {
+    LLMPACK_RETURN_IF_ERROR(encode_text(text, &ids));
+  }
   ids.insert(ids.end(), static_cast<size_t>(n_eos), vocab_.eos_id);
   return ids;
 }

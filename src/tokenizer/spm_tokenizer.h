@@ -51,6 +51,10 @@ struct SpmVocab {
   int32_t unk_id = -1;
   bool add_bos = true;              // the model's own rule: one BOS before a prompt
   bool add_dummy_prefix = true;     // a space in front of non-empty text
+  // SentencePiece's remove_extra_whitespaces (a .model's NormalizerSpec, GGUF
+  // tokenizer.ggml.remove_extra_whitespaces): leading spaces dropped, each
+  // run of spaces made one, trailing spaces and U+2581 dropped.
+  bool remove_extra_whitespaces = false;
 };
 
 // Byte value of a "<0xHH>" piece, or -1 when `piece` is not of that form.
@@ -87,7 +91,8 @@ class SpmTokenizer final : public Tokenizer {
   bool uses_meta_space() const { return meta_space_; }
   // Id of the piece spelled exactly `text`, or -1.
   int32_t find_piece(std::string_view text) const;
-  // The text encode() tokenizes: dummy prefix added, spaces replaced.
+  // The text encode() tokenizes: extra spaces removed where the vocabulary
+  // asks for it, dummy prefix added, spaces replaced.
   std::string normalize(std::string_view text) const;
 
  private:

@@ -176,6 +176,7 @@ Result<std::unique_ptr<SpmTokenizer>> load_spm_from_gguf(const GgufFile& gguf) {
   };
   LLMPACK_ASSIGN_OR_RETURN(vocab.add_bos, flag("tokenizer.ggml.add_bos_token", true));
   LLMPACK_ASSIGN_OR_RETURN(vocab.add_dummy_prefix, flag("tokenizer.ggml.add_space_prefix", true));
+  LLMPACK_ASSIGN_OR_RETURN(vocab.remove_extra_whitespaces, flag("tokenizer.ggml.remove_extra_whitespaces", false));
   return SpmTokenizer::create(std::move(vocab)).with_context("GGUF tokenizer");
 }
 
@@ -266,6 +267,7 @@ Result<std::unique_ptr<SpmTokenizer>> spm_from_sentencepiece_model(const Sentenc
   vocab.unk_id = id(model.unk_id);
   vocab.add_bos = vocab.bos_id >= 0;
   vocab.add_dummy_prefix = model.add_dummy_prefix;
+  vocab.remove_extra_whitespaces = model.remove_extra_whitespaces;
   return SpmTokenizer::create(std::move(vocab)).with_context("SentencePiece model");
 }
 

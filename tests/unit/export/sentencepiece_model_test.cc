@@ -1,7 +1,11 @@
 // The SentencePiece .model reader: the fixtures' fields, and damaged protobufs.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "export_test_util.h"
+#include "export/model_source.h"
 #include "format/mapped_file.h"
 #include "format/sentencepiece_model.h"
 
@@ -35,6 +39,46 @@ TEST(SentencePieceModel, Tok512DefaultsApply) {
   EXPECT_EQ(m->pieces.size(), 512u);
   EXPECT_TRUE(m->add_dummy_prefix);  // omitted in the file: proto default
   EXPECT_TRUE(m->byte_fallback);
+}
+
+// tok512.model asks for SentencePiece's remove_extra_whitespaces (the proto's
+// default); the package keeps the rule, Llama 2's (which turns it off) does not.
+TEST(SentencePieceModel, ExtraWhitespaceRuleReachesThePackage) {
+  LLMPACK_REQUIRE_FIXTURE(tok512, "llama2c/tok512.model");
+  LLMPACK_REQUIRE_FIXTURE(llama2, "llama2c/tokenizer.model");
+  const auto has_rule = [](const std::string& path) {
+    auto m = read_tokenizer_metadata(path);
+    EXPECT_TRUE(m.ok()) << m.status().message();
+    if (!m.ok()) return false;
+    for (const auto& [key, value] : m->keys) {
+      if (key == "tokenizer.ggml.remove_extra_whitespaces") return true;
+    }
+    return false;
+  };
+  EXPECT_TRUE(read_sentencepiece_model(tok512)->remove_extra_whitespaces);
+  EXPECT_TRUE(has_rule(tok512));
+  EXPECT_FALSE(has_rule(llama2));
+}
+
+// A normalizer other than identity (its character map is not read) is named
+// in the export's description of the tokenizer.
+TEST(SentencePieceModel, UnappliedNormalizerIsSaid) {
+  LLMPACK_REQUIRE_FIXTURE(tok512, "llama2c/tok512.model");
+  auto plain = read_tokenizer_metadata(tok512);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->description.find("normalizer"), std::string::npos) << plain->description;
+  auto file = MappedFile::open(tok512);
+  ASSERT_TRUE(file.ok());
+  std::string bytes((*file)->bytes().begin(), (*file)->bytes().end());
+  const size_t at = bytes.find("identity");
+  ASSERT_NE(at, std::string::npos);
+  bytes.replace(at, 8, "nmt_nfkc");  // same length: the protobuf stays valid
+  const std::string path = (std::filesystem::temp_directory_path() / "llmpack_nfkc.model").string();
+  std::ofstream(path, std::ios::binary) << bytes;
+  auto nfkc = read_tokenizer_metadata(path);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(nfkc.ok()) << nfkc.status().message();
+  EXPECT_NE(nfkc->description.find("normalizer \"nmt_nfkc\" is not applied"), std::string::npos) << nfkc->description;
 }
 
 TEST(SentencePieceModel, EveryTruncationIsAnErrorOrAPrefix) {

@@ -61,6 +61,23 @@ TEST(GgufVocab, FlagsChangeTheRules) {
   EXPECT_EQ(*ids, (std::vector<int32_t>{4, 5}));  // no dummy prefix
 }
 
+// SentencePiece's remove_extra_whitespaces, as a .model carries it to a
+// package: leading spaces go, runs become one, trailing spaces and U+2581 go.
+TEST(GgufVocab, RemoveExtraWhitespacesCollapsesAndTrimsSpaces) {
+  GgufWriter w = vocab_writer();
+  auto plain = load(w);
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(*(*plain)->encode("  a  a ", 0, 0), (std::vector<int32_t>{3, 3, 5, 3, 5, 3}));  // the flag is off by default
+  w.set_bool("tokenizer.ggml.remove_extra_whitespaces", true);
+  auto t = load(w);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(*(*t)->encode("  a  a ", 0, 0), (std::vector<int32_t>{5, 5}));
+  EXPECT_EQ(*(*t)->encode("a " + kMeta + " " + kMeta, 0, 0), (std::vector<int32_t>{5}));
+  EXPECT_EQ(*(*t)->encode(kMeta + "a", 0, 0), (std::vector<int32_t>{3, 5}));  // a leading U+2581 stays
+  EXPECT_EQ(*(*t)->encode("   ", 0, 0), (std::vector<int32_t>{}));
+  EXPECT_EQ((*t)->normalize(" a  a "), kMeta + "a" + kMeta + "a");
+}
+
 TEST(GgufVocab, OtherModelsAndMissingKeysAreRefused) {
   GgufWriter bpe = vocab_writer();
   bpe.set_string("tokenizer.ggml.model", "gpt2");
