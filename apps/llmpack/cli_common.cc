@@ -1,7 +1,10 @@
 #include "cli_common.h"
 
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
+#include "chat/template/chat_template.h"
 #include "core/thread_pool.h"
 
 namespace llmpack::cli {
@@ -64,6 +67,16 @@ void note_threads_beyond_cores(int threads) {
   if (threads > machine_cores())
     std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds the %d cores of this machine\n", threads,
                  machine_cores());
+}
+
+Result<std::string> chat_template_from_option(const std::string& name_or_path) {
+  auto builtin = builtin_chat_template(name_or_path);
+  if (builtin.ok()) return builtin;
+  std::ifstream in(name_or_path, std::ios::binary);
+  if (!in) return builtin.status().with_context("--chat_template (neither a built-in name nor a readable file)");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 int fail(const Status& status) { return fail(status.message()); }

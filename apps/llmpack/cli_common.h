@@ -37,6 +37,11 @@ ProgramOptions program_options(const ModelOptions& options);
 // user may know better, e.g. inside a container that reports fewer).
 void note_threads_beyond_cores(int threads);
 
+// --chat_template for chat and chat-template: a built-in template's source
+// for a built-in name, else the text of the file it names; an error when it
+// is neither.
+Result<std::string> chat_template_from_option(const std::string& name_or_path);
+
 // Prints "llmpack: <message>" on stderr and returns the exit code 1.
 int fail(const Status& status);
 int fail(const std::string& message);

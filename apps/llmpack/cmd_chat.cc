@@ -5,7 +5,6 @@
 #include <termios.h>
 #include <unistd.h>
 #include <cstdio>
-#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -79,15 +78,7 @@ const char* const kHelp =
     "Ctrl-C stops a reply; Ctrl-C twice at an empty prompt or Ctrl-D quits.";
 
 Result<std::string> template_source(const ChatOptions& o, const LoadedPackage& pkg) {
-  if (!o.chat_template.empty()) {
-    auto builtin = builtin_chat_template(o.chat_template);
-    if (builtin.ok()) return builtin;
-    std::ifstream in(o.chat_template, std::ios::binary);
-    if (!in) return builtin.status().with_context("--chat_template (neither a built-in name nor a readable file)");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-  }
+  if (!o.chat_template.empty()) return chat_template_from_option(o.chat_template);
   if (const GgufFile* g = pkg.program->model().gguf()) {
     if (auto t = g->get_string("tokenizer.chat_template")) return *t;
   }

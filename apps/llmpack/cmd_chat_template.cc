@@ -32,9 +32,9 @@ int execute(const ChatTemplateCliOptions& o) {
   if (!gguf.ok()) return fail(gguf.status());
   std::string source;
   if (!o.template_name.empty()) {
-    auto builtin = builtin_chat_template(o.template_name);
-    if (!builtin.ok()) return fail(builtin.status());
-    source = *builtin;
+    auto chosen = chat_template_from_option(o.template_name);
+    if (!chosen.ok()) return fail(chosen.status());
+    source = *chosen;
   } else if (auto own = (*gguf)->get_string("tokenizer.chat_template")) {
     source = *own;
   } else {
@@ -65,7 +65,9 @@ void register_chat_template(CLI::App& app, std::function<int()>& action) {
   auto o = std::make_shared<ChatTemplateCliOptions>();
   cmd->add_option("-m,--model_path", o->model_path, "A .gguf package (its tokenizer.chat_template)")->required();
   cmd->add_option("--messages", o->messages_path, "JSON file: [{\"role\": ..., \"content\": ...}, ...]")->required();
-  cmd->add_option("--chat_template", o->template_name, "Use a built-in template instead (llama3, chatml, ...)");
+  cmd->add_option("--chat_template", o->template_name,
+                  "Use this template instead: a built-in name (llama3, chatml, llama2, gemma, phi3, mistral, smollm2) "
+                  "or a .jinja file");
   cmd->add_flag("--no_generation_prompt", o->no_generation_prompt, "Do not open the assistant's turn");
   cmd->callback([&action, o] { action = [o] { return execute(*o); }; });
 }

@@ -69,7 +69,7 @@ TEST(ToolsCli, PerplexityWithACompactKvCacheStaysClose) {
   std::filesystem::remove(text_path);
 }
 
-TEST(ToolsCli, ChatTemplateRendersBuiltinAndRefusesWithoutOne) {
+TEST(ToolsCli, ChatTemplateRendersBuiltinOrFileAndRefusesWithoutOne) {
   LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
   const std::string messages = ::testing::TempDir() + "/messages_" + std::to_string(getpid()) + ".json";
   std::ofstream(messages) << R"([{"role": "user", "content": "Hi!"}])";
@@ -79,7 +79,18 @@ TEST(ToolsCli, ChatTemplateRendersBuiltinAndRefusesWithoutOne) {
   auto none = run_tool("chat-template -m " + model + " --messages " + messages);
   EXPECT_NE(none.exit_code, 0);
   EXPECT_NE(none.err.find("--chat_template NAME"), std::string::npos) << none.err;
+  // A Jinja file, as chat takes it; a value that is neither says so.
+  const std::string jinja = ::testing::TempDir() + "/template_" + std::to_string(getpid()) + ".jinja";
+  std::ofstream(jinja) << "{% for m in messages %}[{{ m.role }}] {{ m.content | trim }}\n{% endfor %}"
+                          "{% if add_generation_prompt %}[assistant]{% endif %}";
+  auto file = run_tool("chat-template -m " + model + " --messages " + messages + " --chat_template " + jinja);
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  EXPECT_EQ(file.out, "[user] Hi!\n[assistant]");
+  auto neither = run_tool("chat-template -m " + model + " --messages " + messages + " --chat_template /no/such.jinja");
+  EXPECT_NE(neither.exit_code, 0);
+  EXPECT_NE(neither.err.find("neither a built-in name nor a readable file"), std::string::npos) << neither.err;
   std::filesystem::remove(messages);
+  std::filesystem::remove(jinja);
 }
 
 TEST(ToolsCli, TokenizePrintsIdsAndPieces) {
