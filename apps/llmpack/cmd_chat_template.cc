@@ -45,14 +45,22 @@ int execute(const ChatTemplateCliOptions& o) {
   std::ifstream in(o.messages_path);
   if (!in) return fail("cannot read --messages '" + o.messages_path + "'");
   nlohmann::ordered_json messages = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
-  if (messages.is_object() && messages.contains("messages")) messages = messages["messages"];
+  // {"messages": [...], "tools": [...], "enable_thinking": false, ...}: the
+  // other keys are the template's further variables, as HF passes them.
+  nlohmann::ordered_json extra = nlohmann::ordered_json::object();
+  if (messages.is_object() && messages.contains("messages")) {
+    extra = messages;
+    messages = extra["messages"];
+    extra.erase("messages");
+  }
   if (!messages.is_array())
-    return fail("--messages: expected a JSON list of {\"role\", \"content\"} objects (or {\"messages\": [...]})");
+    return fail("--messages: expected a JSON list of {\"role\", \"content\"} objects (or {\"messages\": [...]} "
+                "with further variables beside it)");
   auto tmpl = ChatTemplate::parse(source);
   if (!tmpl.ok()) return fail(tmpl.status());
   auto text = (*tmpl)->render_json(messages, !o.no_generation_prompt,
                                    special_token_text(**gguf, "tokenizer.ggml.bos_token_id"),
-                                   special_token_text(**gguf, "tokenizer.ggml.eos_token_id"));
+                                   special_token_text(**gguf, "tokenizer.ggml.eos_token_id"), extra);
   if (!text.ok()) return fail(text.status());
   std::fwrite(text->data(), 1, text->size(), stdout);
   return 0;
@@ -64,7 +72,9 @@ void register_chat_template(CLI::App& app, std::function<int()>& action) {
   auto* cmd = app.add_subcommand("chat-template", "Render a model's chat template over a conversation");
   auto o = std::make_shared<ChatTemplateCliOptions>();
   cmd->add_option("-m,--model_path", o->model_path, "A .gguf package (its tokenizer.chat_template)")->required();
-  cmd->add_option("--messages", o->messages_path, "JSON file: [{\"role\": ..., \"content\": ...}, ...]")->required();
+  cmd->add_option("--messages", o->messages_path,
+                  "JSON file: [{\"role\": ..., \"content\": ...}, ...], or {\"messages\": [...], \"tools\": [...], ...}")
+      ->required();
   cmd->add_option("--chat_template", o->template_name,
                   "Use this template instead: a built-in name (llama3, chatml, llama2, gemma, phi3, mistral, smollm2) "
                   "or a .jinja file");

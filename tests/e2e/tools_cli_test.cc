@@ -86,6 +86,15 @@ TEST(ToolsCli, ChatTemplateRendersBuiltinOrFileAndRefusesWithoutOne) {
   auto file = run_tool("chat-template -m " + model + " --messages " + messages + " --chat_template " + jinja);
   ASSERT_EQ(file.exit_code, 0) << file.err;
   EXPECT_EQ(file.out, "[user] Hi!\n[assistant]");
+  // The object form: keys beside "messages" are the template's further variables.
+  const std::string with_tools = ::testing::TempDir() + "/with_tools_" + std::to_string(getpid()) + ".json";
+  std::ofstream(with_tools) << R"({"messages": [{"role": "user", "content": "Hi!"}], "tools": [{"name": "clock"}],
+                                   "mode": "on"})";
+  std::ofstream(jinja) << "{{ messages[0].content }}|{{ tools[0].name }}|{{ mode }}";
+  auto extra = run_tool("chat-template -m " + model + " --messages " + with_tools + " --chat_template " + jinja);
+  ASSERT_EQ(extra.exit_code, 0) << extra.err;
+  EXPECT_EQ(extra.out, "Hi!|clock|on");
+  std::filesystem::remove(with_tools);
   auto neither = run_tool("chat-template -m " + model + " --messages " + messages + " --chat_template /no/such.jinja");
   EXPECT_NE(neither.exit_code, 0);
   EXPECT_NE(neither.err.find("neither a built-in name nor a readable file"), std::string::npos) << neither.err;
