@@ -97,6 +97,57 @@ void append_code_or_raw_byte(uint32_t cp, std::string* out) {
   }
 }
 
+// One bit per code point: set where the code point may change under NFC or
+// change a neighbour: a combining class other than 0 (reordering), the second
+// half of a composition (a mark, a Hangul vowel or final, a two-part vowel
+// sign), or a decomposition that does not compose back to the code point
+// (singletons, exclusions). Text of unflagged code points is its own NFC.
+class MaybeChanges {
+ public:
+  MaybeChanges() : bits_((0x110000 + 63) / 64, 0) {
+    for (size_t i = 0; i < nfc::kCccSize; ++i) set(nfc::kCcc[i].cp);
+    std::vector<uint64_t> composite(bits_.size(), 0);
+    for (size_t i = 0; i < nfc::kCompSize; ++i) {
+      set(nfc::kComp[i].second);
+      composite[nfc::kComp[i].composite >> 6] |= uint64_t{1} << (nfc::kComp[i].composite & 63);
+    }
+    for (uint32_t cp = kVBase; cp < kVBase + kVCount; ++cp) set(cp);
+    for (uint32_t cp = kTBase + 1; cp < kTBase + kTCount; ++cp) set(cp);
+    for (size_t i = 0; i < nfc::kDecompSize; ++i) {
+      const uint32_t cp = nfc::kDecomp[i].cp;
+      if (!((composite[cp >> 6] >> (cp & 63)) & 1)) set(cp);
+    }
+  }
+  bool operator()(uint32_t cp) const { return (bits_[cp >> 6] >> (cp & 63)) & 1; }
+
+ private:
+  void set(uint32_t cp) { bits_[cp >> 6] |= uint64_t{1} << (cp & 63); }
+  std::vector<uint64_t> bits_;  // [0x110000 / 64]
+};
+
+// True when `text` is valid UTF-8 with no code point MaybeChanges flags:
+// NFC leaves it as it is. (CJK, kana, Hangul syllables and most precomposed
+// letters pass; text with a combining mark takes the full path.)
+bool already_nfc(std::string_view text) {
+  static const MaybeChanges maybe_changes;
+  for (size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    if (lead < 0x80) {
+      ++i;
+      continue;
+    }
+    const int len = utf8_sequence_length(lead);
+    if (len == 0 || i + len > text.size() || utf8_first_invalid(text.substr(i, len)) != std::string_view::npos) {
+      return false;
+    }
+    uint32_t cp = lead & (0xFF >> (len + 1));
+    for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(text[i + k]) & 0x3F);
+    if (cp >= 0x300 && maybe_changes(cp)) return false;
+    i += len;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string nfc_normalize(std::string_view text) {
@@ -105,6 +156,7 @@ std::string nfc_normalize(std::string_view text) {
   if (std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) < 0xCC; })) {
     return std::string(text);
   }
+  if (already_nfc(text)) return std::string(text);
   std::vector<uint32_t> d;
   d.reserve(text.size());
   for (uint32_t cp : decode_utf8(text)) {
