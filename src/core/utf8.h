@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace llmpack {
@@ -20,5 +21,9 @@ inline int utf8_sequence_length(unsigned char lead) {
 
 // Byte offset of the first invalid UTF-8 sequence in `text`, or npos when valid.
 size_t utf8_first_invalid(std::string_view text);
+
+// Appends the UTF-8 bytes of code point `cp`; one above U+10FFFF or a
+// surrogate becomes U+FFFD.
+void append_utf8(uint32_t cp, std::string* out);
 
 }  // namespace llmpack

@@ -6,23 +6,12 @@
 #include <utility>
 #include <vector>
 
+#include "core/utf8.h"
 #include "tokenizer/pretokenizer.h"
 
 namespace llmpack {
 namespace {
 
-void append_utf8(uint32_t cp, std::string* out) {
-  if (cp < 0x80) {
-    out->push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {  // bytes_to_unicode stays below U+0200
-    out->push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
 
 // Raw bytes spelled with GPT-2's byte-level characters ("Ġthe").
 std::string byte_level(std::string_view raw) {

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "chat/template/value.h"
+#include "core/utf8.h"
 
 namespace llmpack::jinja {
 namespace {
@@ -29,24 +30,6 @@ std::string normalize_newlines(std::string_view source) {
   return out;
 }
 
-void append_utf8(uint32_t cp, std::string& out) {
-  if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) cp = 0xFFFD;
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
 
 class Lexer {
  public:
@@ -294,7 +277,7 @@ class Lexer {
                                                                                            : (std::tolower(h) - 'a' + 10));
           }
           p += n;
-          append_utf8(cp, value);
+          append_utf8(cp, &value);
           break;
         }
         default: value += '\\'; value += e;  // unknown escapes stay as written

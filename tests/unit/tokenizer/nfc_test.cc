@@ -11,17 +11,10 @@
 #include <vector>
 
 #include "tokenizer/pretokenizer_nfc.h"
-#include "unit/tokenizer/reference_bpe.h"  // utf8_of
+#include "unit/tokenizer/code_points.h"
 
 namespace llmpack::testing {
 namespace {
-
-std::string utf8_of_hexes(const std::string& field) {
-  std::istringstream in(field);
-  std::string out, hex;
-  while (in >> hex) out += utf8_of(static_cast<uint32_t>(std::stoul(hex, nullptr, 16)));
-  return out;
-}
 
 TEST(Nfc, MatchesUnicodeDataOnEveryChangedCodePointAndRandomMarkSequences) {
   std::ifstream file(std::string(LLMPACK_TEST_DATA_DIR) + "/nfc/vectors.txt");

@@ -11,17 +11,10 @@
 #include <vector>
 
 #include "tokenizer/pretokenizer.h"
-#include "unit/tokenizer/reference_bpe.h"  // utf8_of
+#include "unit/tokenizer/code_points.h"
 
 namespace llmpack::testing {
 namespace {
-
-std::string utf8_of_hexes(const std::string& field) {
-  std::istringstream in(field);
-  std::string out, hex;
-  while (in >> hex) out += utf8_of(static_cast<uint32_t>(std::stoul(hex, nullptr, 16)));
-  return out;
-}
 
 std::vector<std::string> split_or_die(const Pretokenizer& pre, const std::string& text) {
   auto pieces = pre.split(text);

@@ -19,29 +19,9 @@
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/pretokenizer.h"
 #include "tokenizer/pretokenizer_nfc.h"
+#include "unit/tokenizer/code_points.h"
 
 namespace llmpack::testing {
-
-// UTF-8 bytes of code point `cp` (below U+110000).
-inline std::string utf8_of(uint32_t cp) {
-  std::string s;
-  if (cp < 0x80) {
-    s += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    s += static_cast<char>(0xC0 | (cp >> 6));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    s += static_cast<char>(0xE0 | (cp >> 12));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    s += static_cast<char>(0xF0 | (cp >> 18));
-    s += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    s += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    s += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-  return s;
-}
 
 class ReferenceBpe {
  public:
