@@ -73,7 +73,8 @@ void register_chat_template(CLI::App& app, std::function<int()>& action) {
   auto o = std::make_shared<ChatTemplateCliOptions>();
   cmd->add_option("-m,--model_path", o->model_path, "A .gguf package (its tokenizer.chat_template)")->required();
   cmd->add_option("--messages", o->messages_path,
-                  "JSON file: [{\"role\": ..., \"content\": ...}, ...], or {\"messages\": [...], \"tools\": [...], ...}")
+                  "JSON file: [{\"role\": ..., \"content\": ...}, ...], "
+                  "or {\"messages\": [...], \"tools\": [...], ...}")
       ->required();
   cmd->add_option("--chat_template", o->template_name,
                   "Use this template instead: a built-in name (llama3, chatml, llama2, gemma, phi3, mistral, smollm2) "

@@ -75,7 +75,8 @@ Result<TokenizerMetadata> from_sentencepiece(const SentencePieceModel& spm) {
   // the others' character maps are not read.
   if (!spm.normalizer_name.empty() && spm.normalizer_name != "identity") {
     m.description += "; its normalizer \"" + spm.normalizer_name +
-                     "\" is not applied, so text that normalizer would change tokenizes otherwise than in SentencePiece";
+                     "\" is not applied, so text that normalizer would change tokenizes otherwise than in "
+                     "SentencePiece";
   }
   return m;
 }

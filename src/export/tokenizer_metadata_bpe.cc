@@ -12,7 +12,6 @@
 namespace llmpack {
 namespace {
 
-
 // Raw bytes spelled with GPT-2's byte-level characters ("Ġthe").
 std::string byte_level(std::string_view raw) {
   std::string out;

@@ -18,7 +18,6 @@ int hex_value(char c) {
   return -1;
 }
 
-
 }  // namespace
 
 const JsonValue* JsonValue::get(std::string_view key) const {

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/utf8.h"
 #include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/pretokenizer_nfc.h"
 #include "tokenizer/spm_tokenizer.h"
@@ -54,24 +55,6 @@ std::unique_ptr<Tokenizer> load(const char* relative) {
     std::abort();
   }
   return std::move(*tok);
-}
-
-bool valid_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    const auto c = static_cast<uint8_t>(s[i]);
-    const size_t n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
-    if (n == 0 || i + n > s.size()) return false;
-    uint32_t cp = n == 1 ? c : c & (0x7F >> n);
-    for (size_t k = 1; k < n; ++k) {
-      const auto d = static_cast<uint8_t>(s[i + k]);
-      if ((d & 0xC0) != 0x80) return false;
-      cp = (cp << 6) | (d & 0x3F);
-    }
-    const uint32_t least[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < least[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp < 0xE000)) return false;
-    i += n;
-  }
-  return true;
 }
 
 std::string decode_all(const Tokenizer& tok, const std::vector<int32_t>& ids) {
@@ -147,7 +130,7 @@ SpmCase spm_case(const char* relative) {
 void check_spm(const SpmCase& c, std::string_view text) {
   if (!c.tok) return;
   auto ids = c.tok->encode(text, 0, 0);
-  if (!valid_utf8(text)) return;  // encoded or refused: either is fine, a crash is not
+  if (utf8_first_invalid(text) != std::string_view::npos) return;  // encoded or refused: either is fine
   if (!ids.ok()) __builtin_trap();
   // A literal U+2581 reads as a space in a vocabulary that spells spaces so.
   const bool meta_space = static_cast<const SpmTokenizer*>(c.tok.get())->uses_meta_space();

@@ -30,7 +30,6 @@ std::string normalize_newlines(std::string_view source) {
   return out;
 }
 
-
 class Lexer {
  public:
   explicit Lexer(std::string src) : src_(std::move(src)) {}

@@ -67,7 +67,8 @@ TEST(GgufVocab, RemoveExtraWhitespacesCollapsesAndTrimsSpaces) {
   GgufWriter w = vocab_writer();
   auto plain = load(w);
   ASSERT_TRUE(plain.ok()) << plain.status().message();
-  EXPECT_EQ(*(*plain)->encode("  a  a ", 0, 0), (std::vector<int32_t>{3, 3, 5, 3, 5, 3}));  // the flag is off by default
+  // The flag is off by default.
+  EXPECT_EQ(*(*plain)->encode("  a  a ", 0, 0), (std::vector<int32_t>{3, 3, 5, 3, 5, 3}));
   w.set_bool("tokenizer.ggml.remove_extra_whitespaces", true);
   auto t = load(w);
   ASSERT_TRUE(t.ok()) << t.status().message();

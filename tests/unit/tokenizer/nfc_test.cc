@@ -29,7 +29,9 @@ TEST(Nfc, MatchesUnicodeDataOnEveryChangedCodePointAndRandomMarkSequences) {
     const std::string got = nfc_normalize(input);
     ++cases;
     changed += got != input;
-    if (got != expected && ++failures <= 20) ADD_FAILURE() << "NFC of " << line.substr(0, semi) << " gave the wrong text";
+    if (got != expected && ++failures <= 20) {
+      ADD_FAILURE() << "NFC of " << line.substr(0, semi) << " gave the wrong text";
+    }
   }
   EXPECT_EQ(failures, 0);
   EXPECT_GT(cases, 9000);

@@ -41,7 +41,8 @@ TEST_P(PretokenizerVectors, CutsAsTheUnicodePropertiesSay) {
     for (std::string piece; std::getline(pieces, piece, '|');) expected.push_back(utf8_of_hexes(piece));
     ++cases;
     if (split_or_die(**pre, utf8_of_hexes(line.substr(0, semi))) != expected && ++failures <= 20) {
-      ADD_FAILURE() << GetParam() << ": text " << line.substr(0, semi) << " cut otherwise than " << line.substr(semi + 1);
+      ADD_FAILURE() << GetParam() << ": text " << line.substr(0, semi) << " cut otherwise than "
+                    << line.substr(semi + 1);
     }
   }
   EXPECT_EQ(failures, 0);

@@ -50,7 +50,9 @@ class ReferenceBpe {
 
  private:
   explicit ReferenceBpe(const BpeVocab& vocab) : vocab_(vocab) {
-    for (size_t i = 0; i < vocab.tokens.size(); ++i) ids_.emplace(std::string(vocab.tokens[i]), static_cast<int32_t>(i));
+    for (size_t i = 0; i < vocab.tokens.size(); ++i) {
+      ids_.emplace(std::string(vocab.tokens[i]), static_cast<int32_t>(i));
+    }
     for (int b = 0; b < 256; ++b) {
       byte_symbols_[b] = vocab.byte_level_pieces ? utf8_of(byte_to_unicode(static_cast<uint8_t>(b)))
                                                  : std::string(1, static_cast<char>(b));
