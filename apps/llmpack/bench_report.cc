@@ -7,11 +7,8 @@
 #include <fstream>
 
 #include "bench_model.h"
+#include "build_info.h"
 #include "kernels/kernels.h"
-
-#ifndef LLMPACK_BUILD_COMMIT
-#define LLMPACK_BUILD_COMMIT "unknown"
-#endif
 
 namespace llmpack::cli {
 namespace {
@@ -76,22 +73,26 @@ std::vector<double> BenchRecord::samples_ts() const {
 double BenchRecord::avg_ts() const { return mean_of(samples_ts()); }
 double BenchRecord::stddev_ts() const { return stddev_of(samples_ts()); }
 
-std::string markdown_header() {
+std::string markdown_header(bool ubatch_column) {
+  if (ubatch_column)
+    return "| model | type | size | params | backend | threads | n_ubatch | test | t/s |\n"
+           "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
   return "| model | type | size | params | backend | threads | test | t/s |\n"
          "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |\n";
 }
 
-std::string markdown_row(const BenchRecord& r) {
+std::string markdown_row(const BenchRecord& r, bool ubatch_column) {
   const BenchModel& m = *r.model;
   return "| " + m.display + " | " + m.type_label + " | " + size_text(m.size_bytes) + " | " + params_text(m.n_params) +
-         " | CPU | " + std::to_string(r.n_threads) + " | " + r.test + " | " +
-         format("%.2f ± %.2f", r.avg_ts(), r.stddev_ts()) + " |\n";
+         " | CPU | " + std::to_string(r.n_threads) + " | " + (ubatch_column ? std::to_string(r.n_batch) + " | " : "") +
+         r.test + " | " + format("%.2f ± %.2f", r.avg_ts(), r.stddev_ts()) + " |\n";
 }
 
 namespace {
 const char* const kCsvFields[] = {
-    "build_commit", "cpu_info",  "backends",  "model_filename", "model_type", "model_size", "model_n_params",
-    "n_batch",      "n_threads", "type_k",    "type_v",         "n_prompt",   "n_gen",      "n_depth",    "test",
+    "build_commit", "build_number", "cpu_info", "backends", "model_filename", "model_type", "model_size",
+    "model_n_params", "n_batch", "n_ubatch", "n_threads", "type_k", "type_v", "n_gpu_layers", "n_prompt", "n_gen",
+    "n_depth", "test",
     "test_time",    "load_time_ms",
     "avg_ns",       "stddev_ns", "avg_ts",    "stddev_ts",      "samples_ns", "samples_ts",
 };
@@ -121,6 +122,7 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   const BenchModel& m = *r.model;
   nlohmann::ordered_json j;
   j["build_commit"] = LLMPACK_BUILD_COMMIT;
+  j["build_number"] = LLMPACK_BUILD_NUMBER;
   j["cpu_info"] = cpu_model_name();
   j["backends"] = "CPU";
   j["kernel_path"] = std::string(kernels::kernel_path_name(kernels::active_kernel_path()));
@@ -133,6 +135,7 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   j["n_threads"] = r.n_threads;
   j["type_k"] = std::string(kv_dtype_name(m.kv_dtype()));  // one element type for keys and values
   j["type_v"] = std::string(kv_dtype_name(m.kv_dtype()));
+  j["n_gpu_layers"] = 0;  // no GPU path yet (-ngl is accepted with a notice)
   j["n_prompt"] = r.n_prompt;
   j["n_gen"] = r.n_gen;
   j["n_depth"] = r.n_depth;

@@ -71,7 +71,7 @@ Status BenchRunner::check_context(const std::vector<int64_t>& depths, int64_t te
     if (needed > context_len_)
       return error_status("-d " + std::to_string(deepest) + " followed by a test of " + std::to_string(test_tokens) +
                           " tokens needs " + std::to_string(needed) + " positions of context" + holds +
-                          " (get_max_context_len): lower -d, -p or -n");
+                          " (get_max_context_len): lower -d, -p, -n or -pg");
   }
   if (ttft_tokens > context_len_)
     return error_status("--ttft " + std::to_string(ttft_tokens) + " needs " + std::to_string(ttft_tokens) +

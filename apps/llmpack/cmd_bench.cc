@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "bench_bandwidth.h"
+#include "bench_lists.h"
 #include "bench_model.h"
 #include "bench_peak.h"
 #include "bench_report.h"
@@ -25,7 +26,9 @@ struct BenchOptions {
   std::vector<int64_t> prompts = {512};
   std::vector<int64_t> gens = {128};
   std::vector<int64_t> depths = {0};
-  std::vector<int> threads;
+  std::vector<PromptGenPair> prompt_gens;  // -pg
+  std::vector<int64_t> ubatches;           // -ub; empty: one chunk of up to B tokens
+  std::vector<int64_t> threads;
   int repetitions = 5;
   std::string output = "md";
   int64_t ttft = 0;
@@ -38,10 +41,40 @@ struct BenchOptions {
   std::string avx512_decode = "auto";
   std::string float_decode_prefetch = "auto";
   std::string regroup = "on";
-  std::string kv_dtype{kv_dtype_name(kDefaultKvDtype)};
+  std::string kv_dtype;           // --kv_dtype; empty: -ctk / -ctv, else f16
+  std::string cache_type_k, cache_type_v;  // -ctk, -ctv
+  std::vector<int64_t> gpu_layers;         // -ngl: accepted with a notice
   bool peak = false;
   bool profile = false;
+  bool progress = false;
 };
+
+// The KV cache's element type from --kv_dtype, -ctk and -ctv: llmpack's
+// cache holds keys and values in one type, so the flags given must agree.
+Result<std::string> chosen_kv_dtype(const BenchOptions& o) {
+  std::string chosen;
+  for (const auto& [flag, value] : {std::pair<const char*, const std::string*>{"--kv_dtype", &o.kv_dtype},
+                                    {"-ctk", &o.cache_type_k}, {"-ctv", &o.cache_type_v}}) {
+    if (value->empty()) continue;
+    if (!chosen.empty() && *value != chosen)
+      return error_status(std::string(flag) + " " + *value + " differs from " + chosen +
+                          ": llmpack's KV cache holds keys and values in one element type");
+    chosen = *value;
+  }
+  return chosen.empty() ? std::string(kv_dtype_name(kDefaultKvDtype)) : chosen;
+}
+
+// -ngl N > 0 (llama-bench's GPU layers, often pasted with its commands).
+std::string gpu_layers_note(const BenchOptions& o) {
+  for (int64_t n : o.gpu_layers)
+    if (n > 0) return "-ngl " + std::to_string(n) + ": llmpack has no GPU path yet; every layer runs on the CPU";
+  return "";
+}
+
+// --progress: what is about to run, on stderr (llama-bench's --progress).
+void progress(const BenchOptions& o, const std::string& what) {
+  if (o.progress) std::fprintf(stderr, "llmpack bench: %s\n", what.c_str());
+}
 
 // fp32 peak (flop/s) per thread count, filled when --peak is given.
 using PeakByThreads = std::vector<std::pair<int, double>>;
@@ -118,12 +151,13 @@ std::string kernel_path_note(const std::string& avx512_decode) {
 // Prints as results arrive (md, csv) or all at the end (json).
 class Output {
  public:
-  explicit Output(std::string format) : format_(std::move(format)) {}
+  // ubatch_column: -ub was given, so the table says each test's chunk.
+  Output(std::string format, bool ubatch_column) : format_(std::move(format)), ubatch_column_(ubatch_column) {}
   void add(const BenchRecord& r) {
-    if (!begun_ && format_ == "md") emit(markdown_header());
+    if (!begun_ && format_ == "md") emit(markdown_header(ubatch_column_));
     if (!begun_ && format_ == "csv") emit(csv_header());
     begun_ = true;
-    if (format_ == "md") emit(markdown_row(r));
+    if (format_ == "md") emit(markdown_row(r, ubatch_column_));
     if (format_ == "csv") emit(csv_row(r));
     if (format_ == "json") json_.push_back(json_record(r));
   }
@@ -140,6 +174,7 @@ class Output {
     std::fflush(stdout);
   }
   std::string format_;
+  bool ubatch_column_;
   nlohmann::ordered_json json_ = nlohmann::ordered_json::array();
   std::string notes_;
   bool begun_ = false;  // the header waits for the first result, so errors print alone
@@ -203,8 +238,11 @@ class StageNotes {
                     100.0 * static_cast<double>(profile_.ns[s]) / total);
       line += part;
     }
-    char tail[96];
-    std::snprintf(tail, sizeof(tail), " (of %.1f ms a repetition)", total / 1e6 / static_cast<double>(r.samples_ns.size()));
+    const double reps = static_cast<double>(r.samples_ns.size());
+    const double calls = static_cast<double>(profile_.forward_calls) / reps;
+    char tail[128];
+    std::snprintf(tail, sizeof(tail), " (of %.1f ms a repetition, in %.0f forward call%s)", total / 1e6 / reps, calls,
+                  calls == 1 ? "" : "s");
     out.note(line + tail);
   }
 
@@ -266,6 +304,8 @@ template <typename Measure>
 Result<BenchRecord> repeat(const BenchOptions& o, BenchRecord r, Measure measure) {
   r.test_time = utc_now_iso8601();
   for (int i = 0; i < o.repetitions; ++i) {
+    progress(o, r.model->display + " " + r.test + ", " + std::to_string(r.n_threads) + " threads: repetition " +
+                    std::to_string(i + 1) + "/" + std::to_string(o.repetitions));
     auto ns = measure();
     if (!ns.ok()) return ns.status().with_context(r.test);
     r.samples_ns.push_back(*ns);
@@ -277,75 +317,145 @@ int64_t max_of(const std::vector<int64_t>& values) {
   return values.empty() ? 0 : *std::max_element(values.begin(), values.end());
 }
 
-// pp, tg and (when asked) time to first token, batched and token by token.
-Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const PeakByThreads& peaks,
-                 const DecodeReads* reads, Output& out) {
-  LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
-  LLMPACK_RETURN_IF_ERROR(runner.check_context(o.depths, std::max(max_of(o.prompts), max_of(o.gens)), o.ttft));
-  // One chunk as long as the longest any test sends (at least 32 tokens, as before, for -p 0).
-  LLMPACK_RETURN_IF_ERROR(runner.warmup(std::max({max_of(o.prompts), o.ttft, int64_t{32}})).with_context("warmup"));
-  const int64_t b = runner.token_bound();
-  BenchRecord base;
-  base.model = &m;
-  base.n_threads = threads;
-  StageNotes stages(o, m);
-  for (int64_t d : o.depths) {
-    LLMPACK_RETURN_IF_ERROR(runner.fill_context(d, std::max(max_of(o.prompts), max_of(o.gens))));
-    base.n_depth = d;
-    const std::string at = d > 0 ? " @ d" + std::to_string(d) : "";  // llama-bench's names
-    for (int64_t p : o.prompts) {
+// The longest prompt any test sends (-p, the prompts of -pg, --ttft).
+int64_t longest_prompt(const BenchOptions& o) {
+  int64_t n = std::max(max_of(o.prompts), o.ttft);
+  for (const auto& pg : o.prompt_gens) n = std::max(n, pg.prompt);
+  return n;
+}
+
+// The most positions one test writes after its depth (-p, -n, -pg's sum).
+int64_t longest_test(const BenchOptions& o) {
+  int64_t n = std::max(max_of(o.prompts), max_of(o.gens));
+  for (const auto& pg : o.prompt_gens) n = std::max(n, pg.prompt + pg.gen);
+  return n;
+}
+
+// Tokens per prefill call: each -ub (at most the token bound B), else B.
+std::vector<int64_t> prefill_chunks(const BenchOptions& o, int64_t bound) {
+  if (o.ubatches.empty()) return {bound};
+  std::vector<int64_t> chunks;
+  for (int64_t ub : o.ubatches) chunks.push_back(std::min(ub, bound));
+  return chunks;
+}
+
+// What the tests of one model at one thread count share.
+struct TestBench {
+  const BenchOptions& o;
+  BenchRunner& runner;
+  StageNotes& stages;
+  const PeakByThreads& peaks;
+  Output& out;
+  BenchRecord base;  // model, threads, depth
+};
+
+// pp N at each prefill chunk, then pp N + tg M (-pg): a prompt, then tokens
+// generated after it, timed as one test as llama-bench times them.
+Status run_prompt_tests(TestBench& t, const std::string& at) {
+  const int64_t d = t.base.n_depth;
+  for (int64_t chunk : prefill_chunks(t.o, t.runner.token_bound())) {
+    for (int64_t p : t.o.prompts) {
       if (p == 0) continue;  // -p 0: generation tests only, as in llama-bench
-      BenchRecord r = base;
-      r.test = "pp" + std::to_string(p) + at, r.n_prompt = p, r.n_batch = std::min(b, p);
-      stages.begin();
-      LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&] { return runner.prompt_ns(p, b, d); }));
-      out.add(r);
-      note_peak_fraction(r, peaks, out);
-      stages.end(r, out);
+      BenchRecord r = t.base;
+      r.test = "pp" + std::to_string(p) + at, r.n_prompt = p, r.n_batch = std::min(chunk, p);
+      t.stages.begin();
+      LLMPACK_ASSIGN_OR_RETURN(r, repeat(t.o, r, [&] { return t.runner.prompt_ns(p, chunk, d); }));
+      t.out.add(r);
+      note_peak_fraction(r, t.peaks, t.out);
+      t.stages.end(r, t.out);
     }
-    for (int64_t n : o.gens) {
-      if (n == 0) continue;  // -n 0: prompt tests only, as in llama-bench
-      BenchRecord r = base;
-      r.test = "tg" + std::to_string(n) + at, r.n_gen = n, r.n_batch = 1;
-      stages.begin();
-      // The bound counts the weights only: at a depth, decode also reads the
-      // cache, so no share is given there.
-      PairedBound bound(d == 0 ? reads : nullptr, threads);
-      LLMPACK_ASSIGN_OR_RETURN(r, repeat(o, r, [&]() -> Result<int64_t> {
-                                 bound.before();
-                                 auto ns = runner.generate_ns(n, d);
-                                 if (ns.ok()) bound.after(n, *ns);
-                                 return ns;
+    for (const auto& pg : t.o.prompt_gens) {
+      BenchRecord r = t.base;
+      r.test = "pp" + std::to_string(pg.prompt) + "+tg" + std::to_string(pg.gen) + at;
+      r.n_prompt = pg.prompt, r.n_gen = pg.gen, r.n_batch = std::min(chunk, pg.prompt);
+      t.stages.begin();
+      LLMPACK_ASSIGN_OR_RETURN(r, repeat(t.o, r, [&]() -> Result<int64_t> {
+                                 LLMPACK_ASSIGN_OR_RETURN(int64_t prompt, t.runner.prompt_ns(pg.prompt, chunk, d));
+                                 LLMPACK_ASSIGN_OR_RETURN(int64_t gen, t.runner.generate_ns(pg.gen, d + pg.prompt));
+                                 return prompt + gen;
                                }));
-      out.add(r);
-      stages.end(r, out);
-      bound.note(r, out);
+      t.out.add(r);
+      t.stages.end(r, t.out);
     }
   }
-  base.n_depth = 0;
-  if (o.ttft == 0) return ok_status();
-  BenchRecord batched = base, single = base;
-  batched.test = single.test = "ttft" + std::to_string(o.ttft);
-  batched.n_prompt = single.n_prompt = o.ttft;
-  batched.n_batch = std::min(b, o.ttft), single.n_batch = 1;
-  LLMPACK_ASSIGN_OR_RETURN(batched, repeat(o, batched, [&] { return runner.prompt_ns(o.ttft, b); }));
-  out.add(batched);
-  LLMPACK_ASSIGN_OR_RETURN(single, repeat(o, single, [&] { return runner.prompt_ns(o.ttft, 1); }));
-  out.add(single);
+  return ok_status();
+}
+
+// tg N, each repetition paired with the decode bound when --bandwidth is given.
+Status run_generation_tests(TestBench& t, const std::string& at, const DecodeReads* reads) {
+  const int64_t d = t.base.n_depth;
+  for (int64_t n : t.o.gens) {
+    if (n == 0) continue;  // -n 0: prompt tests only, as in llama-bench
+    BenchRecord r = t.base;
+    r.test = "tg" + std::to_string(n) + at, r.n_gen = n, r.n_batch = 1;
+    t.stages.begin();
+    // The bound counts the weights only: at a depth, decode also reads the
+    // cache, so no share is given there.
+    PairedBound bound(d == 0 ? reads : nullptr, r.n_threads);
+    LLMPACK_ASSIGN_OR_RETURN(r, repeat(t.o, r, [&]() -> Result<int64_t> {
+                               bound.before();
+                               auto ns = t.runner.generate_ns(n, d);
+                               if (ns.ok()) bound.after(n, *ns);
+                               return ns;
+                             }));
+    t.out.add(r);
+    t.stages.end(r, t.out);
+    bound.note(r, t.out);
+  }
+  return ok_status();
+}
+
+// --ttft N: the first token of an N-token prompt, batched and token by token.
+Status run_ttft_tests(TestBench& t) {
+  const int64_t n = t.o.ttft, b = t.runner.token_bound();
+  BenchRecord batched = t.base, single = t.base;
+  batched.n_depth = single.n_depth = 0;
+  batched.test = single.test = "ttft" + std::to_string(n);
+  batched.n_prompt = single.n_prompt = n;
+  batched.n_batch = std::min(b, n), single.n_batch = 1;
+  LLMPACK_ASSIGN_OR_RETURN(batched, repeat(t.o, batched, [&] { return t.runner.prompt_ns(n, b); }));
+  t.out.add(batched);
+  LLMPACK_ASSIGN_OR_RETURN(single, repeat(t.o, single, [&] { return t.runner.prompt_ns(n, 1); }));
+  t.out.add(single);
   char line[256];
   std::snprintf(line, sizeof(line),
                 "%s, %d threads: time to first token of a %lld-token prompt: batched (chunks of %lld) %.1f ms, "
                 "token by token %.1f ms: %.2fx faster batched",
-                m.display.c_str(), threads, static_cast<long long>(o.ttft), static_cast<long long>(batched.n_batch),
-                batched.avg_ns() / 1e6, single.avg_ns() / 1e6, single.avg_ns() / batched.avg_ns());
-  out.note(line);
+                batched.model->display.c_str(), batched.n_threads, static_cast<long long>(n),
+                static_cast<long long>(batched.n_batch), batched.avg_ns() / 1e6, single.avg_ns() / 1e6,
+                single.avg_ns() / batched.avg_ns());
+  t.out.note(line);
   return ok_status();
+}
+
+// pp, pp+tg, tg and (when asked) time to first token, at each depth.
+Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const PeakByThreads& peaks,
+                 const DecodeReads* reads, Output& out) {
+  LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
+  LLMPACK_RETURN_IF_ERROR(runner.check_context(o.depths, longest_test(o), o.ttft));
+  // One chunk as long as the longest any test sends (at least 32 tokens, as before, for -p 0).
+  LLMPACK_RETURN_IF_ERROR(runner.warmup(std::max(longest_prompt(o), int64_t{32})).with_context("warmup"));
+  StageNotes stages(o, m);
+  TestBench t{o, runner, stages, peaks, out, BenchRecord{}};
+  t.base.model = &m;
+  t.base.n_threads = threads;
+  for (int64_t d : o.depths) {
+    if (d > 0)
+      progress(o, m.display + ", " + std::to_string(threads) + " threads: filling " + std::to_string(d) +
+                      " tokens of context");
+    LLMPACK_RETURN_IF_ERROR(runner.fill_context(d, longest_test(o)));
+    t.base.n_depth = d;
+    const std::string at = d > 0 ? " @ d" + std::to_string(d) : "";  // llama-bench's names
+    LLMPACK_RETURN_IF_ERROR(run_prompt_tests(t, at));
+    LLMPACK_RETURN_IF_ERROR(run_generation_tests(t, at, reads));
+  }
+  return o.ttft == 0 ? ok_status() : run_ttft_tests(t);
 }
 
 // --save: writes the synthetic model as a package file instead of measuring.
 int save_synthetic(const BenchOptions& o, const BenchModelSource& source) {
   if (!source.is_synthetic()) return fail("--save needs a --synthetic model, not -m");
-  auto model = load_bench_model(source, o.threads.empty() ? 1 : o.threads[0], 1, 32);
+  auto model = load_bench_model(source, o.threads.empty() ? 1 : static_cast<int>(o.threads[0]), 1, 32);
   if (!model.ok()) return fail(model.status());
   if (auto status = save_model_gguf(model->program->model(), o.save_path); !status.ok()) return fail(status);
   std::fprintf(stderr, "llmpack: wrote %s (%s, %.1f MiB of weights)\n", o.save_path.c_str(),
@@ -409,29 +519,33 @@ DecodeReads note_decode_bound(const BenchModel& model, int threads, Output& out)
 int execute(const BenchOptions& o) {
   auto sources = model_sources(o);
   if (!sources.ok()) return fail(sources.status());
-  const std::vector<int> threads = o.threads.empty() ? std::vector<int>{machine_cores()} : o.threads;
-  if (max_of(o.prompts) == 0 && max_of(o.gens) == 0 && o.ttft == 0)
-    return fail("nothing to measure: -p and -n are all 0 and no --ttft was given");
-  const int64_t max_prompt = std::max(max_of(o.prompts), o.ttft);
-  const int64_t max_gen = max_of(o.gens);
+  const std::vector<int> threads =
+      o.threads.empty() ? std::vector<int>{machine_cores()} : std::vector<int>(o.threads.begin(), o.threads.end());
+  if (longest_test(o) == 0 && o.ttft == 0)
+    return fail("nothing to measure: -p and -n are all 0 and no -pg or --ttft was given");
+  const int64_t max_prompt = longest_prompt(o);
   const int64_t max_depth = max_of(o.depths);
   // S = B = the longest prompt (one chunk; at least 512 tokens, or the depth,
   // when a context is filled first, so -p 0 -d 4096 does not fill it token by
   // token); C holds the deepest context plus the longest test, and the warmup.
   const int64_t max_seq_len = std::max<int64_t>({max_prompt, std::min<int64_t>(max_depth, 512), 1});
-  const int64_t max_context = max_depth + std::max<int64_t>({max_prompt, max_gen, 32});
+  const int64_t max_context = max_depth + std::max<int64_t>({max_prompt, longest_test(o), 32});
   if (auto status = select_regroup(o.regroup); !status.ok()) return fail(status);
   if (!o.save_path.empty()) return save_synthetic(o, (*sources)[0]);
   if (auto status = select_kernel_path(o.kernel_path); !status.ok()) return fail(status);
   if (auto status = select_avx512_decode(o.avx512_decode); !status.ok()) return fail(status);
   if (auto status = select_float_decode_prefetch(o.float_decode_prefetch); !status.ok()) return fail(status);
-  const auto kv_dtype = parse_kv_dtype(o.kv_dtype);
-  if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context("--kv_dtype"));
-  Output out(o.output);
+  const auto kv_name = chosen_kv_dtype(o);
+  if (!kv_name.ok()) return fail(kv_name.status());
+  const auto kv_dtype = parse_kv_dtype(*kv_name);
+  const char* kv_flag = !o.kv_dtype.empty() ? "--kv_dtype" : !o.cache_type_k.empty() ? "-ctk" : "-ctv";
+  if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context(kv_flag));
+  Output out(o.output, !o.ubatches.empty());
   out.note(kernel_path_note(o.avx512_decode));
   if (auto note = float_decode_prefetch_note(o.float_decode_prefetch); !note.empty()) out.note(note);
   out.note(regroup_note(o.regroup));
-  out.note("kv cache: " + o.kv_dtype + " keys and values");
+  out.note("kv cache: " + *kv_name + " keys and values");
+  if (auto note = gpu_layers_note(o); !note.empty()) out.note(note);
   if (o.bandwidth) note_read_bandwidth(threads, out);
   const PeakByThreads peaks = o.peak ? note_compute_peaks(threads, out) : PeakByThreads{};
   for (const auto& source : *sources) {
@@ -453,6 +567,22 @@ int execute(const BenchOptions& o) {
 
 }  // namespace
 
+// A comma-separated list in llama-bench's syntax (bench_lists.h) into `values`;
+// errors name the flag as `shown` (llama-bench's spelling).
+CLI::Option* add_list_option(CLI::App& cmd, const std::string& names, const std::string& shown,
+                             std::vector<int64_t>& values, int64_t min, const std::string& help,
+                             int64_t max = int64_t{1} << 20) {
+  const std::string& flag = shown;
+  auto parse = [&values, flag, min, max](const std::vector<std::string>& items) {
+    std::string joined;
+    for (const auto& item : items) joined += (joined.empty() ? "" : ",") + item;
+    auto expanded = parse_bench_list(joined, min, max);
+    if (!expanded.ok()) throw CLI::ValidationError(flag, expanded.status().message());
+    values = std::move(*expanded);
+  };
+  return cmd.add_option_function<std::vector<std::string>>(names, parse, help)->delimiter(',');
+}
+
 void register_bench(CLI::App& app, std::function<int()>& action) {
   auto* cmd = app.add_subcommand("bench", "Measure prompt processing and generation speed (llama-bench's flags)");
   auto o = std::make_shared<BenchOptions>();
@@ -461,21 +591,29 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                   "Random-weight model NAME:TYPE built in memory; repeatable. NAME: stories110m, smollm2-135m, "
                   "qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; TYPE: f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, "
                   "iq4_xs, iq3_xxs, iq2_xxs, iq1_m");
-  cmd->add_option("-p,--n-prompt", o->prompts, "Prompt sizes, comma-separated; 0 skips (default 512)")
-      ->delimiter(',')
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
-  cmd->add_option("-n,--n-gen", o->gens, "Generation lengths, comma-separated; 0 skips (default 128)")
-      ->delimiter(',')
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
-  cmd->add_option("-d,--n-depth", o->depths,
+  add_list_option(*cmd, "-p,--n-prompt", "-p", o->prompts, 0, "Prompt sizes, comma-separated; 0 skips (default 512)");
+  add_list_option(*cmd, "-n,--n-gen", "-n", o->gens, 0, "Generation lengths, comma-separated; 0 skips (default 128)");
+  add_list_option(*cmd, "-d,--n-depth", "-d", o->depths, 0,
                   "Tokens of context in the KV cache before each test, comma-separated (default 0); a test at "
                   "depth D is named as llama-bench names it (tg128 @ d4096); the deepest plus the longest test must "
-                  "fit the model's context, checked before any test runs")
-      ->delimiter(',')
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
-  cmd->add_option("-t,--threads", o->threads, "Thread counts, comma-separated (default: all cores)")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 1024));
+                  "fit the model's context, checked before any test runs");
+  add_list_option(*cmd, "-t,--threads", "-t", o->threads, 1, "Thread counts, comma-separated (default: all cores)", 1024);
+  cmd->add_option_function<std::vector<std::string>>(
+         "--pg",
+         [o](const std::vector<std::string>& pairs) {
+           o->prompt_gens.clear();
+           for (const auto& text : pairs) {
+             auto pair = parse_prompt_gen_pair(text);
+             if (!pair.ok()) throw CLI::ValidationError("-pg", pair.status().message());
+             o->prompt_gens.push_back(*pair);
+           }
+         },
+         "-pg PP,TG: a prompt of PP tokens then TG generated ones, timed as one test named ppPP+tgTG "
+         "(llama-bench's -pg; t/s counts both); repeatable")
+      ->type_name("PP,TG");
+  add_list_option(*cmd, "--ubatch-size", "-ub", o->ubatches, 1,
+                  "-ub N: tokens per prefill call, comma-separated (llama-bench's -ub); each pp and -pg test runs at "
+                  "each, capped at the model's token bound (default: the whole prompt in one call, up to the bound)");
   cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test (default 5)")
       ->check(CLI::Range(1, 10000));
   cmd->add_option("-o,--output", o->output, "Output format: md, csv or json (default md)")
@@ -507,6 +645,14 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                   "(the file's layout)");
   cmd->add_option("--kv_dtype", o->kv_dtype,
                   "KV cache element type: f16 (default, as llama-bench's -ctk f16 -ctv f16), f32 or q8_0");
+  cmd->add_option("--cache-type-k", o->cache_type_k,
+                  "-ctk TYPE: llama-bench's name for the keys' type; llmpack's cache has one type for keys and "
+                  "values, so -ctk, -ctv and --kv_dtype must agree");
+  cmd->add_option("--cache-type-v", o->cache_type_v, "-ctv TYPE: llama-bench's name for the values' type (as -ctk)");
+  add_list_option(*cmd, "--n-gpu-layers", "-ngl", o->gpu_layers, 0,
+                  "-ngl N: accepted from llama-bench's commands with a notice: llmpack runs every layer on the CPU",
+                  1 << 20);
+  cmd->add_flag("--progress", o->progress, "Say on stderr what runs next (each test's repetitions)");
   cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens");
   cmd->add_option("--synthetic_layers", o->synthetic_layers, "Layers of synthetic models (tests)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}))

@@ -1,12 +1,16 @@
 // The llmpack command line: `llmpack <subcommand> [options]`.
 #include <cstdio>
+#include <string>
+#include <vector>
 
+#include "bench_lists.h"
+#include "build_info.h"
 #include "cli_common.h"
 #include "commands.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"llmpack: run language models from self-describing packages on the CPU", "llmpack"};
-  app.set_version_flag("--version", std::string("llmpack ") + LLMPACK_VERSION);
+  app.set_version_flag("--version", std::string("llmpack ") + LLMPACK_VERSION + " (commit " + LLMPACK_BUILD_COMMIT + ")");
   app.require_subcommand(1);
   std::function<int()> action;
   llmpack::cli::register_run(app, action);
@@ -17,8 +21,12 @@ int main(int argc, char** argv) {
   llmpack::cli::register_inspect(app, action);
   llmpack::cli::register_tokenize(app, action);
   llmpack::cli::register_bench(app, action);
+  // llama-bench's -pg, -ub, -ctk, -ctv and -ngl, which CLI11 reads only as long names.
+  std::vector<std::string> args = llmpack::cli::with_bench_long_names({argv + 1, argv + argc});
+  std::vector<char*> arg_pointers{argv[0]};
+  for (auto& arg : args) arg_pointers.push_back(arg.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(arg_pointers.size()), arg_pointers.data());
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {

@@ -30,8 +30,12 @@ inline const char* forward_stage_name(ForwardStage s) {
 struct ForwardProfile {
   static constexpr size_t kStages = static_cast<size_t>(ForwardStage::kCount);
   std::array<int64_t, kStages> ns{};  // wall time per stage
+  int64_t forward_calls = 0;          // Transformer::forward calls timed
 
-  void reset() { ns.fill(0); }
+  void reset() {
+    ns.fill(0);
+    forward_calls = 0;
+  }
   int64_t total_ns() const {
     int64_t sum = 0;
     for (int64_t v : ns) sum += v;

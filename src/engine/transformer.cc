@@ -116,6 +116,7 @@ void Transformer::embed(std::span<const int64_t> tokens) {
 std::span<const float> Transformer::forward(std::span<const int64_t> tokens, int64_t start_pos,
                                             int64_t n_logits) {
   const int64_t n = static_cast<int64_t>(tokens.size());
+  if (profile_) ++profile_->forward_calls;
   embed(tokens);
   for (int64_t layer = 0; layer < cfg_.n_layers; ++layer) {
     attention_block(layer, n, start_pos);

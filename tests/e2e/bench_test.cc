@@ -320,7 +320,9 @@ TEST(Bench, ProfileGivesEachTestItsStageShares) {
       sum += std::stod(line.substr(s + std::string(stage).size()));
     }
     EXPECT_NEAR(sum, 100.0, 0.5) << line;
-    EXPECT_NE(line.find("ms a repetition)"), std::string::npos) << line;
+    EXPECT_NE(line.find(test[0] == 'p' ? "ms a repetition, in 1 forward call)" : "ms a repetition, in 2 forward calls)"),
+              std::string::npos)
+        << line;
   }
 }
 
@@ -358,7 +360,7 @@ TEST(Bench, DepthRunsTheTestsFromThatPosition) {
   auto over = bench("-m " + model + " -p 0 -n 4 -d 0,509 -r 1 -t 1 -o csv");
   EXPECT_NE(over.exit_code, 0);
   EXPECT_NE(over.err.find("-d 509 followed by a test of 4 tokens needs 513 positions of context, and this "
-                          "model's cache holds 512 (get_max_context_len): lower -d, -p or -n"),
+                          "model's cache holds 512 (get_max_context_len): lower -d, -p, -n or -pg"),
             std::string::npos)
       << over.err;
   EXPECT_EQ(over.out.find("tg4"), std::string::npos) << "no test ran: " << over.out;

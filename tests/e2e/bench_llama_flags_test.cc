@@ -1,0 +1,191 @@
+// `llmpack bench` with the llama-bench flags its users' scripts pass beyond
+// -m -p -n -r -t -o: the range syntax of the numeric lists, -pg, -ub, -ctk /
+// -ctv, -ngl, --progress, and the build fields of the JSON. Synthetic models
+// cut to one layer and a small vocabulary, as in bench_test.cc.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "common/cli_runner.h"
+#include "common/fixtures.h"
+
+namespace {
+
+using Outcome = llmpack::testing::CliOutcome;
+
+Outcome bench(const std::string& args) { return llmpack::testing::run_llmpack("bench " + args); }
+
+const std::string kSmall = " --synthetic stories110m:q4_0 --synthetic_layers 1 --synthetic_vocab 512 -t 2 -r 1 ";
+
+// The "test" field of each JSON record, in order.
+std::vector<std::string> test_names(const Outcome& r) {
+  std::vector<std::string> names;
+  for (const auto& rec : nlohmann::json::parse(r.out)) names.push_back(rec["test"].get<std::string>());
+  return names;
+}
+
+// llama-bench's FIRST-LAST, FIRST-LAST+STEP and FIRST-LAST*FACTOR items,
+// mixed with plain numbers, in the order given.
+TEST(BenchLlamaFlags, NumericListsTakeLlamaBenchRanges) {
+  auto r = bench(kSmall + "-p 4-16*2,3 -n 1-3 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test_names(r), (std::vector<std::string>{"pp4", "pp8", "pp16", "pp3", "tg1", "tg2", "tg3"}));
+  auto step = bench(kSmall + "-p 2-9+3 -n 0 -d 0-8+8 -o json");
+  ASSERT_EQ(step.exit_code, 0) << step.err;
+  EXPECT_EQ(test_names(step),
+            (std::vector<std::string>{"pp2", "pp5", "pp8", "pp2 @ d8", "pp5 @ d8", "pp8 @ d8"}));
+  auto threads = bench("--synthetic stories110m:q4_0 --synthetic_layers 1 --synthetic_vocab 512 -t 1-2 -r 1 -p 4 "
+                       "-n 0 -o json");
+  ASSERT_EQ(threads.exit_code, 0) << threads.err;
+  const auto json = nlohmann::json::parse(threads.out);
+  ASSERT_EQ(json.size(), 2u);
+  EXPECT_EQ(json[0]["n_threads"], 1);
+  EXPECT_EQ(json[1]["n_threads"], 2);
+}
+
+// -pg PP,TG: a prompt then tokens generated after it, one test whose speed
+// counts both, named as llama-bench names it; the context check counts both.
+TEST(BenchLlamaFlags, PromptThenGenerationIsOneTest) {
+  auto r = bench(kSmall + "-p 0 -n 0 -pg 8,2 -pg=6,3 -d 0,16 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(test_names(r), (std::vector<std::string>{"pp8+tg2", "pp6+tg3", "pp8+tg2 @ d16", "pp6+tg3 @ d16"}));
+  for (const auto& rec : json) {
+    const int64_t tokens = rec["n_prompt"].get<int64_t>() + rec["n_gen"].get<int64_t>();
+    EXPECT_EQ(tokens, rec["test"].get<std::string>().rfind("pp8", 0) == 0 ? 10 : 9) << rec;
+    EXPECT_NEAR(rec["avg_ts"].get<double>(), 1e9 * static_cast<double>(tokens) / rec["avg_ns"].get<double>(),
+                1e-6 * rec["avg_ts"].get<double>());
+  }
+  auto md = bench(kSmall + "-p 0 -n 0 -pg 8,2 --profile");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| pp8+tg2 |"), std::string::npos) << md.out;
+  // One call for the prompt, one for each generated token.
+  EXPECT_NE(md.out.find("pp8+tg2, 2 threads, time per stage:"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("a repetition, in 3 forward calls)"), std::string::npos) << md.out;
+}
+
+TEST(BenchLlamaFlags, PromptThenGenerationMustFitTheContext) {
+  LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");  // a cache of 512 positions
+  auto fits = bench("-m " + model + " -p 0 -n 0 -pg 500,12 -r 1 -t 1 -o json");
+  ASSERT_EQ(fits.exit_code, 0) << fits.err;
+  auto over = bench("-m " + model + " -p 0 -n 0 -pg 500,13 -r 1 -t 1");
+  EXPECT_NE(over.exit_code, 0);
+  EXPECT_NE(over.err.find("a test of 513 tokens needs 513 positions of context"), std::string::npos) << over.err;
+}
+
+// -ub: each pp and -pg test at each chunk size (capped at the prompt), the
+// chunk in n_batch / n_ubatch and, in the table, a column of its own; tg
+// tests run once, a token a call.
+TEST(BenchLlamaFlags, UbatchSetsTokensPerPrefillCall) {
+  auto r = bench(kSmall + "-p 16 -n 2 -pg 12,1 -ub 4,32 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(test_names(r), (std::vector<std::string>{"pp16", "pp12+tg1", "pp16", "pp12+tg1", "tg2"}));
+  const int chunks[] = {4, 4, 16, 12, 1};
+  for (size_t i = 0; i < json.size() && i < 5; ++i) {
+    EXPECT_EQ(json[i]["n_batch"], chunks[i]) << json[i];
+    EXPECT_EQ(json[i]["n_ubatch"], chunks[i]) << json[i];
+  }
+  // The calls themselves, counted by --profile: a prompt of 16 in chunks of 4.
+  auto md = bench(kSmall + "-p 16 -n 0 -ub 4 --profile");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("a repetition, in 4 forward calls)"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| threads | n_ubatch | test | t/s |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| 2 | 4 | pp16 |"), std::string::npos) << md.out;
+  auto plain = bench(kSmall + "-p 16 -n 0");
+  EXPECT_EQ(plain.out.find("n_ubatch"), std::string::npos) << plain.out;
+}
+
+// -ctk / -ctv (also as -ctk=TYPE) choose the cache type; llmpack's cache has
+// one type for keys and values, so flags that disagree are refused.
+TEST(BenchLlamaFlags, CacheTypeFlagsAgreeOrAreRefused) {
+  auto r = bench(kSmall + "-p 4 -n 1 -ctk q8_0 -ctv=q8_0 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& rec : nlohmann::json::parse(r.out)) {
+    EXPECT_EQ(rec["type_k"], "q8_0");
+    EXPECT_EQ(rec["type_v"], "q8_0");
+  }
+  EXPECT_NE(r.err.find("kv cache: q8_0 keys and values"), std::string::npos) << r.err;
+  auto k_only = bench(kSmall + "-p 4 -n 0 -ctk f32 -o json");
+  ASSERT_EQ(k_only.exit_code, 0) << k_only.err;
+  EXPECT_EQ(nlohmann::json::parse(k_only.out)[0]["type_v"], "f32");
+  auto differ = bench(kSmall + "-ctk f16 -ctv q8_0");
+  EXPECT_EQ(differ.exit_code, 1);
+  EXPECT_NE(differ.err.find("-ctv q8_0 differs from f16: llmpack's KV cache holds keys and values in one element "
+                            "type"),
+            std::string::npos)
+      << differ.err;
+  EXPECT_TRUE(differ.out.empty()) << differ.out;
+}
+
+// -ngl, pasted from llama-bench commands: accepted, with a notice when it
+// asks for GPU layers; the records say none ran there.
+TEST(BenchLlamaFlags, GpuLayersAreAcceptedWithANotice) {
+  auto r = bench(kSmall + "-p 4 -n 0 -ngl 99 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("-ngl 99: llmpack has no GPU path yet; every layer runs on the CPU"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)[0]["n_gpu_layers"], 0);
+  auto zero = bench(kSmall + "-p 4 -n 0 -ngl 0 -o json");
+  ASSERT_EQ(zero.exit_code, 0) << zero.err;
+  EXPECT_EQ(zero.err.find("-ngl"), std::string::npos) << zero.err;
+}
+
+TEST(BenchLlamaFlags, ProgressSaysEachRepetitionOnStderr) {
+  auto r = bench("--synthetic stories110m:q4_0 --synthetic_layers 1 --synthetic_vocab 512 -t 2 -r 2 -p 4 -n 2 "
+                 "-d 8 --progress -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line : {"llmpack bench: stories110m (synthetic), 2 threads: filling 8 tokens of context\n",
+                           "llmpack bench: stories110m (synthetic) pp4 @ d8, 2 threads: repetition 1/2\n",
+                           "llmpack bench: stories110m (synthetic) pp4 @ d8, 2 threads: repetition 2/2\n",
+                           "llmpack bench: stories110m (synthetic) tg2 @ d8, 2 threads: repetition 2/2\n"})
+    EXPECT_NE(r.err.find(line), std::string::npos) << line << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 2u);  // stdout still parses
+  auto quiet = bench(kSmall + "-p 4 -n 0 -o json");
+  EXPECT_EQ(quiet.err.find("repetition"), std::string::npos) << quiet.err;
+}
+
+// build_commit is the commit `llmpack --version` names (a hash from git, or
+// "unknown" outside a checkout), build_number a count of commits.
+TEST(BenchLlamaFlags, BuildFieldsNameTheBuild) {
+  auto version = llmpack::testing::run_llmpack("--version");
+  ASSERT_EQ(version.exit_code, 0);
+  const size_t at = version.out.find("(commit ");
+  ASSERT_NE(at, std::string::npos) << version.out;
+  const std::string commit = version.out.substr(at + 8, version.out.find(')', at) - at - 8);
+  EXPECT_FALSE(commit.empty());
+  auto r = bench(kSmall + "-p 4 -n 0 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rec = nlohmann::json::parse(r.out)[0];
+  EXPECT_EQ(rec["build_commit"], commit);
+  EXPECT_TRUE(rec["build_number"].is_number_integer());
+  EXPECT_GE(rec["build_number"].get<int64_t>(), commit == "unknown" ? 0 : 1);
+}
+
+TEST(BenchLlamaFlags, BadListsAndPairsGiveOneLine) {
+  struct Case { std::string args; int code; std::string says; };
+  const Case cases[] = {
+      {"-p 5-1", 2, "-p: '5-1': the range ends before it begins"},
+      {"-p 1-8*1", 2, "-p: '1-8*1': the factor must be at least 2"},
+      {"-n 1-8+0", 2, "-n: '1-8+0': the step must be at least 1"},
+      {"-p 4x", 2, "-p: '4x': expected a number or a range FIRST-LAST, FIRST-LAST+STEP or FIRST-LAST*FACTOR"},
+      {"-p 1-2000", 2, "-p: '1-2000': the list holds more than 1000 values"},
+      {"-t 0-2", 2, "-t: '0-2': 0 is outside 1 to 1024"},
+      {"-ub 0", 2, "-ub: '0': 0 is outside 1 to 1048576"},
+      {"-pg 8", 2, "-pg: expected PROMPT,GEN (two token counts, such as 512,128), got '8'"},
+      {"-pg 0,4", 2, "-pg: both token counts must be from 1 to 1048576, got '0,4'"},
+      {"-ctk f8", 1, "-ctk: KV cache dtype 'f8' is unknown"},
+      {"-p 0 -n 0", 1, "nothing to measure: -p and -n are all 0 and no -pg or --ttft was given"},
+  };
+  for (const auto& c : cases) {
+    auto r = bench(kSmall + c.args);
+    EXPECT_EQ(r.exit_code, c.code) << c.args << ": " << r.err;
+    EXPECT_NE(r.err.find(c.says), std::string::npos) << c.args << ": " << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << c.args << ": " << r.err;
+    EXPECT_TRUE(r.out.empty()) << c.args << ": " << r.out;
+  }
+}
+
+}  // namespace
