@@ -4,7 +4,9 @@
 // has the commands and the figures.
 #include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "bench_bandwidth.h"
 #include "bench_lists.h"
@@ -47,6 +49,8 @@ struct BenchOptions {
   bool peak = false;
   bool profile = false;
   bool progress = false;
+  bool warmup = true;  // --no-warmup: false
+  double delay_s = 0;  // --delay: seconds of sleep before each test
 };
 
 // The KV cache's element type from --kv_dtype, -ctk and -ctv: llmpack's
@@ -160,6 +164,7 @@ class Output {
     if (format_ == "md") emit(markdown_row(r, ubatch_column_));
     if (format_ == "csv") emit(csv_row(r));
     if (format_ == "json") json_.push_back(json_record(r));
+    if (format_ == "jsonl") emit(json_record(r).dump() + "\n");  // one record a line, as it arrives
   }
   void note(const std::string& line) { notes_ += line + "\n"; }
   void end() {
@@ -302,6 +307,7 @@ class PairedBound {
 // Runs `measure` once per repetition into a record.
 template <typename Measure>
 Result<BenchRecord> repeat(const BenchOptions& o, BenchRecord r, Measure measure) {
+  if (o.delay_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(o.delay_s));
   r.test_time = utc_now_iso8601();
   for (int i = 0; i < o.repetitions; ++i) {
     progress(o, r.model->display + " " + r.test + ", " + std::to_string(r.n_threads) + " threads: repetition " +
@@ -434,7 +440,10 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const 
   LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
   LLMPACK_RETURN_IF_ERROR(runner.check_context(o.depths, longest_test(o), o.ttft));
   // One chunk as long as the longest any test sends (at least 32 tokens, as before, for -p 0).
-  LLMPACK_RETURN_IF_ERROR(runner.warmup(std::max(longest_prompt(o), int64_t{32})).with_context("warmup"));
+  if (o.warmup) {
+    progress(o, m.display + ", " + std::to_string(threads) + " threads: warmup");
+    LLMPACK_RETURN_IF_ERROR(runner.warmup(std::max(longest_prompt(o), int64_t{32})).with_context("warmup"));
+  }
   StageNotes stages(o, m);
   TestBench t{o, runner, stages, peaks, out, BenchRecord{}};
   t.base.model = &m;
@@ -616,8 +625,9 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                   "each, capped at the model's token bound (default: the whole prompt in one call, up to the bound)");
   cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test (default 5)")
       ->check(CLI::Range(1, 10000));
-  cmd->add_option("-o,--output", o->output, "Output format: md, csv or json (default md)")
-      ->check(CLI::IsMember({"md", "csv", "json"}));
+  cmd->add_option("-o,--output", o->output,
+                  "Output format: md, csv, json or jsonl (a JSON record a line, as each test ends) (default md)")
+      ->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
   cmd->add_option("--ttft", o->ttft,
                   "Also time the first token of an N-token prompt, batched and token by token")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
@@ -653,6 +663,12 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                   "-ngl N: accepted from llama-bench's commands with a notice: llmpack runs every layer on the CPU",
                   1 << 20);
   cmd->add_flag("--progress", o->progress, "Say on stderr what runs next (each test's repetitions)");
+  cmd->add_flag("!--no-warmup", o->warmup,
+                "Skip the untimed prefill and decode step before a model's tests (its first repetitions then pay "
+                "the page faults of the weights and buffers)");
+  cmd->add_option("--delay", o->delay_s, "Seconds to sleep before each test (llama-bench's --delay), to let the "
+                                         "CPU cool down")
+      ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens");
   cmd->add_option("--synthetic_layers", o->synthetic_layers, "Layers of synthetic models (tests)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}))

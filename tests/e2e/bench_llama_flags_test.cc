@@ -4,6 +4,7 @@
 // cut to one layer and a small vocabulary, as in bench_test.cc.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -43,6 +44,49 @@ TEST(BenchLlamaFlags, NumericListsTakeLlamaBenchRanges) {
   ASSERT_EQ(json.size(), 2u);
   EXPECT_EQ(json[0]["n_threads"], 1);
   EXPECT_EQ(json[1]["n_threads"], 2);
+}
+
+// A flag given twice adds to its list, as llama-bench's do.
+TEST(BenchLlamaFlags, RepeatedFlagsAddToTheList) {
+  auto r = bench(kSmall + "-p 4 -p 8,6 -n 0 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test_names(r), (std::vector<std::string>{"pp4", "pp8", "pp6"}));
+}
+
+// -o jsonl: each record a line of JSON, printed as its test ends.
+TEST(BenchLlamaFlags, JsonLinesGiveOneRecordALine) {
+  auto r = bench(kSmall + "-p 4 -n 2 -o jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::vector<std::string> names;
+  size_t start = 0;
+  for (size_t end; (end = r.out.find('\n', start)) != std::string::npos; start = end + 1) {
+    const auto rec = nlohmann::json::parse(r.out.substr(start, end - start));
+    ASSERT_TRUE(rec.is_object()) << rec;
+    EXPECT_GT(rec["avg_ts"].get<double>(), 0.0);
+    names.push_back(rec["test"].get<std::string>());
+  }
+  EXPECT_EQ(start, r.out.size()) << "every line ends with a newline";
+  EXPECT_EQ(names, (std::vector<std::string>{"pp4", "tg2"}));
+  EXPECT_NE(r.err.find("kv cache:"), std::string::npos) << "notes go to stderr: " << r.err;
+}
+
+// --no-warmup skips the untimed pass (the tests still run); --delay sleeps
+// before each test, so two tests take at least twice the delay.
+TEST(BenchLlamaFlags, NoWarmupAndDelayBetweenTests) {
+  auto cold = bench(kSmall + "-p 4 -n 2 --no-warmup --progress -o json");
+  ASSERT_EQ(cold.exit_code, 0) << cold.err;
+  EXPECT_EQ(test_names(cold), (std::vector<std::string>{"pp4", "tg2"}));
+  EXPECT_EQ(cold.err.find("warmup"), std::string::npos) << cold.err;
+  auto warm = bench(kSmall + "-p 4 -n 2 --progress -o json");
+  ASSERT_EQ(warm.exit_code, 0) << warm.err;
+  EXPECT_NE(warm.err.find("llmpack bench: stories110m (synthetic), 2 threads: warmup\n"), std::string::npos) << warm.err;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto delayed = bench(kSmall + "-p 4 -n 2 --delay 0.6 -o json");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_EQ(delayed.exit_code, 0) << delayed.err;
+  EXPECT_GE(seconds, 1.2);
+  auto bad = bench(kSmall + "--delay -1");
+  EXPECT_EQ(bad.exit_code, 2) << bad.err;
 }
 
 // -pg PP,TG: a prompt then tokens generated after it, one test whose speed
