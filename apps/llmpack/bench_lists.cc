@@ -98,4 +98,33 @@ std::vector<std::string> with_bench_long_names(const std::vector<std::string>& a
   return out;
 }
 
+std::string llama_bench_flag_not_taken(const std::vector<std::string>& args) {
+  static const char kNoGpu[] = "llmpack has no GPU path yet; every layer runs on the CPU";
+  static const char kPlacement[] = "llmpack leaves thread placement and priority to the OS";
+  static const std::pair<std::vector<std::string>, std::string> kNotTaken[] = {
+      {{"-b", "--batch-size"}, "llmpack's forward has one batch size, the tokens of a call: give it with -ub"},
+      {{"-fa", "--flash-attn"}, "llmpack has one attention path, tiled over the KV cache, and nothing to switch"},
+      {{"-mmp", "--mmap", "-lm", "--load-mode"},
+       "llmpack always maps the model file (weights are not copied)"},
+      {{"-sm", "--split-mode", "-mg", "--main-gpu", "-ts", "--tensor-split", "-dev", "--device", "-nkvo",
+        "--no-kv-offload", "-ncmoe", "--n-cpu-moe", "-ot", "--override-tensor", "-nopo", "--no-op-offload",
+        "--no-host", "--list-devices", "-fitt", "--fit-target", "-fitc", "--fit-ctx"},
+       kNoGpu},
+      {{"--numa", "-C", "--cpu-mask", "--cpu-strict", "--poll", "--prio"}, kPlacement},
+      {{"-hf", "-hfr", "--hf-repo", "-hff", "--hf-file", "-hft", "--hf-token", "--offline"},
+       "llmpack bench downloads nothing: give a model file with -m"},
+      {{"-embd", "--embeddings"}, "llmpack bench measures generation, not embeddings"},
+      {{"-oe", "--output-err"}, "the notes go to stderr by themselves with -o csv, json or jsonl"},
+  };
+  const auto subcommand = std::find_if(args.begin(), args.end(), [](const std::string& a) { return a.rfind('-', 0); });
+  if (subcommand == args.end() || *subcommand != "bench") return "";
+  for (auto arg = std::next(subcommand); arg != args.end(); ++arg) {
+    const std::string name = arg->substr(0, arg->find('='));
+    for (const auto& [flags, why] : kNotTaken)
+      if (std::find(flags.begin(), flags.end(), name) != flags.end())
+        return name + " is a llama-bench flag that llmpack bench does not take: " + why;
+  }
+  return "";
+}
+
 }  // namespace llmpack::cli

@@ -38,4 +38,9 @@ Result<PromptGenPair> parse_prompt_gen_pair(const std::string& text);
 // argument that is not an option) is `bench`, and only whole arguments.
 std::vector<std::string> with_bench_long_names(const std::vector<std::string>& args);
 
+// For a `bench` command line holding a llama-bench flag that llmpack does not
+// take (-fa, -b, -mmp, -sm, --numa, ...): one line that names it and says
+// why; "" when there is none.
+std::string llama_bench_flag_not_taken(const std::vector<std::string>& args);
+
 }  // namespace llmpack::cli

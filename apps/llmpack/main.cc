@@ -23,6 +23,10 @@ int main(int argc, char** argv) {
   llmpack::cli::register_bench(app, action);
   // llama-bench's -pg, -ub, -ctk, -ctv and -ngl, which CLI11 reads only as long names.
   std::vector<std::string> args = llmpack::cli::with_bench_long_names({argv + 1, argv + argc});
+  if (const std::string why = llmpack::cli::llama_bench_flag_not_taken(args); !why.empty()) {
+    std::fprintf(stderr, "llmpack: %s\n", why.c_str());
+    return 2;
+  }
   std::vector<char*> arg_pointers{argv[0]};
   for (auto& arg : args) arg_pointers.push_back(arg.data());
   try {

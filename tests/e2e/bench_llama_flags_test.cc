@@ -222,6 +222,13 @@ TEST(BenchLlamaFlags, BadListsAndPairsGiveOneLine) {
       {"-pg 0,4", 2, "-pg: both token counts must be from 1 to 1048576, got '0,4'"},
       {"-ctk f8", 1, "-ctk: KV cache dtype 'f8' is unknown"},
       {"-p 0 -n 0", 1, "nothing to measure: -p and -n are all 0 and no -pg or --ttft was given"},
+      // llama-bench's flags that have no counterpart here: named, with the reason
+      {"-fa 1", 2, "-fa is a llama-bench flag that llmpack bench does not take: llmpack has one attention path"},
+      {"-b 512", 2, "-b is a llama-bench flag that llmpack bench does not take: llmpack's forward has one batch "
+                    "size, the tokens of a call: give it with -ub"},
+      {"-mmp=0", 2, "-mmp is a llama-bench flag that llmpack bench does not take: llmpack always maps"},
+      {"--numa distribute", 2, "--numa is a llama-bench flag that llmpack bench does not take"},
+      {"-sm none", 2, "-sm is a llama-bench flag that llmpack bench does not take: llmpack has no GPU path yet"},
   };
   for (const auto& c : cases) {
     auto r = bench(kSmall + c.args);
