@@ -151,6 +151,10 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   return j;
 }
 
+std::string build_line() {
+  return std::string("build: ") + LLMPACK_BUILD_COMMIT + " (" + std::to_string(LLMPACK_BUILD_NUMBER) + ")";
+}
+
 std::string utc_now_iso8601() {
   const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm tm{};

@@ -43,6 +43,10 @@ std::string csv_header();
 std::string csv_row(const BenchRecord& r);
 nlohmann::ordered_json json_record(const BenchRecord& r);
 
+// "build: f29ddbb (580)", as llama-bench ends its table: the commit and the
+// number of commits this binary was built from.
+std::string build_line();
+
 // "2024-05-01T12:00:00Z"
 std::string utc_now_iso8601();
 // The CPU's model name from /proc/cpuinfo ("" when unavailable).

@@ -49,7 +49,7 @@ struct BenchOptions {
   bool peak = false;
   bool profile = false;
   bool progress = false;
-  bool warmup = true;  // --no-warmup: false
+  bool no_warmup = false;
   double delay_s = 0;  // --delay: seconds of sleep before each test
 };
 
@@ -440,7 +440,7 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const 
   LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
   LLMPACK_RETURN_IF_ERROR(runner.check_context(o.depths, longest_test(o), o.ttft));
   // One chunk as long as the longest any test sends (at least 32 tokens, as before, for -p 0).
-  if (o.warmup) {
+  if (!o.no_warmup) {
     progress(o, m.display + ", " + std::to_string(threads) + " threads: warmup");
     LLMPACK_RETURN_IF_ERROR(runner.warmup(std::max(longest_prompt(o), int64_t{32})).with_context("warmup"));
   }
@@ -550,6 +550,7 @@ int execute(const BenchOptions& o) {
   const char* kv_flag = !o.kv_dtype.empty() ? "--kv_dtype" : !o.cache_type_k.empty() ? "-ctk" : "-ctv";
   if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context(kv_flag));
   Output out(o.output, !o.ubatches.empty());
+  out.note(build_line());
   out.note(kernel_path_note(o.avx512_decode));
   if (auto note = float_decode_prefetch_note(o.float_decode_prefetch); !note.empty()) out.note(note);
   out.note(regroup_note(o.regroup));
@@ -589,7 +590,7 @@ CLI::Option* add_list_option(CLI::App& cmd, const std::string& names, const std:
     if (!expanded.ok()) throw CLI::ValidationError(flag, expanded.status().message());
     values = std::move(*expanded);
   };
-  return cmd.add_option_function<std::vector<std::string>>(names, parse, help)->delimiter(',');
+  return cmd.add_option_function<std::vector<std::string>>(names, parse, help)->delimiter(',')->type_name("LIST");
 }
 
 void register_bench(CLI::App& app, std::function<int()>& action) {
@@ -600,7 +601,9 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                   "Random-weight model NAME:TYPE built in memory; repeatable. NAME: stories110m, smollm2-135m, "
                   "qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; TYPE: f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, "
                   "iq4_xs, iq3_xxs, iq2_xxs, iq1_m");
-  add_list_option(*cmd, "-p,--n-prompt", "-p", o->prompts, 0, "Prompt sizes, comma-separated; 0 skips (default 512)");
+  add_list_option(*cmd, "-p,--n-prompt", "-p", o->prompts, 0,
+                  "Prompt sizes, comma-separated, each a number or a range (64-512*2, 32-128+32); 0 skips (default "
+                  "512)");
   add_list_option(*cmd, "-n,--n-gen", "-n", o->gens, 0, "Generation lengths, comma-separated; 0 skips (default 128)");
   add_list_option(*cmd, "-d,--n-depth", "-d", o->depths, 0,
                   "Tokens of context in the KV cache before each test, comma-separated (default 0); a test at "
@@ -663,7 +666,7 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                   "-ngl N: accepted from llama-bench's commands with a notice: llmpack runs every layer on the CPU",
                   1 << 20);
   cmd->add_flag("--progress", o->progress, "Say on stderr what runs next (each test's repetitions)");
-  cmd->add_flag("!--no-warmup", o->warmup,
+  cmd->add_flag("--no-warmup", o->no_warmup,
                 "Skip the untimed prefill and decode step before a model's tests (its first repetitions then pay "
                 "the page faults of the weights and buffers)");
   cmd->add_option("--delay", o->delay_s, "Seconds to sleep before each test (llama-bench's --delay), to let the "

@@ -206,6 +206,10 @@ TEST(BenchLlamaFlags, BuildFieldsNameTheBuild) {
   EXPECT_EQ(rec["build_commit"], commit);
   EXPECT_TRUE(rec["build_number"].is_number_integer());
   EXPECT_GE(rec["build_number"].get<int64_t>(), commit == "unknown" ? 0 : 1);
+  // and the notes say it as llama-bench ends its table
+  EXPECT_NE(r.err.find("build: " + commit + " (" + std::to_string(rec["build_number"].get<int64_t>()) + ")\n"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(BenchLlamaFlags, BadListsAndPairsGiveOneLine) {
