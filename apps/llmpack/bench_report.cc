@@ -40,7 +40,7 @@ std::string csv_field(const std::string& s) {
 template <typename T>
 std::string joined(const std::vector<T>& v) {
   std::string out;
-  for (size_t i = 0; i < v.size(); ++i) out += (i ? ";" : "") + nlohmann::json(v[i]).dump();
+  for (size_t i = 0; i < v.size(); ++i) out.append(i ? ";" : "").append(nlohmann::json(v[i]).dump());
   return out;
 }
 
@@ -100,7 +100,7 @@ const char* const kCsvFields[] = {
 
 std::string csv_header() {
   std::string out;
-  for (const char* f : kCsvFields) out += (out.empty() ? "" : ",") + std::string(f);
+  for (const char* f : kCsvFields) out.append(out.empty() ? "" : ",").append(f);
   return out + "\n";
 }
 
@@ -113,7 +113,7 @@ std::string csv_row(const BenchRecord& r) {
     if (v.is_string()) text = v.get<std::string>();
     else if (v.is_array()) text = f == std::string("samples_ns") ? joined(r.samples_ns) : joined(r.samples_ts());
     else text = v.dump();
-    out += (out.empty() ? "" : ",") + csv_field(text);
+    out.append(out.empty() ? "" : ",").append(csv_field(text));
   }
   return out + "\n";
 }

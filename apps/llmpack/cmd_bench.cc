@@ -575,23 +575,22 @@ int execute(const BenchOptions& o) {
   return 0;
 }
 
-}  // namespace
-
 // A comma-separated list in llama-bench's syntax (bench_lists.h) into `values`;
 // errors name the flag as `shown` (llama-bench's spelling).
 CLI::Option* add_list_option(CLI::App& cmd, const std::string& names, const std::string& shown,
                              std::vector<int64_t>& values, int64_t min, const std::string& help,
                              int64_t max = int64_t{1} << 20) {
-  const std::string& flag = shown;
-  auto parse = [&values, flag, min, max](const std::vector<std::string>& items) {
+  auto parse = [&values, flag = shown, min, max](const std::vector<std::string>& items) {
     std::string joined;
-    for (const auto& item : items) joined += (joined.empty() ? "" : ",") + item;
+    for (const auto& item : items) joined.append(joined.empty() ? "" : ",").append(item);
     auto expanded = parse_bench_list(joined, min, max);
     if (!expanded.ok()) throw CLI::ValidationError(flag, expanded.status().message());
     values = std::move(*expanded);
   };
   return cmd.add_option_function<std::vector<std::string>>(names, parse, help)->delimiter(',')->type_name("LIST");
 }
+
+}  // namespace
 
 void register_bench(CLI::App& app, std::function<int()>& action) {
   auto* cmd = app.add_subcommand("bench", "Measure prompt processing and generation speed (llama-bench's flags)");
