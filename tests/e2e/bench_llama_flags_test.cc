@@ -12,7 +12,9 @@
 #include "common/cli_runner.h"
 #include "common/fixtures.h"
 
-namespace {
+// A named namespace: CI's unity builds compile this file with bench_test.cc,
+// whose anonymous namespace has its own bench() and kSmall.
+namespace bench_llama_flags {
 
 using Outcome = llmpack::testing::CliOutcome;
 
@@ -243,4 +245,4 @@ TEST(BenchLlamaFlags, BadListsAndPairsGiveOneLine) {
   }
 }
 
-}  // namespace
+}  // namespace bench_llama_flags

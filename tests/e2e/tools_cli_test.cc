@@ -55,7 +55,9 @@ TEST(ToolsCli, PerplexityWithACompactKvCacheStaysClose) {
   auto ppl_with = [&](const std::string& kv, double& ppl) {
     auto r = run_tool("perplexity -m " + model + " -f " + text_path + " -c 64 -t 2 --kv_dtype " + kv);
     ASSERT_EQ(r.exit_code, 0) << kv << ": " << r.err;
-    if (kv != "f32") EXPECT_NE(r.err.find("note: KV cache in " + kv), std::string::npos) << r.err;
+    if (kv != "f32") {
+      EXPECT_NE(r.err.find("note: KV cache in " + kv), std::string::npos) << r.err;
+    }
     const auto at = r.out.find("Final estimate: PPL = ");
     ASSERT_NE(at, std::string::npos) << r.out;
     ppl = std::stod(r.out.substr(at + 22));
