@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <iterator>
 #include <utility>
 
@@ -15,6 +16,14 @@ bool read_count(std::string_view text, int64_t* value) {
   if (text.empty() || text.front() == '-' || text.front() == '+') return false;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *value);
   return ec == std::errc() && end == text.data() + text.size();
+}
+
+// Where a `bench` subcommand's own arguments begin: after the subcommand, the
+// first argument that is not an option; args.size() for any other command.
+std::ptrdiff_t bench_arguments_begin(const std::vector<std::string>& args) {
+  const auto subcommand = std::find_if(args.begin(), args.end(), [](const std::string& a) { return a.rfind('-', 0); });
+  if (subcommand == args.end() || *subcommand != "bench") return static_cast<std::ptrdiff_t>(args.size());
+  return std::next(subcommand) - args.begin();
 }
 
 Status item_error(std::string_view item, const std::string& why) {
@@ -86,10 +95,7 @@ std::vector<std::string> with_bench_long_names(const std::vector<std::string>& a
       {"-ctv", "--cache-type-v"}, {"-ngl", "--n-gpu-layers"},
   };
   std::vector<std::string> out = args;
-  // The subcommand is the first argument that is not an option.
-  const auto subcommand = std::find_if(out.begin(), out.end(), [](const std::string& a) { return a.rfind('-', 0); });
-  if (subcommand == out.end() || *subcommand != "bench") return out;
-  for (auto arg = std::next(subcommand); arg != out.end(); ++arg) {
+  for (auto arg = out.begin() + bench_arguments_begin(out); arg != out.end(); ++arg) {
     for (const auto& [one_dash, long_name] : kAliases) {
       if (*arg == one_dash) *arg = long_name;
       else if (arg->rfind(one_dash + "=", 0) == 0) *arg = long_name + arg->substr(one_dash.size());
@@ -116,9 +122,7 @@ std::string llama_bench_flag_not_taken(const std::vector<std::string>& args) {
       {{"-embd", "--embeddings"}, "llmpack bench measures generation, not embeddings"},
       {{"-oe", "--output-err"}, "the notes go to stderr by themselves with -o csv, json or jsonl"},
   };
-  const auto subcommand = std::find_if(args.begin(), args.end(), [](const std::string& a) { return a.rfind('-', 0); });
-  if (subcommand == args.end() || *subcommand != "bench") return "";
-  for (auto arg = std::next(subcommand); arg != args.end(); ++arg) {
+  for (auto arg = args.begin() + bench_arguments_begin(args); arg != args.end(); ++arg) {
     const std::string name = arg->substr(0, arg->find('='));
     for (const auto& [flags, why] : kNotTaken)
       if (std::find(flags.begin(), flags.end(), name) != flags.end())
