@@ -120,7 +120,7 @@ std::string llama_bench_flag_not_taken(const std::vector<std::string>& args) {
       {{"-hf", "-hfr", "--hf-repo", "-hff", "--hf-file", "-hft", "--hf-token", "--offline"},
        "llmpack bench downloads nothing: give a model file with -m"},
       {{"-embd", "--embeddings"}, "llmpack bench measures generation, not embeddings"},
-      {{"-oe", "--output-err"}, "the notes go to stderr by themselves with -o csv, json or jsonl"},
+      {{"-oe", "--output-err"}, "the notes go to stderr by themselves with -o csv, json, jsonl or sql"},
   };
   for (auto arg = args.begin() + bench_arguments_begin(args); arg != args.end(); ++arg) {
     const std::string name = arg->substr(0, arg->find('='));

@@ -104,18 +104,49 @@ std::string csv_header() {
   return out + "\n";
 }
 
+namespace {
+// A field of the record as CSV and SQL write it: arrays as "a;b;c".
+std::string field_text(const BenchRecord& r, const nlohmann::ordered_json& j, const std::string& f) {
+  const auto& v = j.at(f);
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_array()) return f == "samples_ns" ? joined(r.samples_ns) : joined(r.samples_ts());
+  return v.dump();
+}
+}  // namespace
+
 std::string csv_row(const BenchRecord& r) {
   const nlohmann::ordered_json j = json_record(r);
   std::string out;
+  for (const char* f : kCsvFields) out.append(out.empty() ? "" : ",").append(csv_field(field_text(r, j, f)));
+  return out + "\n";
+}
+
+std::string sql_create_table(const BenchRecord& r) {
+  const nlohmann::ordered_json j = json_record(r);
+  std::string out = "CREATE TABLE IF NOT EXISTS test (\n";
   for (const char* f : kCsvFields) {
     const auto& v = j.at(f);
-    std::string text;
-    if (v.is_string()) text = v.get<std::string>();
-    else if (v.is_array()) text = f == std::string("samples_ns") ? joined(r.samples_ns) : joined(r.samples_ts());
-    else text = v.dump();
-    out.append(out.empty() ? "" : ",").append(csv_field(text));
+    const char* type = v.is_number_integer() ? "INTEGER" : v.is_number() ? "REAL" : "TEXT";
+    out.append(out.back() == '\n' ? "  " : ",\n  ").append(f).append(" ").append(type);
   }
-  return out + "\n";
+  return out + "\n);\n";
+}
+
+std::string sql_insert(const BenchRecord& r) {
+  const nlohmann::ordered_json j = json_record(r);
+  std::string names, values;
+  for (const char* f : kCsvFields) {
+    names.append(names.empty() ? "" : ", ").append(f);
+    std::string text = field_text(r, j, f);
+    if (j.at(f).is_number()) {
+      values.append(values.empty() ? "" : ", ").append(text);
+      continue;
+    }
+    std::string quoted = "'";
+    for (char c : text) quoted.append(c == '\'' ? "''" : std::string(1, c));
+    values.append(values.empty() ? "" : ", ").append(quoted).append("'");
+  }
+  return "INSERT INTO test (" + names + ") VALUES (" + values + ");\n";
 }
 
 nlohmann::ordered_json json_record(const BenchRecord& r) {

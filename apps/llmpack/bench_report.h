@@ -42,6 +42,11 @@ std::string markdown_row(const BenchRecord& r, bool ubatch_column);
 std::string csv_header();
 std::string csv_row(const BenchRecord& r);
 nlohmann::ordered_json json_record(const BenchRecord& r);
+// llama-bench's -o sql: a table `test` with the CSV's columns (created from
+// the first record's field types, if it does not exist), then an INSERT a
+// record, for `llmpack bench -o sql | sqlite3 results.sqlite`.
+std::string sql_create_table(const BenchRecord& r);
+std::string sql_insert(const BenchRecord& r);
 
 // "build: f29ddbb (580)", as llama-bench ends its table: the commit and the
 // number of commits this binary was built from.

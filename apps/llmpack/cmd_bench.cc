@@ -160,11 +160,13 @@ class Output {
   void add(const BenchRecord& r) {
     if (!begun_ && format_ == "md") emit(markdown_header(ubatch_column_));
     if (!begun_ && format_ == "csv") emit(csv_header());
+    if (!begun_ && format_ == "sql") emit(sql_create_table(r));
     begun_ = true;
     if (format_ == "md") emit(markdown_row(r, ubatch_column_));
     if (format_ == "csv") emit(csv_row(r));
     if (format_ == "json") json_.push_back(json_record(r));
     if (format_ == "jsonl") emit(json_record(r).dump() + "\n");  // one record a line, as it arrives
+    if (format_ == "sql") emit(sql_insert(r));
   }
   void note(const std::string& line) { notes_ += line + "\n"; }
   void end() {
@@ -628,8 +630,9 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test (default 5)")
       ->check(CLI::Range(1, 10000));
   cmd->add_option("-o,--output", o->output,
-                  "Output format: md, csv, json or jsonl (a JSON record a line, as each test ends) (default md)")
-      ->check(CLI::IsMember({"md", "csv", "json", "jsonl"}));
+                  "Output format: md, csv, json, jsonl (a JSON record a line, as each test ends) or sql (a table "
+                  "`test` and an INSERT a test, for sqlite3) (default md)")
+      ->check(CLI::IsMember({"md", "csv", "json", "jsonl", "sql"}));
   cmd->add_option("--ttft", o->ttft,
                   "Also time the first token of an N-token prompt, batched and token by token")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

@@ -72,6 +72,35 @@ TEST(BenchLlamaFlags, JsonLinesGiveOneRecordALine) {
   EXPECT_NE(r.err.find("kv cache:"), std::string::npos) << "notes go to stderr: " << r.err;
 }
 
+// -o sql: the table `test` with the CSV's columns, created if missing, then
+// an INSERT a test, its text values quoted as SQL quotes them ('' inside).
+TEST(BenchLlamaFlags, SqlCreatesTheTableAndInsertsEachTest) {
+  const std::string path = llmpack::testing::temp_stem("sql") + "_it's.gguf";
+  auto saved = bench("--synthetic stories110m:q4_0 --synthetic_layers 1 --synthetic_vocab 256 --save \"" + path + "\"");
+  ASSERT_EQ(saved.exit_code, 0) << saved.err;
+  auto r = bench("-m \"" + path + "\" -p 4 -n 1 -t 1 -r 1 -o sql");
+  std::remove(path.c_str());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_EQ(r.out.rfind("CREATE TABLE IF NOT EXISTS test (\n  build_commit TEXT,\n  build_number INTEGER,", 0), 0u)
+      << r.out;
+  std::vector<std::string> inserts;
+  size_t start = 0;
+  for (size_t end; (end = r.out.find('\n', start)) != std::string::npos; start = end + 1)
+    if (r.out.compare(start, 19, "INSERT INTO test (b") == 0) inserts.push_back(r.out.substr(start, end - start));
+  ASSERT_EQ(inserts.size(), 2u) << r.out;
+  std::string quoted;  // the path with each ' doubled
+  for (char c : path) quoted.append(c == '\'' ? 2 : 1, c);
+  const std::string filename_value = std::string(", '").append(quoted).append("', ");
+  for (const auto& line : inserts) {
+    EXPECT_NE(line.find(filename_value), std::string::npos) << line;
+    EXPECT_EQ(line.substr(line.size() - 2), ");") << line;
+    EXPECT_NE(line.find(" n_gpu_layers, n_prompt, n_gen, "), std::string::npos) << line;
+  }
+  EXPECT_NE(inserts[0].find(", 'pp4', "), std::string::npos) << inserts[0];
+  EXPECT_NE(inserts[1].find(", 'tg1', "), std::string::npos) << inserts[1];
+  EXPECT_NE(r.err.find("kv cache:"), std::string::npos) << "notes go to stderr: " << r.err;
+}
+
 // --no-warmup skips the untimed pass (the tests still run); --delay sleeps
 // before each test, so two tests take at least twice the delay.
 TEST(BenchLlamaFlags, NoWarmupAndDelayBetweenTests) {
