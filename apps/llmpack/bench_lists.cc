@@ -108,7 +108,6 @@ std::string llama_bench_flag_not_taken(const std::vector<std::string>& args) {
   static const char kNoGpu[] = "llmpack has no GPU path yet; every layer runs on the CPU";
   static const char kPlacement[] = "llmpack leaves thread placement and priority to the OS";
   static const std::pair<std::vector<std::string>, std::string> kNotTaken[] = {
-      {{"-b", "--batch-size"}, "llmpack's forward has one batch size, the tokens of a call: give it with -ub"},
       {{"-fa", "--flash-attn"}, "llmpack has one attention path, tiled over the KV cache, and nothing to switch"},
       {{"-mmp", "--mmap", "-lm", "--load-mode"},
        "llmpack always maps the model file (weights are not copied)"},

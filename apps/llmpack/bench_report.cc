@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <fstream>
+#include <utility>
 
 #include "bench_model.h"
 #include "build_info.h"
@@ -73,19 +74,24 @@ std::vector<double> BenchRecord::samples_ts() const {
 double BenchRecord::avg_ts() const { return mean_of(samples_ts()); }
 double BenchRecord::stddev_ts() const { return stddev_of(samples_ts()); }
 
-std::string markdown_header(bool ubatch_column) {
-  if (ubatch_column)
-    return "| model | type | size | params | backend | threads | n_ubatch | test | t/s |\n"
-           "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: | ---: |\n";
-  return "| model | type | size | params | backend | threads | test | t/s |\n"
-         "| --- | --- | ---: | ---: | --- | ---: | ---: | ---: |\n";
+std::string markdown_header(TableColumns columns) {
+  std::string names = "| model | type | size | params | backend | threads |";
+  std::string align = "| --- | --- | ---: | ---: | --- | ---: |";
+  for (const auto& [shown, name] : {std::pair{columns.n_batch, " n_batch |"}, {columns.n_ubatch, " n_ubatch |"}}) {
+    if (!shown) continue;
+    names += name;
+    align += " ---: |";
+  }
+  return names + " test | t/s |\n" + align + " ---: | ---: |\n";
 }
 
-std::string markdown_row(const BenchRecord& r, bool ubatch_column) {
+std::string markdown_row(const BenchRecord& r, TableColumns columns) {
   const BenchModel& m = *r.model;
-  return "| " + m.display + " | " + m.type_label + " | " + size_text(m.size_bytes) + " | " + params_text(m.n_params) +
-         " | CPU | " + std::to_string(r.n_threads) + " | " + (ubatch_column ? std::to_string(r.n_batch) + " | " : "") +
-         r.test + " | " + format("%.2f ± %.2f", r.avg_ts(), r.stddev_ts()) + " |\n";
+  std::string row = "| " + m.display + " | " + m.type_label + " | " + size_text(m.size_bytes) + " | " +
+                    params_text(m.n_params) + " | CPU | " + std::to_string(r.n_threads) + " | ";
+  if (columns.n_batch) row.append(std::to_string(r.n_batch)).append(" | ");
+  if (columns.n_ubatch) row.append(std::to_string(r.n_ubatch)).append(" | ");
+  return row + r.test + " | " + format("%.2f ± %.2f", r.avg_ts(), r.stddev_ts()) + " |\n";
 }
 
 namespace {
@@ -162,7 +168,7 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   j["model_size"] = m.size_bytes;
   j["model_n_params"] = m.n_params;
   j["n_batch"] = r.n_batch;
-  j["n_ubatch"] = r.n_batch;
+  j["n_ubatch"] = r.n_ubatch;
   j["n_threads"] = r.n_threads;
   j["type_k"] = std::string(kv_dtype_name(m.kv_dtype()));  // one element type for keys and values
   j["type_v"] = std::string(kv_dtype_name(m.kv_dtype()));

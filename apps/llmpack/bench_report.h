@@ -20,7 +20,8 @@ struct BenchRecord {
   int64_t n_prompt = 0;
   int64_t n_gen = 0;
   int64_t n_depth = 0;        // tokens of context in the KV cache before the test (-d)
-  int64_t n_batch = 0;        // tokens per forward call (prefill chunk): n_batch and n_ubatch
+  int64_t n_batch = 0;        // tokens handed over at once: -b's batch (capped at the prompt), else n_ubatch
+  int64_t n_ubatch = 0;       // tokens per forward call (the prefill chunk; 1 for generation)
   std::string test_time;      // UTC, ISO 8601, when the test started
   std::vector<int64_t> samples_ns;  // one per repetition
 
@@ -36,9 +37,14 @@ struct BenchRecord {
 double mean_of(const std::vector<double>& v);
 double stddev_of(const std::vector<double>& v);
 
-// ubatch_column: a column with each test's tokens per prefill call (-ub given).
-std::string markdown_header(bool ubatch_column);
-std::string markdown_row(const BenchRecord& r, bool ubatch_column);
+// The table's optional columns, shown as llama-bench shows them: where the
+// flag was given (-b: n_batch, -ub: n_ubatch).
+struct TableColumns {
+  bool n_batch = false;
+  bool n_ubatch = false;
+};
+std::string markdown_header(TableColumns columns);
+std::string markdown_row(const BenchRecord& r, TableColumns columns);
 std::string csv_header();
 std::string csv_row(const BenchRecord& r);
 nlohmann::ordered_json json_record(const BenchRecord& r);

@@ -87,12 +87,16 @@ Status BenchRunner::fill_context(int64_t depth, int64_t test_tokens) {
   return generate_ns(1, depth + test_tokens - 1).status().with_context(what);
 }
 
-Result<int64_t> BenchRunner::prompt_ns(int64_t n, int64_t batch, int64_t start) {
-  batch = std::clamp<int64_t>(batch, 1, token_bound_);
+Result<int64_t> BenchRunner::prompt_ns(int64_t n, int64_t ubatch, int64_t start, int64_t batch) {
+  ubatch = std::clamp<int64_t>(ubatch, 1, token_bound_);
+  if (batch <= 0) batch = std::max<int64_t>(n, 1);
   const std::vector<int64_t> tokens = random_tokens(n);
   const auto t0 = std::chrono::steady_clock::now();
-  for (int64_t i = 0; i < n; i += batch)
-    LLMPACK_RETURN_IF_ERROR(forward_chunk(tokens, i, std::min(batch, n - i), start + i));
+  for (int64_t piece = 0; piece < n; piece += batch) {
+    const int64_t piece_end = std::min(piece + batch, n);
+    for (int64_t i = piece; i < piece_end; i += ubatch)
+      LLMPACK_RETURN_IF_ERROR(forward_chunk(tokens, i, std::min(ubatch, piece_end - i), start + i));
+  }
   return elapsed_ns(t0);
 }
 

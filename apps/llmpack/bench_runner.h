@@ -40,9 +40,12 @@ class BenchRunner {
   // first tg32 at depth 4096 on the 1B shape). That row is written again by
   // the tests before anything reads it.
   Status fill_context(int64_t depth, int64_t test_tokens);
-  // Prefill of n tokens in chunks of at most `batch` (<= B); includes picking
+  // Prefill of n tokens in chunks of at most `ubatch` (<= B); includes picking
   // the first token (argmax of the last logits), so it is a time to first token.
-  Result<int64_t> prompt_ns(int64_t n, int64_t batch, int64_t start = 0);
+  // With `batch` > 0 the prompt is first cut into pieces of `batch` tokens,
+  // each chunked on its own, as llama.cpp splits a logical batch (-b) into
+  // physical ones (-ub): -b 6 -ub 4 sends a prompt of 16 as 4, 2, 4, 2, 4.
+  Result<int64_t> prompt_ns(int64_t n, int64_t ubatch, int64_t start = 0, int64_t batch = 0);
   Result<int64_t> generate_ns(int64_t n, int64_t start = 0);
 
  private:

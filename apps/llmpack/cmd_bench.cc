@@ -29,6 +29,7 @@ struct BenchOptions {
   std::vector<int64_t> gens = {128};
   std::vector<int64_t> depths = {0};
   std::vector<PromptGenPair> prompt_gens;  // -pg
+  std::vector<int64_t> batches;            // -b; empty: the whole prompt handed over at once
   std::vector<int64_t> ubatches;           // -ub; empty: one chunk of up to B tokens
   std::vector<int64_t> threads;
   int repetitions = 5;
@@ -155,14 +156,14 @@ std::string kernel_path_note(const std::string& avx512_decode) {
 // Prints as results arrive (md, csv) or all at the end (json).
 class Output {
  public:
-  // ubatch_column: -ub was given, so the table says each test's chunk.
-  Output(std::string format, bool ubatch_column) : format_(std::move(format)), ubatch_column_(ubatch_column) {}
+  // columns: -b and -ub were given, so the table says each test's split.
+  Output(std::string format, TableColumns columns) : format_(std::move(format)), columns_(columns) {}
   void add(const BenchRecord& r) {
-    if (!begun_ && format_ == "md") emit(markdown_header(ubatch_column_));
+    if (!begun_ && format_ == "md") emit(markdown_header(columns_));
     if (!begun_ && format_ == "csv") emit(csv_header());
     if (!begun_ && format_ == "sql") emit(sql_create_table(r));
     begun_ = true;
-    if (format_ == "md") emit(markdown_row(r, ubatch_column_));
+    if (format_ == "md") emit(markdown_row(r, columns_));
     if (format_ == "csv") emit(csv_row(r));
     if (format_ == "json") json_.push_back(json_record(r));
     if (format_ == "jsonl") emit(json_record(r).dump() + "\n");  // one record a line, as it arrives
@@ -181,7 +182,7 @@ class Output {
     std::fflush(stdout);
   }
   std::string format_;
-  bool ubatch_column_;
+  TableColumns columns_;
   nlohmann::ordered_json json_ = nlohmann::ordered_json::array();
   std::string notes_;
   bool begun_ = false;  // the header waits for the first result, so errors print alone
@@ -339,12 +340,28 @@ int64_t longest_test(const BenchOptions& o) {
   return n;
 }
 
-// Tokens per prefill call: each -ub (at most the token bound B), else B.
-std::vector<int64_t> prefill_chunks(const BenchOptions& o, int64_t bound) {
-  if (o.ubatches.empty()) return {bound};
-  std::vector<int64_t> chunks;
-  for (int64_t ub : o.ubatches) chunks.push_back(std::min(ub, bound));
-  return chunks;
+// How a pp or -pg test hands its prompt to forward: pieces of `batch`
+// tokens (-b; 0: the whole prompt), each sent in calls of `ubatch` tokens.
+struct PrefillSplit {
+  int64_t batch = 0;
+  int64_t ubatch = 1;
+  // The record's n_batch and n_ubatch for a prompt of p tokens.
+  void describe(BenchRecord& r, int64_t p) const {
+    r.n_ubatch = std::min(ubatch, p);
+    r.n_batch = batch > 0 ? std::min(batch, p) : r.n_ubatch;
+  }
+};
+
+// Each -b with each -ub, in llama-bench's order. A call takes at most the
+// token bound B (-ub's default), and no more than its batch: llama.cpp
+// lowers n_ubatch to n_batch the same way.
+std::vector<PrefillSplit> prefill_splits(const BenchOptions& o, int64_t bound) {
+  const std::vector<int64_t> batches = o.batches.empty() ? std::vector<int64_t>{0} : o.batches;
+  const std::vector<int64_t> ubatches = o.ubatches.empty() ? std::vector<int64_t>{bound} : o.ubatches;
+  std::vector<PrefillSplit> splits;
+  for (int64_t b : batches)
+    for (int64_t ub : ubatches) splits.push_back({b, std::min({ub, bound, b > 0 ? b : bound})});
+  return splits;
 }
 
 // What the tests of one model at one thread count share.
@@ -361,13 +378,14 @@ struct TestBench {
 // generated after it, timed as one test as llama-bench times them.
 Status run_prompt_tests(TestBench& t, const std::string& at) {
   const int64_t d = t.base.n_depth;
-  for (int64_t chunk : prefill_chunks(t.o, t.runner.token_bound())) {
+  for (const PrefillSplit& split : prefill_splits(t.o, t.runner.token_bound())) {
     for (int64_t p : t.o.prompts) {
       if (p == 0) continue;  // -p 0: generation tests only, as in llama-bench
       BenchRecord r = t.base;
-      r.test = "pp" + std::to_string(p) + at, r.n_prompt = p, r.n_batch = std::min(chunk, p);
+      r.test = "pp" + std::to_string(p) + at, r.n_prompt = p;
+      split.describe(r, p);
       t.stages.begin();
-      LLMPACK_ASSIGN_OR_RETURN(r, repeat(t.o, r, [&] { return t.runner.prompt_ns(p, chunk, d); }));
+      LLMPACK_ASSIGN_OR_RETURN(r, repeat(t.o, r, [&] { return t.runner.prompt_ns(p, split.ubatch, d, split.batch); }));
       t.out.add(r);
       note_peak_fraction(r, t.peaks, t.out);
       t.stages.end(r, t.out);
@@ -375,10 +393,11 @@ Status run_prompt_tests(TestBench& t, const std::string& at) {
     for (const auto& pg : t.o.prompt_gens) {
       BenchRecord r = t.base;
       r.test = "pp" + std::to_string(pg.prompt) + "+tg" + std::to_string(pg.gen) + at;
-      r.n_prompt = pg.prompt, r.n_gen = pg.gen, r.n_batch = std::min(chunk, pg.prompt);
+      r.n_prompt = pg.prompt, r.n_gen = pg.gen;
+      split.describe(r, pg.prompt);
       t.stages.begin();
       LLMPACK_ASSIGN_OR_RETURN(r, repeat(t.o, r, [&]() -> Result<int64_t> {
-                                 LLMPACK_ASSIGN_OR_RETURN(int64_t prompt, t.runner.prompt_ns(pg.prompt, chunk, d));
+                                 LLMPACK_ASSIGN_OR_RETURN(int64_t prompt, t.runner.prompt_ns(pg.prompt, split.ubatch, d, split.batch));
                                  LLMPACK_ASSIGN_OR_RETURN(int64_t gen, t.runner.generate_ns(pg.gen, d + pg.prompt));
                                  return prompt + gen;
                                }));
@@ -395,7 +414,7 @@ Status run_generation_tests(TestBench& t, const std::string& at, const DecodeRea
   for (int64_t n : t.o.gens) {
     if (n == 0) continue;  // -n 0: prompt tests only, as in llama-bench
     BenchRecord r = t.base;
-    r.test = "tg" + std::to_string(n) + at, r.n_gen = n, r.n_batch = 1;
+    r.test = "tg" + std::to_string(n) + at, r.n_gen = n, r.n_batch = r.n_ubatch = 1;
     t.stages.begin();
     // The bound counts the weights only: at a depth, decode also reads the
     // cache, so no share is given there.
@@ -420,7 +439,8 @@ Status run_ttft_tests(TestBench& t) {
   batched.n_depth = single.n_depth = 0;
   batched.test = single.test = "ttft" + std::to_string(n);
   batched.n_prompt = single.n_prompt = n;
-  batched.n_batch = std::min(b, n), single.n_batch = 1;
+  batched.n_batch = batched.n_ubatch = std::min(b, n);
+  single.n_batch = single.n_ubatch = 1;
   LLMPACK_ASSIGN_OR_RETURN(batched, repeat(t.o, batched, [&] { return t.runner.prompt_ns(n, b); }));
   t.out.add(batched);
   LLMPACK_ASSIGN_OR_RETURN(single, repeat(t.o, single, [&] { return t.runner.prompt_ns(n, 1); }));
@@ -551,7 +571,7 @@ int execute(const BenchOptions& o) {
   const auto kv_dtype = parse_kv_dtype(*kv_name);
   const char* kv_flag = !o.kv_dtype.empty() ? "--kv_dtype" : !o.cache_type_k.empty() ? "-ctk" : "-ctv";
   if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context(kv_flag));
-  Output out(o.output, !o.ubatches.empty());
+  Output out(o.output, TableColumns{!o.batches.empty(), !o.ubatches.empty()});
   out.note(build_line());
   out.note(kernel_path_note(o.avx512_decode));
   if (auto note = float_decode_prefetch_note(o.float_decode_prefetch); !note.empty()) out.note(note);
@@ -624,6 +644,10 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
          "-pg PP,TG: a prompt of PP tokens then TG generated ones, timed as one test named ppPP+tgTG "
          "(llama-bench's -pg; t/s counts both); repeatable")
       ->type_name("PP,TG");
+  add_list_option(*cmd, "-b,--batch-size", "-b", o->batches, 1,
+                  "Tokens handed over at once, comma-separated (llama-bench's -b): a pp or -pg test sends its prompt "
+                  "in pieces of this many tokens, each in calls of -ub tokens (at most -b); each test runs at each "
+                  "(default: the whole prompt at once)");
   add_list_option(*cmd, "--ubatch-size", "-ub", o->ubatches, 1,
                   "-ub N: tokens per prefill call, comma-separated (llama-bench's -ub); each pp and -pg test runs at "
                   "each, capped at the model's token bound (default: the whole prompt in one call, up to the bound)");

@@ -1,5 +1,5 @@
 // `llmpack bench` with the llama-bench flags its users' scripts pass beyond
-// -m -p -n -r -t -o: the range syntax of the numeric lists, -pg, -ub, -ctk /
+// -m -p -n -r -t -o: the range syntax of the numeric lists, -pg, -b, -ub, -ctk /
 // -ctv, -ngl, --progress, and the build fields of the JSON. Synthetic models
 // cut to one layer and a small vocabulary, as in bench_test.cc.
 #include <gtest/gtest.h>
@@ -7,6 +7,7 @@
 #include <chrono>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/cli_runner.h"
@@ -171,6 +172,37 @@ TEST(BenchLlamaFlags, UbatchSetsTokensPerPrefillCall) {
   EXPECT_NE(md.out.find("| 2 | 4 | pp16 |"), std::string::npos) << md.out;
   auto plain = bench(kSmall + "-p 16 -n 0");
   EXPECT_EQ(plain.out.find("n_ubatch"), std::string::npos) << plain.out;
+  EXPECT_EQ(plain.out.find("n_batch"), std::string::npos) << plain.out;
+}
+
+// -b: the prompt handed over in pieces of -b tokens, each sent in calls of
+// -ub tokens, as llama.cpp splits a logical batch into physical ones; -ub
+// above -b is lowered to it. Every -b runs with every -ub.
+TEST(BenchLlamaFlags, BatchCutsThePromptBeforeUbatch) {
+  auto r = bench(kSmall + "-p 16 -n 1 -b 8,6 -ub 4,32 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(test_names(r), (std::vector<std::string>{"pp16", "pp16", "pp16", "pp16", "tg1"}));
+  const int batches[] = {8, 8, 6, 6, 1}, ubatches[] = {4, 8, 4, 6, 1};
+  for (size_t i = 0; i < json.size() && i < 5; ++i) {
+    EXPECT_EQ(json[i]["n_batch"], batches[i]) << json[i];
+    EXPECT_EQ(json[i]["n_ubatch"], ubatches[i]) << json[i];
+  }
+  // The calls, counted by --profile: 16 tokens as 8 + 8, each as 4 + 4;
+  // as 6 + 6 + 4, each as 4 + 2, 4 + 2 and 4 (llama.cpp's order too).
+  const std::pair<std::string, int> calls[] = {{"-b 8 -ub 4", 4}, {"-b 6 -ub 4", 5}, {"-b 6", 3}, {"-b 32 -ub 4", 4}};
+  for (const auto& [flags, n] : calls) {
+    auto md = bench(kSmall + "-p 16 -n 0 --profile " + flags);
+    ASSERT_EQ(md.exit_code, 0) << flags << ": " << md.err;
+    EXPECT_NE(md.out.find("a repetition, in " + std::to_string(n) + " forward calls)"), std::string::npos)
+        << flags << ": " << md.out;
+  }
+  auto md = bench(kSmall + "-p 16 -n 0 -b 6 -ub 4");
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| threads | n_batch | n_ubatch | test | t/s |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| 2 | 6 | 4 | pp16 |"), std::string::npos) << md.out;
+  auto only_b = bench(kSmall + "-p 16 -n 0 -b 6");
+  EXPECT_NE(only_b.out.find("| threads | n_batch | test | t/s |"), std::string::npos) << only_b.out;
 }
 
 // -ctk / -ctv (also as -ctk=TYPE) choose the cache type; llmpack's cache has
@@ -253,14 +285,13 @@ TEST(BenchLlamaFlags, BadListsAndPairsGiveOneLine) {
       {"-p 1-2000", 2, "-p: '1-2000': the list holds more than 1000 values"},
       {"-t 0-2", 2, "-t: '0-2': 0 is outside 1 to 1024"},
       {"-ub 0", 2, "-ub: '0': 0 is outside 1 to 1048576"},
+      {"-b 0", 2, "-b: '0': 0 is outside 1 to 1048576"},
       {"-pg 8", 2, "-pg: expected PROMPT,GEN (two token counts, such as 512,128), got '8'"},
       {"-pg 0,4", 2, "-pg: both token counts must be from 1 to 1048576, got '0,4'"},
       {"-ctk f8", 1, "-ctk: KV cache dtype 'f8' is unknown"},
       {"-p 0 -n 0", 1, "nothing to measure: -p and -n are all 0 and no -pg or --ttft was given"},
       // llama-bench's flags that have no counterpart here: named, with the reason
       {"-fa 1", 2, "-fa is a llama-bench flag that llmpack bench does not take: llmpack has one attention path"},
-      {"-b 512", 2, "-b is a llama-bench flag that llmpack bench does not take: llmpack's forward has one batch "
-                    "size, the tokens of a call: give it with -ub"},
       {"-mmp=0", 2, "-mmp is a llama-bench flag that llmpack bench does not take: llmpack always maps"},
       {"--numa distribute", 2, "--numa is a llama-bench flag that llmpack bench does not take"},
       {"-sm none", 2, "-sm is a llama-bench flag that llmpack bench does not take: llmpack has no GPU path yet"},
