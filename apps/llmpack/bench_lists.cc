@@ -92,7 +92,8 @@ Result<PromptGenPair> parse_prompt_gen_pair(const std::string& text) {
 std::vector<std::string> with_bench_long_names(const std::vector<std::string>& args) {
   static const std::pair<std::string, std::string> kAliases[] = {
       {"-pg", "--pg"},           {"-ub", "--ubatch-size"},  {"-ctk", "--cache-type-k"},
-      {"-ctv", "--cache-type-v"}, {"-ngl", "--n-gpu-layers"},
+      {"-ctv", "--cache-type-v"}, {"-ngl", "--n-gpu-layers"},  {"-fa", "--flash-attn"},
+      {"-mmp", "--mmap"},         {"-lm", "--load-mode"},
   };
   std::vector<std::string> out = args;
   for (auto arg = out.begin() + bench_arguments_begin(out); arg != out.end(); ++arg) {
@@ -108,9 +109,6 @@ std::string llama_bench_flag_not_taken(const std::vector<std::string>& args) {
   static const char kNoGpu[] = "llmpack has no GPU path yet; every layer runs on the CPU";
   static const char kPlacement[] = "llmpack leaves thread placement and priority to the OS";
   static const std::pair<std::vector<std::string>, std::string> kNotTaken[] = {
-      {{"-fa", "--flash-attn"}, "llmpack has one attention path, tiled over the KV cache, and nothing to switch"},
-      {{"-mmp", "--mmap", "-lm", "--load-mode"},
-       "llmpack always maps the model file (weights are not copied)"},
       {{"-sm", "--split-mode", "-mg", "--main-gpu", "-ts", "--tensor-split", "-dev", "--device", "-nkvo",
         "--no-kv-offload", "-ncmoe", "--n-cpu-moe", "-ot", "--override-tensor", "-nopo", "--no-op-offload",
         "--no-host", "--list-devices", "-fitt", "--fit-target", "-fitc", "--fit-ctx"},

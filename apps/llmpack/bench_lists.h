@@ -34,12 +34,12 @@ Result<PromptGenPair> parse_prompt_gen_pair(const std::string& text);
 // The arguments with llama-bench's one-dash names of several letters turned
 // into the long names llmpack declares (-pg -> --pg, -ub -> --ubatch-size,
 // -ctk -> --cache-type-k, -ctv -> --cache-type-v, -ngl -> --n-gpu-layers,
-// each also in its -name=value form); only when the subcommand (the first
+// -fa -> --flash-attn, -mmp -> --mmap, -lm -> --load-mode, each also in its -name=value form); only when the subcommand (the first
 // argument that is not an option) is `bench`, and only whole arguments.
 std::vector<std::string> with_bench_long_names(const std::vector<std::string>& args);
 
 // For a `bench` command line holding a llama-bench flag that llmpack does not
-// take (-fa, -b, -mmp, -sm, --numa, ...): one line that names it and says
+// take (-sm, --numa, -hf, ...): one line that names it and says
 // why; "" when there is none.
 std::string llama_bench_flag_not_taken(const std::vector<std::string>& args);
 

@@ -612,6 +612,21 @@ CLI::Option* add_list_option(CLI::App& cmd, const std::string& names, const std:
   return cmd.add_option_function<std::vector<std::string>>(names, parse, help)->delimiter(',')->type_name("LIST");
 }
 
+// llama-bench's -fa, -mmp and -lm: each value must name what llmpack does
+// anyway (its only attention path, its only way to load), else the flag is
+// refused with `why` (llama-bench runs every value of a list, so one that
+// llmpack cannot run refuses the whole list).
+CLI::Option* add_fixed_choice_option(CLI::App& cmd, const std::string& name, const std::string& shown,
+                                     std::vector<std::string> accepted, const std::string& why,
+                                     const std::string& help) {
+  auto check = [flag = shown, accepted = std::move(accepted), why](const std::vector<std::string>& values) {
+    for (const auto& v : values)
+      if (std::find(accepted.begin(), accepted.end(), v) == accepted.end())
+        throw CLI::ValidationError(flag, "'" + v + "': " + why);
+  };
+  return cmd.add_option_function<std::vector<std::string>>(name, check, help)->delimiter(',')->type_name("LIST");
+}
+
 }  // namespace
 
 void register_bench(CLI::App& app, std::function<int()>& action) {
@@ -691,6 +706,19 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
   add_list_option(*cmd, "--n-gpu-layers", "-ngl", o->gpu_layers, 0,
                   "-ngl N: accepted from llama-bench's commands with a notice: llmpack runs every layer on the CPU",
                   1 << 20);
+  add_fixed_choice_option(*cmd, "--flash-attn", "-fa", {"1", "on", "auto"},
+                          "llmpack's attention is always one fused kernel over the KV cache (prefill: blocks of "
+                          "keys with a running softmax, as flash attention) and has no other path: give 1, on or auto",
+                          "-fa 1|on|auto: accepted from llama-bench's commands: llmpack's attention is always one "
+                          "fused kernel (flash attention in prefill); 0 or off is refused");
+  add_fixed_choice_option(*cmd, "--mmap", "-mmp", {"1"},
+                          "llmpack always maps the model file (weights are not copied): give 1",
+                          "-mmp 1: accepted from llama-bench's commands (llmpack always maps the model file); 0 is "
+                          "refused");
+  add_fixed_choice_option(*cmd, "--load-mode", "-lm", {"auto", "mmap"},
+                          "llmpack always maps the model file (weights are not copied): give auto or mmap",
+                          "-lm auto|mmap: accepted from llama-bench's commands (llmpack always maps the model file); "
+                          "other modes are refused");
   cmd->add_flag("--progress", o->progress, "Say on stderr what runs next (each test's repetitions)");
   cmd->add_flag("--no-warmup", o->no_warmup,
                 "Skip the untimed prefill and decode step before a model's tests (its first repetitions then pay "

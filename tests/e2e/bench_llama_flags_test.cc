@@ -205,6 +205,19 @@ TEST(BenchLlamaFlags, BatchCutsThePromptBeforeUbatch) {
   EXPECT_NE(only_b.out.find("| threads | n_batch | test | t/s |"), std::string::npos) << only_b.out;
 }
 
+// -fa, -mmp and -lm with the values that name what llmpack does anyway
+// (a fused attention kernel, a mapped file) run as without them; other values are
+// refused (BadListsAndPairsGiveOneLine).
+TEST(BenchLlamaFlags, FlagsNamingWhatLlmpackDoesAnywayAreAccepted) {
+  auto plain = bench(kSmall + "-p 4 -n 1 -o json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  for (const std::string flags : {"-fa 1", "-fa on,auto", "-fa=1 -mmp 1", "-mmp=1 -lm mmap", "-lm auto"}) {
+    auto r = bench(kSmall + "-p 4 -n 1 -o json " + flags);
+    ASSERT_EQ(r.exit_code, 0) << flags << ": " << r.err;
+    EXPECT_EQ(test_names(r), test_names(plain)) << flags;
+  }
+}
+
 // -ctk / -ctv (also as -ctk=TYPE) choose the cache type; llmpack's cache has
 // one type for keys and values, so flags that disagree are refused.
 TEST(BenchLlamaFlags, CacheTypeFlagsAgreeOrAreRefused) {
@@ -291,8 +304,10 @@ TEST(BenchLlamaFlags, BadListsAndPairsGiveOneLine) {
       {"-ctk f8", 1, "-ctk: KV cache dtype 'f8' is unknown"},
       {"-p 0 -n 0", 1, "nothing to measure: -p and -n are all 0 and no -pg or --ttft was given"},
       // llama-bench's flags that have no counterpart here: named, with the reason
-      {"-fa 1", 2, "-fa is a llama-bench flag that llmpack bench does not take: llmpack has one attention path"},
-      {"-mmp=0", 2, "-mmp is a llama-bench flag that llmpack bench does not take: llmpack always maps"},
+      {"-fa off", 2, "-fa: 'off': llmpack's attention is always one fused kernel over the KV cache"},
+      {"-fa 1,0", 2, "-fa: '0': llmpack's attention is always one fused kernel"},
+      {"-mmp=0", 2, "-mmp: '0': llmpack always maps the model file"},
+      {"-lm dio", 2, "-lm: 'dio': llmpack always maps the model file"},
       {"--numa distribute", 2, "--numa is a llama-bench flag that llmpack bench does not take"},
       {"-sm none", 2, "-sm is a llama-bench flag that llmpack bench does not take: llmpack has no GPU path yet"},
   };
