@@ -39,6 +39,7 @@ struct BenchOptions {
   int64_t synthetic_vocab = 0;
   uint64_t seed = 1;
   bool bandwidth = false;
+  int64_t bandwidth_mib = 1024;  // --bandwidth's sums (tests make them smaller)
   std::string save_path;
   std::string kernel_path;  // empty: the best the CPU supports
   std::string avx512_decode = "auto";
@@ -264,10 +265,11 @@ class StageNotes {
 struct DecodeReads {
   std::vector<ReadRange> ranges;
   uint64_t per_token = 0;
+  uint64_t pass_bytes = uint64_t{1} << 30;
   // The rate a plain sum reads them at: best of 3 passes of at least 1 GiB
   // (a small model's weights are read over again within a pass, so no pass is
   // a few milliseconds that a quiet instant could flatter).
-  double read_rate(int threads) const { return measure_ranges_read_rate(ranges, threads, 3, uint64_t{1} << 30); }
+  double read_rate(int threads) const { return measure_ranges_read_rate(ranges, threads, 3, pass_bytes); }
 };
 
 // The tg bound measured again just before each repetition, so that a test and
@@ -494,13 +496,18 @@ int save_synthetic(const BenchOptions& o, const BenchModelSource& source) {
   return 0;
 }
 
+// "1 GiB", "64 MiB": the size of --bandwidth's sums.
+std::string mib_text(int64_t mib) {
+  return mib % 1024 == 0 ? std::to_string(mib / 1024) + " GiB" : std::to_string(mib) + " MiB";
+}
+
 // --bandwidth: the machine's read bandwidth for each thread count.
-void note_read_bandwidth(const std::vector<int>& threads, Output& out) {
+void note_read_bandwidth(const std::vector<int>& threads, int64_t mib, Output& out) {
   for (int t : threads) {
-    const double bandwidth = measure_read_bandwidth(uint64_t{1} << 30, t, 5);
+    const double bandwidth = measure_read_bandwidth(static_cast<uint64_t>(mib) << 20, t, 5);
     char line[128];
-    std::snprintf(line, sizeof(line), "memory read bandwidth (sum over 1 GiB), %d threads: %.1f GB/s", t,
-                  bandwidth / 1e9);
+    std::snprintf(line, sizeof(line), "memory read bandwidth (sum over %s), %d threads: %.1f GB/s",
+                  mib_text(mib).c_str(), t, bandwidth / 1e9);
     out.note(line);
   }
 }
@@ -531,18 +538,19 @@ PeakByThreads note_compute_peaks(const std::vector<int>& threads, Output& out) {
 // the very bytes decode reads, through the same mappings: fresh anonymous
 // memory sits in 4 KiB pages, a model file's page cache mostly in 2 MiB
 // ones, and that alone moves the rate.
-DecodeReads note_decode_bound(const BenchModel& model, int threads, Output& out) {
-  const double fresh = measure_read_bandwidth(uint64_t{1} << 30, threads, 3);
+DecodeReads note_decode_bound(const BenchModel& model, int threads, int64_t mib, Output& out) {
+  const double fresh = measure_read_bandwidth(static_cast<uint64_t>(mib) << 20, threads, 3);
   DecodeReads reads;
+  reads.pass_bytes = static_cast<uint64_t>(mib) << 20;
   reads.ranges = decode_weight_ranges(model);
   for (const auto& r : reads.ranges) reads.per_token += r.bytes;
   const double own = reads.read_rate(threads);
   char line[256];
   std::snprintf(line, sizeof(line),
                 "%s: tg bound %.1f t/s (%.1f GB/s reading its %.1f MB of weights a token, just before; "
-                "1 GiB of fresh memory: %.1f GB/s)",
+                "%s of fresh memory: %.1f GB/s)",
                 model.display.c_str(), own / static_cast<double>(reads.per_token), own / 1e9,
-                static_cast<double>(reads.per_token) / 1e6, fresh / 1e9);
+                static_cast<double>(reads.per_token) / 1e6, mib_text(mib).c_str(), fresh / 1e9);
   out.note(line);
   return reads;
 }
@@ -578,7 +586,7 @@ int execute(const BenchOptions& o) {
   out.note(regroup_note(o.regroup));
   out.note("kv cache: " + *kv_name + " keys and values");
   if (auto note = gpu_layers_note(o); !note.empty()) out.note(note);
-  if (o.bandwidth) note_read_bandwidth(threads, out);
+  if (o.bandwidth) note_read_bandwidth(threads, o.bandwidth_mib, out);
   const PeakByThreads peaks = o.peak ? note_compute_peaks(threads, out) : PeakByThreads{};
   for (const auto& source : *sources) {
     for (int t : threads) {
@@ -588,7 +596,7 @@ int execute(const BenchOptions& o) {
       std::snprintf(line, sizeof(line), "%s: %s in %.1f ms", model->display.c_str(),
                     source.is_synthetic() ? "built" : "loaded", model->load_ms);
       out.note(line);
-      const DecodeReads reads = o.bandwidth ? note_decode_bound(*model, t, out) : DecodeReads{};
+      const DecodeReads reads = o.bandwidth ? note_decode_bound(*model, t, o.bandwidth_mib, out) : DecodeReads{};
       if (auto status = run_tests(o, *model, t, peaks, o.bandwidth ? &reads : nullptr, out); !status.ok())
         return fail(status.with_context(model->display));
     }
@@ -729,6 +737,9 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens");
   cmd->add_option("--synthetic_layers", o->synthetic_layers, "Layers of synthetic models (tests)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}))
+      ->group("");
+  cmd->add_option("--bandwidth_mib", o->bandwidth_mib, "MiB of each --bandwidth sum (tests; default 1024)")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->group("");
   cmd->add_option("--synthetic_vocab", o->synthetic_vocab, "Vocabulary of synthetic models (tests)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24))
