@@ -30,6 +30,16 @@ std::vector<std::string> test_names(const Outcome& r) {
   return names;
 }
 
+// Each record's n_batch and n_ubatch, in order.
+void expect_batch_fields(const nlohmann::json& records, const std::vector<int>& batches,
+                         const std::vector<int>& ubatches) {
+  ASSERT_EQ(records.size(), batches.size()) << records;
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i]["n_batch"], batches[i]) << records[i];
+    EXPECT_EQ(records[i]["n_ubatch"], ubatches[i]) << records[i];
+  }
+}
+
 // llama-bench's FIRST-LAST, FIRST-LAST+STEP and FIRST-LAST*FACTOR items,
 // mixed with plain numbers, in the order given.
 TEST(BenchLlamaFlags, NumericListsTakeLlamaBenchRanges) {
@@ -159,11 +169,7 @@ TEST(BenchLlamaFlags, UbatchSetsTokensPerPrefillCall) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto json = nlohmann::json::parse(r.out);
   EXPECT_EQ(test_names(r), (std::vector<std::string>{"pp16", "pp12+tg1", "pp16", "pp12+tg1", "tg2"}));
-  const int chunks[] = {4, 4, 16, 12, 1};
-  for (size_t i = 0; i < json.size() && i < 5; ++i) {
-    EXPECT_EQ(json[i]["n_batch"], chunks[i]) << json[i];
-    EXPECT_EQ(json[i]["n_ubatch"], chunks[i]) << json[i];
-  }
+  expect_batch_fields(json, {4, 4, 16, 12, 1}, {4, 4, 16, 12, 1});
   // The calls themselves, counted by --profile: a prompt of 16 in chunks of 4.
   auto md = bench(kSmall + "-p 16 -n 0 -ub 4 --profile");
   ASSERT_EQ(md.exit_code, 0) << md.err;
@@ -183,11 +189,7 @@ TEST(BenchLlamaFlags, BatchCutsThePromptBeforeUbatch) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto json = nlohmann::json::parse(r.out);
   EXPECT_EQ(test_names(r), (std::vector<std::string>{"pp16", "pp16", "pp16", "pp16", "tg1"}));
-  const int batches[] = {8, 8, 6, 6, 1}, ubatches[] = {4, 8, 4, 6, 1};
-  for (size_t i = 0; i < json.size() && i < 5; ++i) {
-    EXPECT_EQ(json[i]["n_batch"], batches[i]) << json[i];
-    EXPECT_EQ(json[i]["n_ubatch"], ubatches[i]) << json[i];
-  }
+  expect_batch_fields(json, {8, 8, 6, 6, 1}, {4, 8, 4, 6, 1});
   // The calls, counted by --profile: 16 tokens as 8 + 8, each as 4 + 4;
   // as 6 + 6 + 4, each as 4 + 2, 4 + 2 and 4 (llama.cpp's order too).
   const std::pair<std::string, int> calls[] = {{"-b 8 -ub 4", 4}, {"-b 6 -ub 4", 5}, {"-b 6", 3}, {"-b 32 -ub 4", 4}};
