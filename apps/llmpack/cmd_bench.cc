@@ -381,13 +381,14 @@ struct TestBench {
 Status run_prompt_tests(TestBench& t, const std::string& at) {
   const int64_t d = t.base.n_depth;
   for (const PrefillSplit& split : prefill_splits(t.o, t.runner.token_bound())) {
+    const auto prompt_ns = [&](int64_t n) { return t.runner.prompt_ns(n, split.ubatch, d, split.batch); };
     for (int64_t p : t.o.prompts) {
       if (p == 0) continue;  // -p 0: generation tests only, as in llama-bench
       BenchRecord r = t.base;
       r.test = "pp" + std::to_string(p) + at, r.n_prompt = p;
       split.describe(r, p);
       t.stages.begin();
-      LLMPACK_ASSIGN_OR_RETURN(r, repeat(t.o, r, [&] { return t.runner.prompt_ns(p, split.ubatch, d, split.batch); }));
+      LLMPACK_ASSIGN_OR_RETURN(r, repeat(t.o, r, [&] { return prompt_ns(p); }));
       t.out.add(r);
       note_peak_fraction(r, t.peaks, t.out);
       t.stages.end(r, t.out);
@@ -399,7 +400,7 @@ Status run_prompt_tests(TestBench& t, const std::string& at) {
       split.describe(r, pg.prompt);
       t.stages.begin();
       LLMPACK_ASSIGN_OR_RETURN(r, repeat(t.o, r, [&]() -> Result<int64_t> {
-                                 LLMPACK_ASSIGN_OR_RETURN(int64_t prompt, t.runner.prompt_ns(pg.prompt, split.ubatch, d, split.batch));
+                                 LLMPACK_ASSIGN_OR_RETURN(int64_t prompt, prompt_ns(pg.prompt));
                                  LLMPACK_ASSIGN_OR_RETURN(int64_t gen, t.runner.generate_ns(pg.gen, d + pg.prompt));
                                  return prompt + gen;
                                }));
