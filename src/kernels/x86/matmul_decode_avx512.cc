@@ -46,8 +46,11 @@ using avx2::ActBlock;
 // the same place in a later tile of rows, at least kMinPrefetchBytes on
 // (a 4-row tile of stories110M's Q4_0 rows is 1.7 KiB, read in less time than
 // a memory access takes; prefetching only 1 KiB on, inside the tile itself,
-// made the 4-row kernel a third slower than streaming one row).
-constexpr int64_t kMinPrefetchBytes = 3072;
+// made the 4-row kernel a third slower than streaming one row). 8 KiB rather
+// than 3 KiB: on a Zen 5 VM whose memory read 34-40 GB/s, decode of 1024- and
+// 768-column rows (Qwen3-0.6B, stories110M) ran 7-13% faster end to end, the
+// 1B shape 2-4% (docs/PERFORMANCE.md section 61); 16 KiB was no better.
+constexpr int64_t kMinPrefetchBytes = 8192;
 constexpr int kTernarySelect = 0xE4;  // vpternlog: c ? a : b, bit by bit
 
 inline void prefetch(const void* p, int64_t bytes, int64_t ahead) {
