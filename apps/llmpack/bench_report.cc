@@ -77,7 +77,8 @@ double BenchRecord::stddev_ts() const { return stddev_of(samples_ts()); }
 std::string markdown_header(TableColumns columns) {
   std::string names = "| model | type | size | params | backend | threads |";
   std::string align = "| --- | --- | ---: | ---: | --- | ---: |";
-  for (const auto& [shown, name] : {std::pair{columns.n_batch, " n_batch |"}, {columns.n_ubatch, " n_ubatch |"}}) {
+  for (const auto& [shown, name] : {std::pair{columns.n_batch, " n_batch |"}, {columns.n_ubatch, " n_ubatch |"},
+                                    {columns.flash_attn, " fa |"}, {columns.load_mode, " lm |"}}) {
     if (!shown) continue;
     names += name;
     align += " ---: |";
@@ -91,16 +92,18 @@ std::string markdown_row(const BenchRecord& r, TableColumns columns) {
                     params_text(m.n_params) + " | CPU | " + std::to_string(r.n_threads) + " | ";
   if (columns.n_batch) row.append(std::to_string(r.n_batch)).append(" | ");
   if (columns.n_ubatch) row.append(std::to_string(r.n_ubatch)).append(" | ");
+  if (columns.flash_attn) row.append(std::to_string(r.flash_attn)).append(" | ");
+  if (columns.load_mode) row.append(r.load_mode).append(" | ");
   return row + r.test + " | " + format("%.2f ± %.2f", r.avg_ts(), r.stddev_ts()) + " |\n";
 }
 
 namespace {
 const char* const kCsvFields[] = {
-    "build_commit", "build_number", "cpu_info", "backends", "model_filename", "model_type", "model_size",
-    "model_n_params", "n_batch", "n_ubatch", "n_threads", "type_k", "type_v", "n_gpu_layers", "n_prompt", "n_gen",
-    "n_depth", "test",
-    "test_time",    "load_time_ms",
-    "avg_ns",       "stddev_ns", "avg_ts",    "stddev_ts",      "samples_ns", "samples_ts",
+    "build_commit", "build_number", "cpu_info",   "backends",  "model_filename", "model_type",
+    "model_size",   "model_n_params", "n_batch",  "n_ubatch",  "n_threads",      "type_k",
+    "type_v",       "n_gpu_layers", "flash_attn", "load_mode", "n_prompt",       "n_gen",
+    "n_depth",      "test",         "test_time",  "load_time_ms", "avg_ns",      "stddev_ns",
+    "avg_ts",       "stddev_ts",    "samples_ns", "samples_ts",
 };
 }  // namespace
 
@@ -173,6 +176,8 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   j["type_k"] = std::string(kv_dtype_name(m.kv_dtype()));  // one element type for keys and values
   j["type_v"] = std::string(kv_dtype_name(m.kv_dtype()));
   j["n_gpu_layers"] = 0;  // no GPU path yet (-ngl is accepted with a notice)
+  j["flash_attn"] = r.flash_attn;
+  j["load_mode"] = r.load_mode;
   j["n_prompt"] = r.n_prompt;
   j["n_gen"] = r.n_gen;
   j["n_depth"] = r.n_depth;

@@ -22,6 +22,8 @@ struct BenchRecord {
   int64_t n_depth = 0;        // tokens of context in the KV cache before the test (-d)
   int64_t n_batch = 0;        // tokens handed over at once: -b's batch (capped at the prompt), else n_ubatch
   int64_t n_ubatch = 0;       // tokens per forward call (the prefill chunk; 1 for generation)
+  int flash_attn = -1;        // -fa as llama-bench records it: 1 on, -1 auto (the attention is the same)
+  std::string load_mode = "auto";  // -lm: auto or mmap (the file is mapped either way)
   std::string test_time;      // UTC, ISO 8601, when the test started
   std::vector<int64_t> samples_ns;  // one per repetition
 
@@ -38,10 +40,12 @@ double mean_of(const std::vector<double>& v);
 double stddev_of(const std::vector<double>& v);
 
 // The table's optional columns, shown as llama-bench shows them: where the
-// flag was given (-b: n_batch, -ub: n_ubatch).
+// flag was given (-b: n_batch, -ub: n_ubatch, -fa: fa, -lm: lm).
 struct TableColumns {
   bool n_batch = false;
   bool n_ubatch = false;
+  bool flash_attn = false;
+  bool load_mode = false;
 };
 std::string markdown_header(TableColumns columns);
 std::string markdown_row(const BenchRecord& r, TableColumns columns);

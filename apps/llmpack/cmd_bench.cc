@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "bench_bandwidth.h"
+#include "bench_flags.h"
 #include "bench_lists.h"
 #include "bench_model.h"
 #include "bench_peak.h"
@@ -48,6 +49,9 @@ struct BenchOptions {
   std::string kv_dtype;           // --kv_dtype; empty: -ctk / -ctv, else f16
   std::string cache_type_k, cache_type_v;  // -ctk, -ctv
   std::vector<int64_t> gpu_layers;         // -ngl: accepted with a notice
+  std::vector<std::string> flash_attn;     // -fa 1|on|auto; empty: auto
+  std::vector<std::string> load_modes;     // -lm auto|mmap; empty: auto
+  std::vector<std::string> mmap_values;    // -mmp 1 (older llama-bench's; no field of its own here)
   bool peak = false;
   bool profile = false;
   bool progress = false;
@@ -459,7 +463,25 @@ Status run_ttft_tests(TestBench& t) {
   return ok_status();
 }
 
-// pp, pp+tg, tg and (when asked) time to first token, at each depth.
+// The -fa and -lm values, each pair run in turn as llama-bench runs each value
+// of a list. Every pair runs the same attention kernel over the same mapped
+// file; the records say which was asked for.
+struct AskedModes {
+  int flash_attn;  // 1 on, -1 auto (llama-bench's numbers)
+  std::string load_mode;
+};
+std::vector<AskedModes> asked_modes(const BenchOptions& o) {
+  const auto or_auto = [](const std::vector<std::string>& v) {
+    return v.empty() ? std::vector<std::string>{"auto"} : v;
+  };
+  std::vector<AskedModes> modes;
+  for (const auto& fa : or_auto(o.flash_attn))
+    for (const auto& lm : or_auto(o.load_modes)) modes.push_back({fa == "auto" ? -1 : 1, lm});
+  return modes;
+}
+
+// pp, pp+tg, tg and (when asked) time to first token, at each depth, each
+// test once for each asked -fa / -lm pair.
 Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const PeakByThreads& peaks,
                  const DecodeReads* reads, Output& out) {
   LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
@@ -480,10 +502,18 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const 
     LLMPACK_RETURN_IF_ERROR(runner.fill_context(d, longest_test(o)));
     t.base.n_depth = d;
     const std::string at = d > 0 ? " @ d" + std::to_string(d) : "";  // llama-bench's names
-    LLMPACK_RETURN_IF_ERROR(run_prompt_tests(t, at));
-    LLMPACK_RETURN_IF_ERROR(run_generation_tests(t, at, reads));
+    for (const AskedModes& mode : asked_modes(o)) {
+      t.base.flash_attn = mode.flash_attn, t.base.load_mode = mode.load_mode;
+      LLMPACK_RETURN_IF_ERROR(run_prompt_tests(t, at));
+      LLMPACK_RETURN_IF_ERROR(run_generation_tests(t, at, reads));
+    }
   }
-  return o.ttft == 0 ? ok_status() : run_ttft_tests(t);
+  for (const AskedModes& mode : asked_modes(o)) {
+    if (o.ttft == 0) break;
+    t.base.flash_attn = mode.flash_attn, t.base.load_mode = mode.load_mode;
+    LLMPACK_RETURN_IF_ERROR(run_ttft_tests(t));
+  }
+  return ok_status();
 }
 
 // --save: writes the synthetic model as a package file instead of measuring.
@@ -580,7 +610,8 @@ int execute(const BenchOptions& o) {
   const auto kv_dtype = parse_kv_dtype(*kv_name);
   const char* kv_flag = !o.kv_dtype.empty() ? "--kv_dtype" : !o.cache_type_k.empty() ? "-ctk" : "-ctv";
   if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context(kv_flag));
-  Output out(o.output, TableColumns{!o.batches.empty(), !o.ubatches.empty()});
+  Output out(o.output,
+             TableColumns{!o.batches.empty(), !o.ubatches.empty(), !o.flash_attn.empty(), !o.load_modes.empty()});
   out.note(build_line());
   out.note(kernel_path_note(o.avx512_decode));
   if (auto note = float_decode_prefetch_note(o.float_decode_prefetch); !note.empty()) out.note(note);
@@ -604,36 +635,6 @@ int execute(const BenchOptions& o) {
   }
   out.end();
   return 0;
-}
-
-// A comma-separated list in llama-bench's syntax (bench_lists.h) into `values`;
-// errors name the flag as `shown` (llama-bench's spelling).
-CLI::Option* add_list_option(CLI::App& cmd, const std::string& names, const std::string& shown,
-                             std::vector<int64_t>& values, int64_t min, const std::string& help,
-                             int64_t max = int64_t{1} << 20) {
-  auto parse = [&values, flag = shown, min, max](const std::vector<std::string>& items) {
-    std::string joined;
-    for (const auto& item : items) joined.append(joined.empty() ? "" : ",").append(item);
-    auto expanded = parse_bench_list(joined, min, max);
-    if (!expanded.ok()) throw CLI::ValidationError(flag, expanded.status().message());
-    values = std::move(*expanded);
-  };
-  return cmd.add_option_function<std::vector<std::string>>(names, parse, help)->delimiter(',')->type_name("LIST");
-}
-
-// llama-bench's -fa, -mmp and -lm: each value must name what llmpack does
-// anyway (its only attention path, its only way to load), else the flag is
-// refused with `why` (llama-bench runs every value of a list, so one that
-// llmpack cannot run refuses the whole list).
-CLI::Option* add_fixed_choice_option(CLI::App& cmd, const std::string& name, const std::string& shown,
-                                     std::vector<std::string> accepted, const std::string& why,
-                                     const std::string& help) {
-  auto check = [flag = shown, accepted = std::move(accepted), why](const std::vector<std::string>& values) {
-    for (const auto& v : values)
-      if (std::find(accepted.begin(), accepted.end(), v) == accepted.end())
-        throw CLI::ValidationError(flag, "'" + v + "': " + why);
-  };
-  return cmd.add_option_function<std::vector<std::string>>(name, check, help)->delimiter(',')->type_name("LIST");
 }
 
 }  // namespace
@@ -715,19 +716,21 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
   add_list_option(*cmd, "--n-gpu-layers", "-ngl", o->gpu_layers, 0,
                   "-ngl N: accepted from llama-bench's commands with a notice: llmpack runs every layer on the CPU",
                   1 << 20);
-  add_fixed_choice_option(*cmd, "--flash-attn", "-fa", {"1", "on", "auto"},
+  add_fixed_choice_option(*cmd, "--flash-attn", "-fa", o->flash_attn, {"1", "on", "auto"},
                           "llmpack's attention is always one fused kernel over the KV cache (prefill: blocks of "
                           "keys with a running softmax, as flash attention) and has no other path: give 1, on or auto",
-                          "-fa 1|on|auto: accepted from llama-bench's commands: llmpack's attention is always one "
-                          "fused kernel (flash attention in prefill); 0 or off is refused");
-  add_fixed_choice_option(*cmd, "--mmap", "-mmp", {"1"},
+                          "-fa 1|on|auto, comma-separated: accepted from llama-bench's commands: llmpack's attention "
+                          "is always one fused kernel (flash attention in prefill); each test runs once a value, "
+                          "recorded as flash_attn 1 (1, on) or -1 (auto); 0 or off is refused");
+  add_fixed_choice_option(*cmd, "--mmap", "-mmp", o->mmap_values, {"1"},
                           "llmpack always maps the model file (weights are not copied): give 1",
                           "-mmp 1: accepted from llama-bench's commands (llmpack always maps the model file); 0 is "
                           "refused");
-  add_fixed_choice_option(*cmd, "--load-mode", "-lm", {"auto", "mmap"},
+  add_fixed_choice_option(*cmd, "--load-mode", "-lm", o->load_modes, {"auto", "mmap"},
                           "llmpack always maps the model file (weights are not copied): give auto or mmap",
-                          "-lm auto|mmap: accepted from llama-bench's commands (llmpack always maps the model file); "
-                          "other modes are refused");
+                          "-lm auto|mmap, comma-separated: accepted from llama-bench's commands (llmpack always maps "
+                          "the model file); each test runs once a value, recorded as load_mode; other modes are "
+                          "refused");
   cmd->add_flag("--progress", o->progress, "Say on stderr what runs next (each test's repetitions)");
   cmd->add_flag("--no-warmup", o->no_warmup,
                 "Skip the untimed prefill and decode step before a model's tests (its first repetitions then pay "

@@ -1,6 +1,6 @@
 // `llmpack bench` with the llama-bench flags its users' scripts pass beyond
 // -m -p -n -r -t -o: the range syntax of the numeric lists, -pg, -b, -ub, -ctk /
-// -ctv, -ngl, --progress, and the build fields of the JSON. Synthetic models
+// -ctv, -ngl, -fa, -mmp, -lm, --progress, and the build fields of the JSON. Synthetic models
 // cut to one layer and a small vocabulary, as in bench_test.cc.
 #include <gtest/gtest.h>
 
@@ -105,7 +105,8 @@ TEST(BenchLlamaFlags, SqlCreatesTheTableAndInsertsEachTest) {
   for (const auto& line : inserts) {
     EXPECT_NE(line.find(filename_value), std::string::npos) << line;
     EXPECT_EQ(line.substr(line.size() - 2), ");") << line;
-    EXPECT_NE(line.find(" n_gpu_layers, n_prompt, n_gen, "), std::string::npos) << line;
+    EXPECT_NE(line.find(" n_gpu_layers, flash_attn, load_mode, n_prompt, n_gen, "), std::string::npos) << line;
+    EXPECT_NE(line.find(", 0, -1, 'auto', "), std::string::npos) << "n_gpu_layers, flash_attn, load_mode: " << line;
   }
   EXPECT_NE(inserts[0].find(", 'pp4', "), std::string::npos) << inserts[0];
   EXPECT_NE(inserts[1].find(", 'tg1', "), std::string::npos) << inserts[1];
@@ -208,16 +209,54 @@ TEST(BenchLlamaFlags, BatchCutsThePromptBeforeUbatch) {
 }
 
 // -fa, -mmp and -lm with the values that name what llmpack does anyway
-// (a fused attention kernel, a mapped file) run as without them; other values are
-// refused (BadListsAndPairsGiveOneLine).
+// (a fused attention kernel, a mapped file) run the same tests as without
+// them; other values are refused (BadListsAndPairsGiveOneLine). The records
+// say what was asked, with llama-bench's numbers: flash_attn 1 (1, on) or
+// -1 (auto, also when -fa is not given), load_mode auto or mmap.
 TEST(BenchLlamaFlags, FlagsNamingWhatLlmpackDoesAnywayAreAccepted) {
   auto plain = bench(kSmall + "-p 4 -n 1 -o json");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
-  for (const std::string flags : {"-fa 1", "-fa on,auto", "-fa=1 -mmp 1", "-mmp=1 -lm mmap", "-lm auto"}) {
+  for (const auto& rec : nlohmann::json::parse(plain.out)) {
+    EXPECT_EQ(rec["flash_attn"], -1) << rec;
+    EXPECT_EQ(rec["load_mode"], "auto") << rec;
+  }
+  const std::pair<std::string, int> given[] = {{"-fa 1", 1}, {"-fa on", 1}, {"-fa=1 -mmp 1", 1},
+                                               {"-mmp=1 -lm mmap", -1}, {"-lm auto", -1}};
+  for (const auto& [flags, fa] : given) {
     auto r = bench(kSmall + "-p 4 -n 1 -o json " + flags);
     ASSERT_EQ(r.exit_code, 0) << flags << ": " << r.err;
     EXPECT_EQ(test_names(r), test_names(plain)) << flags;
+    for (const auto& rec : nlohmann::json::parse(r.out)) {
+      EXPECT_EQ(rec["flash_attn"], fa) << flags << ": " << rec;
+      EXPECT_EQ(rec["load_mode"], flags.find("mmap") != std::string::npos ? "mmap" : "auto") << flags << ": " << rec;
+    }
   }
+}
+
+// A list given to -fa or -lm runs every test once for each value (each pair
+// of values when both are lists), as llama-bench runs each value of a list;
+// the table then has llama-bench's fa and lm columns.
+TEST(BenchLlamaFlags, EachFlashAttnAndLoadModeValueRunsTheTests) {
+  auto r = bench(kSmall + "-p 4 -n 1 -fa on,auto -lm mmap,auto -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  EXPECT_EQ(test_names(r), (std::vector<std::string>{"pp4", "tg1", "pp4", "tg1", "pp4", "tg1", "pp4", "tg1"}));
+  const std::vector<std::pair<int, std::string>> modes = {{1, "mmap"}, {1, "auto"}, {-1, "mmap"}, {-1, "auto"}};
+  ASSERT_EQ(json.size(), 2 * modes.size());
+  for (size_t i = 0; i < json.size(); ++i) {
+    EXPECT_EQ(json[i]["flash_attn"], modes[i / 2].first) << json[i];
+    EXPECT_EQ(json[i]["load_mode"], modes[i / 2].second) << json[i];
+  }
+  auto md = bench(kSmall + "-p 4 -n 0 -fa 1 -fa auto");  // repeated, as a list
+  ASSERT_EQ(md.exit_code, 0) << md.err;
+  EXPECT_NE(md.out.find("| threads | fa | test | t/s |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| 2 | 1 | pp4 |"), std::string::npos) << md.out;
+  EXPECT_NE(md.out.find("| 2 | -1 | pp4 |"), std::string::npos) << md.out;
+  auto lm = bench(kSmall + "-p 4 -n 0 -lm mmap");
+  EXPECT_NE(lm.out.find("| threads | lm | test | t/s |"), std::string::npos) << lm.out;
+  EXPECT_NE(lm.out.find("| 2 | mmap | pp4 |"), std::string::npos) << lm.out;
+  auto plain = bench(kSmall + "-p 4 -n 0");
+  EXPECT_EQ(plain.out.find("| fa |"), std::string::npos) << plain.out;
 }
 
 // -ctk / -ctv (also as -ctk=TYPE) choose the cache type; llmpack's cache has
