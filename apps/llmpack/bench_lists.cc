@@ -93,7 +93,7 @@ std::vector<std::string> with_bench_long_names(const std::vector<std::string>& a
   static const std::pair<std::string, std::string> kAliases[] = {
       {"-pg", "--pg"},           {"-ub", "--ubatch-size"},  {"-ctk", "--cache-type-k"},
       {"-ctv", "--cache-type-v"}, {"-ngl", "--n-gpu-layers"},  {"-fa", "--flash-attn"},
-      {"-mmp", "--mmap"},         {"-lm", "--load-mode"},
+      {"-mmp", "--mmap"},         {"-lm", "--load-mode"},      {"-oe", "--output-err"},
   };
   std::vector<std::string> out = args;
   for (auto arg = out.begin() + bench_arguments_begin(out); arg != out.end(); ++arg) {
@@ -117,7 +117,6 @@ std::string llama_bench_flag_not_taken(const std::vector<std::string>& args) {
       {{"-hf", "-hfr", "--hf-repo", "-hff", "--hf-file", "-hft", "--hf-token", "--offline"},
        "llmpack bench downloads nothing: give a model file with -m"},
       {{"-embd", "--embeddings"}, "llmpack bench measures generation, not embeddings"},
-      {{"-oe", "--output-err"}, "the notes go to stderr by themselves with -o csv, json, jsonl or sql"},
   };
   for (auto arg = args.begin() + bench_arguments_begin(args); arg != args.end(); ++arg) {
     const std::string name = arg->substr(0, arg->find('='));

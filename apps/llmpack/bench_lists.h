@@ -34,7 +34,8 @@ Result<PromptGenPair> parse_prompt_gen_pair(const std::string& text);
 // The arguments with llama-bench's one-dash names of several letters turned
 // into the long names llmpack declares (-pg -> --pg, -ub -> --ubatch-size,
 // -ctk -> --cache-type-k, -ctv -> --cache-type-v, -ngl -> --n-gpu-layers,
-// -fa -> --flash-attn, -mmp -> --mmap, -lm -> --load-mode, each also in its -name=value form); only when the subcommand (the first
+// -fa -> --flash-attn, -mmp -> --mmap, -lm -> --load-mode, -oe -> --output-err,
+// each also in its -name=value form); only when the subcommand (the first
 // argument that is not an option) is `bench`, and only whole arguments.
 std::vector<std::string> with_bench_long_names(const std::vector<std::string>& args);
 

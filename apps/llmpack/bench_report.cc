@@ -193,6 +193,46 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   return j;
 }
 
+void RecordPrinter::add(const BenchRecord& r, TableColumns columns) {
+  if (!begun_ && format_ == "md") emit(markdown_header(columns));
+  if (!begun_ && format_ == "csv") emit(csv_header());
+  if (!begun_ && format_ == "sql") emit(sql_create_table(r));
+  begun_ = true;
+  if (format_ == "md") emit(markdown_row(r, columns));
+  if (format_ == "csv") emit(csv_row(r));
+  if (format_ == "json") json_.push_back(json_record(r));
+  if (format_ == "jsonl") emit(json_record(r).dump() + "\n");  // one record a line, as it arrives
+  if (format_ == "sql") emit(sql_insert(r));
+}
+
+void RecordPrinter::end() {
+  if (format_ == "json") emit(json_.dump(2) + "\n");
+}
+
+void RecordPrinter::emit(const std::string& s) const {
+  std::fputs(s.c_str(), stream_);
+  std::fflush(stream_);
+}
+
+BenchOutput::BenchOutput(const std::string& format, const std::string& err_format, TableColumns columns)
+    : columns_(columns) {
+  printers_.emplace_back(format, stdout);
+  if (!err_format.empty() && err_format != "none") printers_.emplace_back(err_format, stderr);
+}
+
+void BenchOutput::add(const BenchRecord& r) {
+  for (auto& p : printers_) p.add(r, columns_);
+}
+
+// An md table is followed by a blank line and the notes, on its own stream.
+void BenchOutput::end() {
+  for (auto& p : printers_) p.end();
+  if (notes_.empty()) return;
+  if (printers_[0].format() == "md") return printers_[0].emit("\n" + notes_);
+  const bool err_table = printers_.size() > 1 && printers_[1].format() == "md";
+  std::fputs(((err_table ? "\n" : "") + notes_).c_str(), stderr);
+}
+
 std::string build_line() {
   return std::string("build: ") + LLMPACK_BUILD_COMMIT + " (" + std::to_string(LLMPACK_BUILD_NUMBER) + ")";
 }

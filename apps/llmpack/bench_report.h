@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,40 @@ nlohmann::ordered_json json_record(const BenchRecord& r);
 // record, for `llmpack bench -o sql | sqlite3 results.sqlite`.
 std::string sql_create_table(const BenchRecord& r);
 std::string sql_insert(const BenchRecord& r);
+
+// One printed form of the records: -o's on stdout, -oe's on stderr. Prints
+// as results arrive (md, csv, jsonl, sql) or all at the end (json).
+class RecordPrinter {
+ public:
+  RecordPrinter(std::string format, std::FILE* stream) : format_(std::move(format)), stream_(stream) {}
+  const std::string& format() const { return format_; }
+  void add(const BenchRecord& r, TableColumns columns);
+  void end();
+  void emit(const std::string& s) const;
+
+ private:
+  std::string format_;
+  std::FILE* stream_;
+  nlohmann::ordered_json json_ = nlohmann::ordered_json::array();
+  bool begun_ = false;  // the header waits for the first result, so errors print alone
+};
+
+// The records in -o's format on stdout and, with -oe, in a second format on
+// stderr (llama-bench's -oe); the notes follow an md table on stdout, else
+// go to stderr after the records.
+class BenchOutput {
+ public:
+  // columns: the flags that give the table a column of their own were given.
+  BenchOutput(const std::string& format, const std::string& err_format, TableColumns columns);
+  void add(const BenchRecord& r);
+  void note(const std::string& line) { notes_ += line + "\n"; }
+  void end();
+
+ private:
+  TableColumns columns_;
+  std::vector<RecordPrinter> printers_;
+  std::string notes_;
+};
 
 // "build: f29ddbb (580)", as llama-bench ends its table: the commit and the
 // number of commits this binary was built from.

@@ -35,6 +35,7 @@ struct BenchOptions {
   std::vector<int64_t> threads;
   int repetitions = 5;
   std::string output = "md";
+  std::string output_err;  // -oe: the records again, in this format, on stderr
   int64_t ttft = 0;
   int64_t synthetic_layers = 0;
   int64_t synthetic_vocab = 0;
@@ -158,41 +159,6 @@ std::string kernel_path_note(const std::string& avx512_decode) {
          ")";
 }
 
-// Prints as results arrive (md, csv) or all at the end (json).
-class Output {
- public:
-  // columns: -b and -ub were given, so the table says each test's split.
-  Output(std::string format, TableColumns columns) : format_(std::move(format)), columns_(columns) {}
-  void add(const BenchRecord& r) {
-    if (!begun_ && format_ == "md") emit(markdown_header(columns_));
-    if (!begun_ && format_ == "csv") emit(csv_header());
-    if (!begun_ && format_ == "sql") emit(sql_create_table(r));
-    begun_ = true;
-    if (format_ == "md") emit(markdown_row(r, columns_));
-    if (format_ == "csv") emit(csv_row(r));
-    if (format_ == "json") json_.push_back(json_record(r));
-    if (format_ == "jsonl") emit(json_record(r).dump() + "\n");  // one record a line, as it arrives
-    if (format_ == "sql") emit(sql_insert(r));
-  }
-  void note(const std::string& line) { notes_ += line + "\n"; }
-  void end() {
-    if (format_ == "json") emit(json_.dump(2) + "\n");
-    if (format_ == "md" && !notes_.empty()) emit("\n" + notes_);
-    else if (!notes_.empty()) std::fputs(notes_.c_str(), stderr);
-  }
-
- private:
-  static void emit(const std::string& s) {
-    std::fputs(s.c_str(), stdout);
-    std::fflush(stdout);
-  }
-  std::string format_;
-  TableColumns columns_;
-  nlohmann::ordered_json json_ = nlohmann::ordered_json::array();
-  std::string notes_;
-  bool begun_ = false;  // the header waits for the first result, so errors print alone
-};
-
 Result<std::vector<BenchModelSource>> model_sources(const BenchOptions& o) {
   std::vector<BenchModelSource> sources;
   for (const auto& path : o.models) sources.push_back(BenchModelSource{path, {}, {}, {}});
@@ -219,7 +185,7 @@ double layer_macs_per_token(const ModelConfig& c) {
 
 // With --peak: prefill's arithmetic rate (2 flops per multiply-add of the
 // layers' matrices per token) as a fraction of the fp32 FMA peak.
-void note_peak_fraction(const BenchRecord& r, const PeakByThreads& peaks, Output& out) {
+void note_peak_fraction(const BenchRecord& r, const PeakByThreads& peaks, BenchOutput& out) {
   for (const auto& [threads, flops] : peaks) {
     if (threads != r.n_threads || flops <= 0) continue;
     const double rate = 2.0 * layer_macs_per_token(r.model->program->model().config()) * r.avg_ts();
@@ -241,7 +207,7 @@ class StageNotes {
     if (model_) model_->program->bind_profile(nullptr);
   }
   void begin() { profile_.reset(); }
-  void end(const BenchRecord& r, Output& out) const {
+  void end(const BenchRecord& r, BenchOutput& out) const {
     if (!model_ || profile_.total_ns() == 0) return;
     std::string line = model_->display + " " + r.test + ", " + std::to_string(r.n_threads) + " threads, time per stage:";
     const double total = static_cast<double>(profile_.total_ns());
@@ -294,7 +260,7 @@ class PairedBound {
     const double tps = static_cast<double>(tokens) * 1e9 / static_cast<double>(ns);
     fractions_.push_back(tps / (rate_ / static_cast<double>(reads_->per_token)));
   }
-  void note(const BenchRecord& r, Output& out) {
+  void note(const BenchRecord& r, BenchOutput& out) {
     if (fractions_.empty()) return;
     std::sort(fractions_.begin(), fractions_.end());
     char line[256];
@@ -376,7 +342,7 @@ struct TestBench {
   BenchRunner& runner;
   StageNotes& stages;
   const PeakByThreads& peaks;
-  Output& out;
+  BenchOutput& out;
   BenchRecord base;  // model, threads, depth
 };
 
@@ -483,7 +449,7 @@ std::vector<AskedModes> asked_modes(const BenchOptions& o) {
 // pp, pp+tg, tg and (when asked) time to first token, at each depth, each
 // test once for each asked -fa / -lm pair.
 Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const PeakByThreads& peaks,
-                 const DecodeReads* reads, Output& out) {
+                 const DecodeReads* reads, BenchOutput& out) {
   LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
   LLMPACK_RETURN_IF_ERROR(runner.check_context(o.depths, longest_test(o), o.ttft));
   // One chunk as long as the longest any test sends (at least 32 tokens, as before, for -p 0).
@@ -533,7 +499,7 @@ std::string mib_text(int64_t mib) {
 }
 
 // --bandwidth: the machine's read bandwidth for each thread count.
-void note_read_bandwidth(const std::vector<int>& threads, int64_t mib, Output& out) {
+void note_read_bandwidth(const std::vector<int>& threads, int64_t mib, BenchOutput& out) {
   for (int t : threads) {
     const double bandwidth = measure_read_bandwidth(static_cast<uint64_t>(mib) << 20, t, 5);
     char line[128];
@@ -544,7 +510,7 @@ void note_read_bandwidth(const std::vector<int>& threads, int64_t mib, Output& o
 }
 
 // --peak: the fp32 compute peak for each thread count, on the active path's registers.
-PeakByThreads note_compute_peaks(const std::vector<int>& threads, Output& out) {
+PeakByThreads note_compute_peaks(const std::vector<int>& threads, BenchOutput& out) {
   PeakByThreads peaks;
   const std::string isa{kernels::kernel_path_name(kernels::active_kernel_path())};
   for (int t : threads) {
@@ -569,7 +535,7 @@ PeakByThreads note_compute_peaks(const std::vector<int>& threads, Output& out) {
 // the very bytes decode reads, through the same mappings: fresh anonymous
 // memory sits in 4 KiB pages, a model file's page cache mostly in 2 MiB
 // ones, and that alone moves the rate.
-DecodeReads note_decode_bound(const BenchModel& model, int threads, int64_t mib, Output& out) {
+DecodeReads note_decode_bound(const BenchModel& model, int threads, int64_t mib, BenchOutput& out) {
   const double fresh = measure_read_bandwidth(static_cast<uint64_t>(mib) << 20, threads, 3);
   DecodeReads reads;
   reads.pass_bytes = static_cast<uint64_t>(mib) << 20;
@@ -610,8 +576,8 @@ int execute(const BenchOptions& o) {
   const auto kv_dtype = parse_kv_dtype(*kv_name);
   const char* kv_flag = !o.kv_dtype.empty() ? "--kv_dtype" : !o.cache_type_k.empty() ? "-ctk" : "-ctv";
   if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context(kv_flag));
-  Output out(o.output,
-             TableColumns{!o.batches.empty(), !o.ubatches.empty(), !o.flash_attn.empty(), !o.load_modes.empty()});
+  BenchOutput out(o.output, o.output_err,
+                  TableColumns{!o.batches.empty(), !o.ubatches.empty(), !o.flash_attn.empty(), !o.load_modes.empty()});
   out.note(build_line());
   out.note(kernel_path_note(o.avx512_decode));
   if (auto note = float_decode_prefetch_note(o.float_decode_prefetch); !note.empty()) out.note(note);
@@ -682,6 +648,10 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                   "Output format: md, csv, json, jsonl (a JSON record a line, as each test ends) or sql (a table "
                   "`test` and an INSERT a test, for sqlite3) (default md)")
       ->check(CLI::IsMember({"md", "csv", "json", "jsonl", "sql"}));
+  cmd->add_option("--output-err", o->output_err,
+                  "-oe FORMAT: the records also in this format (md, csv, json, jsonl, sql or none) on stderr, as "
+                  "llama-bench's -oe")
+      ->check(CLI::IsMember({"md", "csv", "json", "jsonl", "sql", "none"}));
   cmd->add_option("--ttft", o->ttft,
                   "Also time the first token of an N-token prompt, batched and token by token")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));

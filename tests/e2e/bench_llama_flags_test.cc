@@ -1,6 +1,6 @@
 // `llmpack bench` with the llama-bench flags its users' scripts pass beyond
 // -m -p -n -r -t -o: the range syntax of the numeric lists, -pg, -b, -ub, -ctk /
-// -ctv, -ngl, -fa, -mmp, -lm, --progress, and the build fields of the JSON. Synthetic models
+// -ctv, -ngl, -fa, -mmp, -lm, -oe, --progress, and the build fields of the JSON. Synthetic models
 // cut to one layer and a small vocabulary, as in bench_test.cc.
 #include <gtest/gtest.h>
 
@@ -81,6 +81,31 @@ TEST(BenchLlamaFlags, JsonLinesGiveOneRecordALine) {
   EXPECT_EQ(start, r.out.size()) << "every line ends with a newline";
   EXPECT_EQ(names, (std::vector<std::string>{"pp4", "tg2"}));
   EXPECT_NE(r.err.find("kv cache:"), std::string::npos) << "notes go to stderr: " << r.err;
+}
+
+// -oe FORMAT (llama-bench's -oe): the records again on stderr, in that
+// format, while stdout keeps -o's; the notes follow the md table on stdout.
+TEST(BenchLlamaFlags, OutputErrPrintsTheRecordsAgainOnStderr) {
+  auto r = bench(kSmall + "-p 4 -n 2 -oe jsonl");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| threads | test | t/s |"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kv cache:"), std::string::npos) << "notes after the md table: " << r.out;
+  std::vector<std::string> names;
+  size_t start = 0;
+  for (size_t end; (end = r.err.find('\n', start)) != std::string::npos; start = end + 1)
+    names.push_back(nlohmann::json::parse(r.err.substr(start, end - start))["test"].get<std::string>());
+  EXPECT_EQ(names, (std::vector<std::string>{"pp4", "tg2"})) << r.err;
+  // -o json with -oe=md: the JSON alone on stdout; the table, then the notes, on stderr.
+  auto swapped = bench(kSmall + "-p 4 -n 2 -o json -oe=md");
+  ASSERT_EQ(swapped.exit_code, 0) << swapped.err;
+  EXPECT_EQ(test_names(swapped), (std::vector<std::string>{"pp4", "tg2"}));
+  const size_t table = swapped.err.find("| 2 | tg2 |"), notes = swapped.err.find("kv cache:");
+  EXPECT_NE(table, std::string::npos) << swapped.err;
+  EXPECT_NE(notes, std::string::npos) << swapped.err;
+  EXPECT_LT(table, notes) << swapped.err;
+  auto none = bench(kSmall + "-p 4 -n 0 -o csv -oe none");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_EQ(none.err.find("pp4"), std::string::npos) << none.err;
 }
 
 // -o sql: the table `test` with the CSV's columns, created if missing, then
@@ -349,6 +374,7 @@ TEST(BenchLlamaFlags, BadListsAndPairsGiveOneLine) {
       {"-fa 1,0", 2, "-fa: '0': llmpack's attention is always one fused kernel"},
       {"-mmp=0", 2, "-mmp: '0': llmpack always maps the model file"},
       {"-lm dio", 2, "-lm: 'dio': llmpack always maps the model file"},
+      {"-oe xml", 2, "--output-err: xml not in {md,csv,json,jsonl,sql,none}"},
       {"--numa distribute", 2, "--numa is a llama-bench flag that llmpack bench does not take"},
       {"-sm none", 2, "-sm is a llama-bench flag that llmpack bench does not take: llmpack has no GPU path yet"},
   };
