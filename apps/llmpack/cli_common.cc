@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "chat/template/chat_template.h"
+#include "core/cpu_topology.h"
 #include "core/thread_pool.h"
 
 namespace llmpack::cli {
@@ -14,7 +15,7 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
       ->required();
   app.add_option("--tokenizer_path", o.tokenizer_path,
                  "Tokenizer file (llama2.c tokenizer.bin or GGUF); overrides the package's");
-  app.add_option("-t,--cpu_threads", o.cpu_threads, "Worker threads (default: all cores)")
+  app.add_option("-t,--cpu_threads", o.cpu_threads, "Worker threads (default: one per performance core this process may run on)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--max_seq_len", o.max_seq_len,
                  "For packages without llmpack.* keys: tokens per forward call S = B (default 512)")
@@ -55,7 +56,7 @@ void add_sampling_options(CLI::App& app, GenerationConfig& c) {
 
 ProgramOptions program_options(const ModelOptions& o) {
   ProgramOptions p;
-  p.cpu_threads = o.cpu_threads.value_or(machine_cores());
+  p.cpu_threads = o.cpu_threads.value_or(default_threads());
   note_threads_beyond_cores(p.cpu_threads);
   p.defaults.max_seq_len = o.max_seq_len;
   p.defaults.max_context_len = o.max_context_len;
@@ -64,9 +65,9 @@ ProgramOptions program_options(const ModelOptions& o) {
 }
 
 void note_threads_beyond_cores(int threads) {
-  if (threads > machine_cores())
-    std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds the %d cores of this machine\n", threads,
-                 machine_cores());
+  if (const int cpus = usable_cpus(); threads > cpus)
+    std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds the %d CPUs this process may run on\n", threads,
+                 cpus);
 }
 
 Result<std::string> chat_template_from_option(const std::string& name_or_path) {

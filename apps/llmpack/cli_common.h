@@ -19,7 +19,7 @@ namespace llmpack::cli {
 struct ModelOptions {
   std::string model_path;
   std::string tokenizer_path;
-  std::optional<int> cpu_threads;       // unset: all cores
+  std::optional<int> cpu_threads;       // unset: default_threads() (core/cpu_topology.h)
   int64_t max_seq_len = 0;              // plain GGUFs: S = B (0: 512)
   int64_t max_context_len = 4096;       // plain GGUFs: cap on C
 };
@@ -33,7 +33,7 @@ void add_sampling_options(CLI::App& app, GenerationConfig& config);
 // ProgramOptions from the flags; logs a notice when threads exceed the cores.
 ProgramOptions program_options(const ModelOptions& options);
 
-// The notice for a --cpu_threads above the machine's cores (accepted: the
+// The notice for a --cpu_threads above the CPUs this process may run on (accepted: the
 // user may know better, e.g. inside a container that reports fewer).
 void note_threads_beyond_cores(int threads);
 

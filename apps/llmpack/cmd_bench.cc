@@ -17,6 +17,7 @@
 #include "bench_runner.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "core/cpu_topology.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
 
@@ -556,7 +557,7 @@ int execute(const BenchOptions& o) {
   auto sources = model_sources(o);
   if (!sources.ok()) return fail(sources.status());
   const std::vector<int> threads =
-      o.threads.empty() ? std::vector<int>{machine_cores()} : std::vector<int>(o.threads.begin(), o.threads.end());
+      o.threads.empty() ? std::vector<int>{default_threads()} : std::vector<int>(o.threads.begin(), o.threads.end());
   if (longest_test(o) == 0 && o.ttft == 0)
     return fail("nothing to measure: -p and -n are all 0 and no -pg or --ttft was given");
   const int64_t max_prompt = longest_prompt(o);
@@ -621,7 +622,7 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                   "Tokens of context in the KV cache before each test, comma-separated (default 0); a test at "
                   "depth D is named as llama-bench names it (tg128 @ d4096); the deepest plus the longest test must "
                   "fit the model's context, checked before any test runs");
-  add_list_option(*cmd, "-t,--threads", "-t", o->threads, 1, "Thread counts, comma-separated (default: all cores)", 1024);
+  add_list_option(*cmd, "-t,--threads", "-t", o->threads, 1, "Thread counts, comma-separated (default: one per performance core)", 1024);
   cmd->add_option_function<std::vector<std::string>>(
          "--pg",
          [o](const std::vector<std::string>& pairs) {

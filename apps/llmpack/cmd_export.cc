@@ -47,7 +47,7 @@ void register_export(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("--static_chunk", o->static_chunk, "N: tokens per call with --static_shape (default 1)");
   cmd->add_option("--dtype", o->dtype, "Weights: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, q3_k_m, q4_k_m, q5_k_m (default: the source's types)");
   cmd->add_option("--name", o->name, "general.name to write");
-  cmd->add_option("-t,--cpu_threads", o->threads, "Threads that quantize the rows (default: all cores)")
+  cmd->add_option("-t,--cpu_threads", o->threads, "Threads that quantize the rows (default: one per performance core)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--token_bound", o->token_bound, "B override (legacy packages for tests)")->group("");
   cmd->callback([&action, o, dynamic_flag] { action = [o] { return execute(*o); }; });

@@ -210,7 +210,7 @@ class PyProgram {
 };
 
 std::unique_ptr<PyProgram> load_program_from_bytes(const py::bytes& data, int cpu_threads) {
-  if (cpu_threads < 0) throw_value_error("cpu_threads must be >= 0 (0 = all cores), got " + std::to_string(cpu_threads));
+  if (cpu_threads < 0) throw_value_error("cpu_threads must be >= 0 (0 = one per performance core), got " + std::to_string(cpu_threads));
   std::string_view view = data;
   ProgramOptions options;
   options.cpu_threads = cpu_threads;

@@ -72,7 +72,7 @@ LoadedPackage load_package_or_throw(const std::filesystem::path& model_path,
                                     const std::string& kv_dtype) {
   require_file(model_path, "model file");
   if (tokenizer_path) require_file(*tokenizer_path, "tokenizer file");
-  if (cpu_threads < 0) throw_value_error("cpu_threads must be >= 0 (0 = all cores), got " + std::to_string(cpu_threads));
+  if (cpu_threads < 0) throw_value_error("cpu_threads must be >= 0 (0 = one per performance core), got " + std::to_string(cpu_threads));
   Result<KvDtype> dtype = parse_kv_dtype(kv_dtype);
   if (!dtype.ok()) throw_value_error(dtype.status().with_context("kv_dtype").message());
   ProgramOptions options;

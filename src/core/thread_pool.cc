@@ -70,8 +70,6 @@ bool spin_until(Done done, std::chrono::microseconds spin, PauseCredit& credit) 
 
 }  // namespace
 
-int machine_cores() { return static_cast<int>(std::max(1u, std::thread::hardware_concurrency())); }
-
 ThreadPool::ThreadPool(int n_threads, std::chrono::microseconds spin)
     : n_threads_(std::max(1, n_threads)), spin_(std::max(spin, std::chrono::microseconds(0))) {
   workers_.reserve(n_threads_ - 1);

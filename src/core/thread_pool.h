@@ -42,10 +42,6 @@ class PauseCredit {
   int score_ = kMax;
 };
 
-// The machine's cores as the OS reports them (at least 1): every command's
-// default thread count.
-int machine_cores();
-
 class ThreadPool {
  public:
   // How long an idle thread spins before it blocks. At 50 us, a decode token

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "core/cpu_topology.h"
 #include "core/thread_pool.h"
 #include "kernels/grouped_blocks.h"
 
@@ -25,7 +26,7 @@ Result<std::unique_ptr<LlamaProgram>> LlamaProgram::create(std::unique_ptr<Model
                                                            PackageContract contract,
                                                            const ProgramOptions& options) {
   std::unique_ptr<LlamaProgram> p(new LlamaProgram());
-  int threads = options.cpu_threads > 0 ? options.cpu_threads : machine_cores();
+  int threads = options.cpu_threads > 0 ? options.cpu_threads : default_threads();
   p->pool_ = std::make_unique<ThreadPool>(threads);
   ForwardPlan plan;
   plan.max_tokens = contract.token_bound;

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/cpu_topology.h"
 #include "core/thread_pool.h"
 #include "export/model_source.h"
 #include "export/tensor_convert.h"
@@ -145,7 +146,7 @@ Result<ExportReport> export_package(const ExportOptions& o, const GgufWriter::Pr
   write_contract(w, p, eos);
 
   std::vector<uint8_t> buffer;
-  ThreadPool pool(o.threads > 0 ? o.threads : machine_cores());
+  ThreadPool pool(o.threads > 0 ? o.threads : default_threads());
   LLMPACK_RETURN_IF_ERROR(add_tensors(w, src, p.dtype, &buffer, pool, &report));
   for (const auto& n : report.notices) log(LogLevel::kWarning, n);
   LLMPACK_RETURN_IF_ERROR(w.write(o.output, progress).with_context("writing " + o.output));

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <thread>
 
 #include "common/cli_runner.h"
 #include "common/fixtures.h"
@@ -94,6 +95,24 @@ TEST(Cli, RunWithACompactKvCache) {
     EXPECT_NE(r.err.find("(f32: "), std::string::npos) << r.err;
     EXPECT_EQ(r.out.substr(0, r.out.find("PyTorchObserver")), text) << kv;
   }
+}
+
+// More threads than the CPUs this process may run on: accepted, with a
+// notice (the work still splits over every thread); the default count
+// (core/cpu_topology.h) never draws it.
+TEST(Cli, ThreadsBeyondTheUsableCpusRunWithANotice) {
+  LLMPACK_REQUIRE_FIXTURE(gguf, "gguf/stories260K.gguf");
+  const int threads = static_cast<int>(std::thread::hardware_concurrency()) + 1;  // above any affinity mask
+  auto r = run_cli("run -m " + gguf + " -p 'Once upon' -n 4 --temperature 0 -t " + std::to_string(threads));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("llmpack: note: --cpu_threads " + std::to_string(threads) + " exceeds the "),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(" CPUs this process may run on"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("Once upon"), std::string::npos) << r.out;
+  auto plain = run_cli("run -m " + gguf + " -p 'Once upon' -n 4 --temperature 0");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("--cpu_threads"), std::string::npos) << plain.err;
 }
 
 struct BadInput {

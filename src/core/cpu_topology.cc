@@ -1,0 +1,100 @@
+#include "core/cpu_topology.h"
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <thread>
+#include <utility>
+
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
+namespace llmpack {
+
+namespace {
+
+constexpr double kSlowClassBelow = 0.8;  // the slowest class counts as slow below this share of the fastest
+constexpr double kClassWidth = 1.1;      // CPUs within 10% of the slowest belong to its class
+
+// The first integer of a sysfs file, or `fallback` when it is missing or empty.
+long read_number(const std::string& path, long fallback) {
+  std::ifstream in(path);
+  long value = 0;
+  return in >> value ? value : fallback;
+}
+
+std::vector<int> every_online_cpu() {
+  std::vector<int> cpus(std::max(1u, std::thread::hardware_concurrency()));
+  for (size_t i = 0; i < cpus.size(); ++i) cpus[i] = static_cast<int>(i);
+  return cpus;
+}
+
+// Each CPU's speed for the class rule (capacity, else max frequency, else
+// all equal), as the header says.
+std::vector<double> speeds(const std::vector<CpuDescription>& cpus) {
+  const bool capacities = std::all_of(cpus.begin(), cpus.end(), [](const auto& c) { return c.capacity > 0; });
+  const bool frequencies = std::all_of(cpus.begin(), cpus.end(), [](const auto& c) { return c.max_khz > 0; });
+  std::vector<double> s;
+  for (const auto& c : cpus)
+    s.push_back(capacities ? static_cast<double>(c.capacity) : frequencies ? static_cast<double>(c.max_khz) : 1.0);
+  return s;
+}
+
+}  // namespace
+
+std::vector<int> usable_cpu_list() {
+#if defined(__linux__)
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    std::vector<int> cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+    if (!cpus.empty()) return cpus;
+  }
+#endif
+  return every_online_cpu();
+}
+
+int usable_cpus() { return static_cast<int>(usable_cpu_list().size()); }
+
+std::vector<CpuDescription> describe_cpus(const std::string& sysfs_cpu_dir, const std::vector<int>& cpus) {
+  std::vector<CpuDescription> out;
+  for (int cpu : cpus) {
+    const std::string dir = sysfs_cpu_dir + "/cpu" + std::to_string(cpu) + "/";
+    CpuDescription d;
+    d.cpu = cpu;
+    d.package = static_cast<int>(read_number(dir + "topology/physical_package_id", 0));
+    d.core = static_cast<int>(read_number(dir + "topology/core_id", -1));
+    d.capacity = read_number(dir + "cpu_capacity", 0);
+    d.max_khz = read_number(dir + "cpufreq/cpuinfo_max_freq", 0);
+    out.push_back(d);
+  }
+  return out;
+}
+
+int performance_cores(const std::vector<CpuDescription>& cpus) {
+  if (cpus.empty()) return 1;
+  const std::vector<double> s = speeds(cpus);
+  const double fastest = *std::max_element(s.begin(), s.end());
+  const double slowest = *std::min_element(s.begin(), s.end());
+  const bool mixed = slowest < kSlowClassBelow * fastest;
+  std::set<std::pair<int, int>> cores;  // (package, core) of each kept CPU with a known core
+  int unknown = 0;                      // kept CPUs whose core sysfs does not give
+  for (size_t i = 0; i < cpus.size(); ++i) {
+    if (mixed && s[i] <= kClassWidth * slowest) continue;
+    if (cpus[i].core < 0)
+      ++unknown;
+    else
+      cores.insert({cpus[i].package, cpus[i].core});
+  }
+  return std::max(1, static_cast<int>(cores.size()) + unknown);
+}
+
+int default_threads() {
+  static const int threads = performance_cores(describe_cpus("/sys/devices/system/cpu", usable_cpu_list()));
+  return threads;
+}
+
+}  // namespace llmpack
