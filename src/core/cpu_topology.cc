@@ -1,8 +1,11 @@
 #include "core/cpu_topology.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <set>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -92,8 +95,67 @@ int performance_cores(const std::vector<CpuDescription>& cpus) {
   return std::max(1, static_cast<int>(cores.size()) + unknown);
 }
 
+namespace {
+
+// CPUs a quota of `quota` per `period` microseconds allows, rounded up; 0 for none.
+int quota_cpus(long quota, long period) {
+  if (quota <= 0 || period <= 0) return 0;
+  return static_cast<int>((quota + period - 1) / period);
+}
+
+// The quota of the cgroup directory `dir`: v2's cpu.max ("max 100000" or
+// "200000 100000") or v1's cpu.cfs_quota_us (-1: none) / cpu.cfs_period_us.
+int dir_cpu_limit(const std::string& dir) {
+  if (std::ifstream max(dir + "/cpu.max"); max) {
+    std::string quota;
+    long period = 0;
+    if (!(max >> quota >> period) || quota == "max") return 0;
+    return quota_cpus(std::atol(quota.c_str()), period);
+  }
+  return quota_cpus(read_number(dir + "/cpu.cfs_quota_us", 0), read_number(dir + "/cpu.cfs_period_us", 0));
+}
+
+// The smallest quota from `root` + `path` up to `root` itself.
+int path_cpu_limit(const std::string& root, std::string path) {
+  int limit = 0;
+  for (;;) {
+    if (const int here = dir_cpu_limit(root + path); here > 0) limit = limit > 0 ? std::min(limit, here) : here;
+    if (path.empty() || path == "/") return limit;
+    const size_t slash = path.find_last_of('/');
+    path = slash == std::string::npos ? "" : path.substr(0, slash);
+  }
+}
+
+}  // namespace
+
+int cgroup_cpu_limit(const std::string& proc_self_cgroup, const std::string& cgroup_root) {
+  int limit = 0;
+  const auto take = [&limit](int found) {
+    if (found > 0) limit = limit > 0 ? std::min(limit, found) : found;
+  };
+  std::istringstream lines(proc_self_cgroup);
+  for (std::string line; std::getline(lines, line);) {
+    // "0::/path" (v2) or "4:cpu,cpuacct:/path" (v1)
+    const size_t first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    const std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
+    const std::string path = line.substr(second + 1);
+    if (controllers == ",,")
+      take(path_cpu_limit(cgroup_root, path));
+    else if (controllers.find(",cpu,") != std::string::npos)
+      take(path_cpu_limit(cgroup_root + "/cpu", path));
+  }
+  return limit;
+}
+
 int default_threads() {
-  static const int threads = performance_cores(describe_cpus("/sys/devices/system/cpu", usable_cpu_list()));
+  static const int threads = [] {
+    const int cores = performance_cores(describe_cpus("/sys/devices/system/cpu", usable_cpu_list()));
+    std::ifstream in("/proc/self/cgroup");
+    const std::string cgroups((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const int quota = cgroup_cpu_limit(cgroups, "/sys/fs/cgroup");
+    return quota > 0 ? std::min(cores, quota) : cores;
+  }();
   return threads;
 }
 

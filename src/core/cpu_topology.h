@@ -12,7 +12,8 @@
 //    the pace of the big ones (a phone's 1 + 3 + 4 or 2 + 6 cores: the 4 or
 //    6 little ones are left out, as ExecuTorch's runner does).
 // Where the files are missing (containers without sysfs, other systems)
-// every usable CPU counts as a core.
+// every usable CPU counts as a core. A cgroup CPU quota (a container's
+// --cpus) caps the count.
 #pragma once
 
 #include <string>
@@ -46,9 +47,21 @@ std::vector<CpuDescription> describe_cpus(const std::string& sysfs_cpu_dir, cons
 // then one per distinct (package, core). At least 1.
 int performance_cores(const std::vector<CpuDescription>& cpus);
 
-// performance_cores of this machine's usable CPUs: every command's default
-// thread count (run, chat, perplexity, export, bench's -t, the Python
-// bindings' cpu_threads = 0).
+// The CPU time a cgroup quota allows this process, in CPUs (quota over
+// period, rounded up; 0: no quota), read as containers set it (docker
+// --cpus, Kubernetes limits): cgroup v2's cpu.max, or v1's
+// cpu.cfs_quota_us and cpu.cfs_period_us, in the process's cgroup (from
+// `proc_self_cgroup`, /proc/self/cgroup's text) under `cgroup_root`
+// (/sys/fs/cgroup) and each cgroup above it (the smallest counts); inside a
+// container, whose /proc/self/cgroup may name the host's path, the root's
+// own files are read too. A quota does not show in the affinity mask, so
+// without this a container limited to 2 CPUs of a 64-core host would run 64
+// threads, each on the CPU a thirty-second of the time.
+int cgroup_cpu_limit(const std::string& proc_self_cgroup, const std::string& cgroup_root);
+
+// performance_cores of this machine's usable CPUs, capped by its cgroup's
+// CPU quota: every command's default thread count (run, chat, perplexity,
+// export, bench's -t, the Python bindings' cpu_threads = 0).
 int default_threads();
 
 }  // namespace llmpack

@@ -143,6 +143,59 @@ TEST(CpuTopology, SpeedComesFromWhatEveryCpuHas) {
   EXPECT_EQ(partial.threads(first(4)), 4) << "two CPUs without a capacity: none is left out";
 }
 
+// A cgroup tree with files: root-relative path -> text.
+class FakeCgroups {
+ public:
+  FakeCgroups() {
+    root_ = fs::temp_directory_path() /
+            ("llmpack_cgroups_" + std::to_string(::getpid()) + "_" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  ~FakeCgroups() { fs::remove_all(root_); }
+  void write(const std::string& path, const std::string& text) {
+    fs::create_directories((root_ / path).parent_path());
+    std::ofstream(root_ / path) << text << "\n";
+  }
+  int limit(const std::string& proc_self_cgroup) const { return cgroup_cpu_limit(proc_self_cgroup, root_.string()); }
+
+ private:
+  fs::path root_;
+};
+
+// cgroup v2's cpu.max in the process's cgroup or above it: the smallest
+// quota, in CPUs rounded up; "max" is none.
+TEST(CpuTopology, CgroupV2QuotaLimitsTheThreads) {
+  FakeCgroups cg;
+  EXPECT_EQ(cg.limit("0::/app/worker\n"), 0) << "no files: no quota";
+  cg.write("app/worker/cpu.max", "max 100000");
+  EXPECT_EQ(cg.limit("0::/app/worker\n"), 0);
+  cg.write("app/cpu.max", "250000 100000");  // docker --cpus=2.5 on the parent
+  EXPECT_EQ(cg.limit("0::/app/worker\n"), 3);
+  cg.write("app/worker/cpu.max", "100000 100000");
+  EXPECT_EQ(cg.limit("0::/app/worker\n"), 1);
+  FakeCgroups own;  // inside a container: the host's path is not in its tree, its root's files are
+  own.write("cpu.max", "200000 100000");
+  EXPECT_EQ(own.limit("0::/system.slice/docker-1234.scope\n"), 2);
+}
+
+// cgroup v1: cpu.cfs_quota_us / cpu.cfs_period_us in the cpu controller's
+// tree (-1: none); other controllers' lines are not read.
+TEST(CpuTopology, CgroupV1QuotaLimitsTheThreads) {
+  FakeCgroups cg;
+  cg.write("cpu/docker/abc/cpu.cfs_quota_us", "-1");
+  cg.write("cpu/docker/abc/cpu.cfs_period_us", "100000");
+  const std::string self = "4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n1:name=systemd:/\n";
+  EXPECT_EQ(cg.limit(self), 0);
+  cg.write("cpu/docker/abc/cpu.cfs_quota_us", "400000");
+  EXPECT_EQ(cg.limit(self), 4);
+  cg.write("memory/docker/abc/cpu.cfs_quota_us", "100000");  // not the cpu controller's tree
+  cg.write("memory/docker/abc/cpu.cfs_period_us", "100000");
+  EXPECT_EQ(cg.limit(self), 4);
+  EXPECT_EQ(cg.limit("garbage\n::\n"), 0);
+}
+
 // This machine: at least one thread, no more than the CPUs it may run on.
 TEST(CpuTopology, ThisMachinesDefaultFitsItsUsableCpus) {
   EXPECT_GE(usable_cpus(), 1);
