@@ -30,6 +30,14 @@ std::vector<std::string> test_names(const Outcome& r) {
   return names;
 }
 
+// An md table whose header ends with `header` ("| threads | fa | test | t/s |")
+// and which has each of `rows` ("| 2 | 1 | pp4 |"), from a run that succeeded.
+void expect_table(const Outcome& r, const std::string& header, const std::vector<std::string>& rows) {
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(header), std::string::npos) << header << " in: " << r.out;
+  for (const auto& row : rows) EXPECT_NE(r.out.find(row), std::string::npos) << row << " in: " << r.out;
+}
+
 // Each record's n_batch and n_ubatch, in order.
 void expect_batch_fields(const nlohmann::json& records, const std::vector<int>& batches,
                          const std::vector<int>& ubatches) {
@@ -198,10 +206,8 @@ TEST(BenchLlamaFlags, UbatchSetsTokensPerPrefillCall) {
   expect_batch_fields(json, {4, 4, 16, 12, 1}, {4, 4, 16, 12, 1});
   // The calls themselves, counted by --profile: a prompt of 16 in chunks of 4.
   auto md = bench(kSmall + "-p 16 -n 0 -ub 4 --profile");
-  ASSERT_EQ(md.exit_code, 0) << md.err;
+  expect_table(md, "| threads | n_ubatch | test | t/s |", {"| 2 | 4 | pp16 |"});
   EXPECT_NE(md.out.find("a repetition, in 4 forward calls)"), std::string::npos) << md.out;
-  EXPECT_NE(md.out.find("| threads | n_ubatch | test | t/s |"), std::string::npos) << md.out;
-  EXPECT_NE(md.out.find("| 2 | 4 | pp16 |"), std::string::npos) << md.out;
   auto plain = bench(kSmall + "-p 16 -n 0");
   EXPECT_EQ(plain.out.find("n_ubatch"), std::string::npos) << plain.out;
   EXPECT_EQ(plain.out.find("n_batch"), std::string::npos) << plain.out;
@@ -225,12 +231,9 @@ TEST(BenchLlamaFlags, BatchCutsThePromptBeforeUbatch) {
     EXPECT_NE(md.out.find("a repetition, in " + std::to_string(n) + " forward calls)"), std::string::npos)
         << flags << ": " << md.out;
   }
-  auto md = bench(kSmall + "-p 16 -n 0 -b 6 -ub 4");
-  ASSERT_EQ(md.exit_code, 0) << md.err;
-  EXPECT_NE(md.out.find("| threads | n_batch | n_ubatch | test | t/s |"), std::string::npos) << md.out;
-  EXPECT_NE(md.out.find("| 2 | 6 | 4 | pp16 |"), std::string::npos) << md.out;
-  auto only_b = bench(kSmall + "-p 16 -n 0 -b 6");
-  EXPECT_NE(only_b.out.find("| threads | n_batch | test | t/s |"), std::string::npos) << only_b.out;
+  expect_table(bench(kSmall + "-p 16 -n 0 -b 6 -ub 4"), "| threads | n_batch | n_ubatch | test | t/s |",
+               {"| 2 | 6 | 4 | pp16 |"});
+  expect_table(bench(kSmall + "-p 16 -n 0 -b 6"), "| threads | n_batch | test | t/s |", {"| 2 | 6 | pp16 |"});
 }
 
 // -fa, -mmp and -lm with the values that name what llmpack does anyway
@@ -272,14 +275,10 @@ TEST(BenchLlamaFlags, EachFlashAttnAndLoadModeValueRunsTheTests) {
     EXPECT_EQ(json[i]["flash_attn"], modes[i / 2].first) << json[i];
     EXPECT_EQ(json[i]["load_mode"], modes[i / 2].second) << json[i];
   }
-  auto md = bench(kSmall + "-p 4 -n 0 -fa 1 -fa auto");  // repeated, as a list
-  ASSERT_EQ(md.exit_code, 0) << md.err;
-  EXPECT_NE(md.out.find("| threads | fa | test | t/s |"), std::string::npos) << md.out;
-  EXPECT_NE(md.out.find("| 2 | 1 | pp4 |"), std::string::npos) << md.out;
-  EXPECT_NE(md.out.find("| 2 | -1 | pp4 |"), std::string::npos) << md.out;
-  auto lm = bench(kSmall + "-p 4 -n 0 -lm mmap");
-  EXPECT_NE(lm.out.find("| threads | lm | test | t/s |"), std::string::npos) << lm.out;
-  EXPECT_NE(lm.out.find("| 2 | mmap | pp4 |"), std::string::npos) << lm.out;
+  // -fa given twice, as a list
+  expect_table(bench(kSmall + "-p 4 -n 0 -fa 1 -fa auto"), "| threads | fa | test | t/s |",
+               {"| 2 | 1 | pp4 |", "| 2 | -1 | pp4 |"});
+  expect_table(bench(kSmall + "-p 4 -n 0 -lm mmap"), "| threads | lm | test | t/s |", {"| 2 | mmap | pp4 |"});
   auto plain = bench(kSmall + "-p 4 -n 0");
   EXPECT_EQ(plain.out.find("| fa |"), std::string::npos) << plain.out;
 }

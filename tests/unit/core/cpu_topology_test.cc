@@ -16,31 +16,47 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A made-up /sys/devices/system/cpu, removed at the end of the test.
+// A folder of files written by a test, removed at its end; each has a name
+// of its own, so a test may hold several.
+class TempTree {
+ public:
+  TempTree() {
+    static int made = 0;
+    root_ = fs::temp_directory_path() / ("llmpack_cpu_topology_" + std::to_string(::getpid()) + "_" +
+                                         std::to_string(made++));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+  }
+  ~TempTree() { fs::remove_all(root_); }
+  TempTree(const TempTree&) = delete;
+  TempTree& operator=(const TempTree&) = delete;
+  // Writes `text` and a newline to root/<path>.
+  void write(const std::string& path, const std::string& text) {
+    fs::create_directories((root_ / path).parent_path());
+    std::ofstream(root_ / path) << text << "\n";
+  }
+  std::string root() const { return root_.string(); }
+
+ private:
+  fs::path root_;
+};
+
+// A made-up /sys/devices/system/cpu.
 class FakeSysfs {
  public:
-  FakeSysfs() {
-    dir_ = fs::temp_directory_path() /
-           ("llmpack_cpus_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-  }
-  ~FakeSysfs() { fs::remove_all(dir_); }
   // Writes `value` to cpuN/<file>.
   void set(int cpu, const std::string& file, long value) {
-    const fs::path path = dir_ / ("cpu" + std::to_string(cpu)) / file;
-    fs::create_directories(path.parent_path());
-    std::ofstream(path) << value << "\n";
+    tree_.write("cpu" + std::to_string(cpu) + "/" + file, std::to_string(value));
   }
   void core(int cpu, int package, int core) {
     set(cpu, "topology/physical_package_id", package);
     set(cpu, "topology/core_id", core);
   }
-  std::string dir() const { return dir_.string(); }
+  std::string dir() const { return tree_.root(); }
   int threads(const std::vector<int>& cpus) const { return performance_cores(describe_cpus(dir(), cpus)); }
 
  private:
-  fs::path dir_;
+  TempTree tree_;
 };
 
 std::vector<int> first(int n) {
@@ -143,25 +159,14 @@ TEST(CpuTopology, SpeedComesFromWhatEveryCpuHas) {
   EXPECT_EQ(partial.threads(first(4)), 4) << "two CPUs without a capacity: none is left out";
 }
 
-// A cgroup tree with files: root-relative path -> text.
+// A made-up /sys/fs/cgroup.
 class FakeCgroups {
  public:
-  FakeCgroups() {
-    root_ = fs::temp_directory_path() /
-            ("llmpack_cgroups_" + std::to_string(::getpid()) + "_" +
-             ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-  }
-  ~FakeCgroups() { fs::remove_all(root_); }
-  void write(const std::string& path, const std::string& text) {
-    fs::create_directories((root_ / path).parent_path());
-    std::ofstream(root_ / path) << text << "\n";
-  }
-  int limit(const std::string& proc_self_cgroup) const { return cgroup_cpu_limit(proc_self_cgroup, root_.string()); }
+  void write(const std::string& path, const std::string& text) { tree_.write(path, text); }
+  int limit(const std::string& proc_self_cgroup) const { return cgroup_cpu_limit(proc_self_cgroup, tree_.root()); }
 
  private:
-  fs::path root_;
+  TempTree tree_;
 };
 
 // cgroup v2's cpu.max in the process's cgroup or above it: the smallest
