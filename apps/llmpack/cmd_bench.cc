@@ -584,6 +584,9 @@ int execute(const BenchOptions& o) {
   if (auto note = float_decode_prefetch_note(o.float_decode_prefetch); !note.empty()) out.note(note);
   out.note(regroup_note(o.regroup));
   out.note("kv cache: " + *kv_name + " keys and values");
+  if (o.threads.empty())
+    out.note("threads: " + std::to_string(threads[0]) + " (the default: one per physical performance core of the " +
+             std::to_string(usable_cpus()) + " CPUs this process may run on)");
   if (auto note = gpu_layers_note(o); !note.empty()) out.note(note);
   if (o.bandwidth) note_read_bandwidth(threads, o.bandwidth_mib, out);
   const PeakByThreads peaks = o.peak ? note_compute_peaks(threads, out) : PeakByThreads{};

@@ -305,6 +305,22 @@ TEST(BenchLlamaFlags, CacheTypeFlagsAgreeOrAreRefused) {
   EXPECT_TRUE(differ.out.empty()) << differ.out;
 }
 
+// Without -t, one thread per performance core (core/cpu_topology.h), said in
+// a note; with -t, no note.
+TEST(BenchLlamaFlags, DefaultThreadsAreNamed) {
+  const std::string no_t = " --synthetic stories110m:q4_0 --synthetic_layers 1 --synthetic_vocab 512 -r 1 ";
+  auto r = bench(no_t + "-p 4 -n 0 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const int threads = nlohmann::json::parse(r.out)[0]["n_threads"].get<int>();
+  EXPECT_GE(threads, 1);
+  EXPECT_NE(r.err.find("threads: " + std::to_string(threads) + " (the default: one per physical performance core"),
+            std::string::npos)
+      << r.err;
+  auto given = bench(kSmall + "-p 4 -n 0 -o json");
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_EQ(given.err.find("the default: one per"), std::string::npos) << given.err;
+}
+
 // -ngl, pasted from llama-bench commands: accepted, with a notice when it
 // asks for GPU layers; the records say none ran there.
 TEST(BenchLlamaFlags, GpuLayersAreAcceptedWithANotice) {
