@@ -85,22 +85,48 @@ ThreadPool::~ThreadPool() {
   for (auto& t : workers_) t.join();
 }
 
-void ThreadPool::run_range(int index) {
-  if (job_dynamic_) {
-    for (;;) {
-      const int64_t begin = next_piece_.fetch_add(1, std::memory_order_relaxed) * job_grain_;
-      if (begin >= job_n_) return;
-      (*job_)(index, begin, std::min(job_n_, begin + job_grain_));
-    }
+// The pieces of the current job: its fields are written before claim_ opens
+// it, and stay until every piece is done. A static job has one piece a thread
+// (the blocks of `grain` split as evenly as they go), a dynamic one a piece a
+// grain.
+void ThreadPool::piece_range(int64_t piece, int64_t* begin, int64_t* end) const {
+  const int64_t n = job_n_.load(std::memory_order_relaxed), grain = job_grain_.load(std::memory_order_relaxed);
+  if (job_dynamic_.load(std::memory_order_relaxed)) {
+    *begin = piece * grain;
+    *end = std::min(n, *begin + grain);
+    return;
   }
-  const int64_t blocks = (job_n_ + job_grain_ - 1) / job_grain_;
-  const int64_t per = blocks / n_threads_;
-  const int64_t extra = blocks % n_threads_;
-  const int64_t first_block = index * per + std::min<int64_t>(index, extra);
-  const int64_t n_blocks = per + (index < extra ? 1 : 0);
-  const int64_t begin = first_block * job_grain_;
-  const int64_t end = std::min(job_n_, (first_block + n_blocks) * job_grain_);
-  if (begin < end) (*job_)(index, begin, end);
+  const int64_t blocks = (n + grain - 1) / grain;
+  const int64_t per = blocks / n_threads_, extra = blocks % n_threads_;
+  const int64_t first_block = piece * per + std::min<int64_t>(piece, extra);
+  const int64_t n_blocks = per + (piece < extra ? 1 : 0);
+  *begin = first_block * grain;
+  *end = std::min(n, (first_block + n_blocks) * grain);
+}
+
+// Takes the open job's pieces one at a time until none is left. A piece is
+// claimed by advancing claim_ from (generation, k) to (generation, k + 1) in
+// one compare-exchange, so a thread that reads the word of a job that has
+// since ended (or of one not yet open) claims nothing. Each finished piece
+// counts in done_pieces_; whoever finishes the last wakes a blocked caller.
+void ThreadPool::take_pieces(int index) {
+  uint64_t word = claim_.load(std::memory_order_acquire);
+  for (;;) {
+    const uint64_t piece = word & kPieceMask;
+    if (piece == kClosed || static_cast<int64_t>(piece) >= job_pieces_.load(std::memory_order_relaxed)) return;
+    if (!claim_.compare_exchange_weak(word, word + 1, std::memory_order_acq_rel, std::memory_order_acquire))
+      continue;  // word now holds the current value: look again
+    const int64_t pieces = job_pieces_.load(std::memory_order_relaxed);
+    int64_t begin = 0, end = 0;
+    piece_range(static_cast<int64_t>(piece), &begin, &end);
+    if (begin < end) (*job_.load(std::memory_order_relaxed))(index, begin, end);
+    // After the last piece counts, the job (and fn) may be gone: touch only the pool.
+    if (done_pieces_.fetch_add(1) + 1 == pieces && caller_waiting_.load()) {
+      { std::lock_guard<std::mutex> lock(mutex_); }
+      done_.notify_one();
+    }
+    word = claim_.load(std::memory_order_acquire);
+  }
 }
 
 void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain) { run_job(fn, n, grain, false); }
@@ -110,12 +136,18 @@ void ThreadPool::parallel_for_dynamic(int64_t n, RangeFn fn, int64_t grain) {
 }
 
 // Wake-up protocol (no lost wake-ups without a mutex on the fast path): the
-// caller publishes the job, then stores generation_ and loads sleepers_; a
+// caller opens the job, then stores generation_ and loads sleepers_; a
 // worker about to block stores sleepers_ (under mutex_) and then loads
 // generation_ in the wait predicate. All four are seq_cst, so at least one side
 // sees the other's store: either the worker sees the new generation and does
 // not block, or the caller sees a sleeper and notifies under mutex_. Completion
-// uses the same scheme with pending_ and caller_waiting_.
+// uses the same scheme with done_pieces_ and caller_waiting_.
+//
+// The job is done when its pieces are, not when every worker has come by: a
+// worker that the OS has not run since the last job (another process holds its
+// core) finds the job taken when it runs, instead of holding the caller, which
+// takes the pieces that no thread has claimed. A worker stalled inside a piece
+// still holds the call until that piece ends.
 void ThreadPool::run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynamic) {
   if (n <= 0) return;
   grain = std::max<int64_t>(1, grain);
@@ -123,25 +155,31 @@ void ThreadPool::run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynam
     fn(0, 0, n);
     return;
   }
-  job_ = &fn;
-  job_n_ = n;
-  job_grain_ = grain;
-  job_dynamic_ = dynamic;
-  next_piece_.store(0, std::memory_order_relaxed);
-  pending_.store(n_threads_ - 1);
-  generation_.fetch_add(1);
+  if (dynamic && (n - 1) / grain + 1 >= static_cast<int64_t>(kClosed))  // more pieces than claim_ can number
+    grain = (n - 1) / static_cast<int64_t>(kClosed - 1) + 1;
+  const uint64_t generation = generation_.load() + 1;
+  claim_.store(generation << kGenerationShift | kClosed, std::memory_order_relaxed);  // no claims while it is set up
+  job_.store(&fn, std::memory_order_relaxed);
+  job_n_.store(n, std::memory_order_relaxed);
+  job_grain_.store(grain, std::memory_order_relaxed);
+  job_dynamic_.store(dynamic, std::memory_order_relaxed);
+  const int64_t pieces = dynamic ? (n + grain - 1) / grain : std::min<int64_t>(n_threads_, (n + grain - 1) / grain);
+  job_pieces_.store(pieces, std::memory_order_relaxed);
+  done_pieces_.store(0, std::memory_order_relaxed);
+  claim_.store(generation << kGenerationShift, std::memory_order_release);  // open: piece 0 is next
+  generation_.store(generation);
   if (sleepers_.load() > 0) {
     { std::lock_guard<std::mutex> lock(mutex_); }
     wake_.notify_all();
   }
-  run_range(0);
-  if (!spin_until([this] { return pending_.load() == 0; }, spin_, caller_credit_)) {
+  take_pieces(0);
+  if (!spin_until([this, pieces] { return done_pieces_.load() == pieces; }, spin_, caller_credit_)) {
     std::unique_lock<std::mutex> lock(mutex_);
     caller_waiting_.store(true);
-    done_.wait(lock, [this] { return pending_.load() == 0; });
+    done_.wait(lock, [this, pieces] { return done_pieces_.load() == pieces; });
     caller_waiting_.store(false);
   }
-  job_ = nullptr;
+  job_.store(nullptr, std::memory_order_relaxed);
 }
 
 void ThreadPool::worker_loop(int index) {
@@ -157,12 +195,8 @@ void ThreadPool::worker_loop(int index) {
     }
     if (shutting_down_.load()) return;
     seen = generation_.load();
-    run_range(index);
-    // After this decrement the job (and fn) may be gone: touch only the pool.
-    if (pending_.fetch_sub(1) == 1 && caller_waiting_.load()) {
-      { std::lock_guard<std::mutex> lock(mutex_); }
-      done_.notify_one();
-    }
+    if (before_claims_for_test_) before_claims_for_test_(index);
+    take_pieces(index);
   }
 }
 

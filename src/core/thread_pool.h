@@ -1,7 +1,10 @@
 // A persistent pool of worker threads. parallel_for splits [0, n) into one
-// contiguous range per thread; parallel_for_dynamic hands out grain-sized
-// pieces to whichever thread is free. The calling thread takes part, so a pool of
-// n_threads runs n_threads - 1 workers. No thread is created per call.
+// contiguous range per thread; parallel_for_dynamic into grain-sized pieces.
+// Either way each piece goes to the first thread free to claim it, and a call
+// ends when its pieces are done: a worker the OS does not run at the time
+// (another process on its core) leaves its pieces to the others instead of
+// holding the call until it is scheduled. The calling thread takes part, so a
+// pool of n_threads runs n_threads - 1 workers. No thread is created per call.
 // Workers spin (a short pause loop, then yielding, 2 ms in all by default;
 // thread_pool.cc says why) on an atomic generation counter
 // before sleeping on a condvar, and the caller spins as long for completion
@@ -14,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -58,7 +62,9 @@ class ThreadPool {
 
   int n_threads() const { return n_threads_; }
 
-  // Calls fn(thread_index, begin, end) once per thread over a split of [0, n).
+  // Calls fn(thread_index, begin, end) over a split of [0, n) into one range
+  // per thread, each run by the thread that claims it (thread_index is the
+  // running thread's, for its scratch; a thread may run two ranges).
   // Ranges are multiples of `grain` (except the last); empty ranges are skipped.
   // fn must not throw. Blocks until every range is done.
   // A non-owning reference to a callable, so a call allocates nothing
@@ -86,9 +92,21 @@ class ThreadPool {
   // Costs one atomic increment a piece; blocks until every piece is done.
   void parallel_for_dynamic(int64_t n, RangeFn fn, int64_t grain);
 
+ // Tests: called by each worker when it sees a new job, before it claims
+  // pieces (set before the first call; a hook that blocks stands in for a
+  // worker the OS does not run).
+  void set_before_claims_for_test(std::function<void(int)> hook) { before_claims_for_test_ = std::move(hook); }
+
  private:
+  // claim_: the job's generation in the high 32 bits, the next piece to take
+  // in the low 32 (kClosed while the job is set up or after it ended).
+  static constexpr int kGenerationShift = 32;
+  static constexpr uint64_t kPieceMask = 0xffffffffu;
+  static constexpr uint64_t kClosed = kPieceMask;
+
   void worker_loop(int index);
-  void run_range(int index);
+  void take_pieces(int index);
+  void piece_range(int64_t piece, int64_t* begin, int64_t* end) const;
   void run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynamic);
 
   int n_threads_;
@@ -97,19 +115,23 @@ class ThreadPool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;
-  // The job: written by the caller before generation_ is bumped, read by
-  // workers after they see the new generation.
-  const RangeFn* job_ = nullptr;
-  int64_t job_n_ = 0;
-  int64_t job_grain_ = 1;
-  bool job_dynamic_ = false;
-  std::atomic<int64_t> next_piece_{0};    // dynamic jobs: the next piece to take
-  std::atomic<uint64_t> generation_{0};   // bumped once per parallel_for
-  std::atomic<int> pending_{0};           // workers yet to finish the job
+  // The job: written by the caller while claim_ is closed, read by the
+  // threads that claim its pieces (atomics, as a thread that looks at a job
+  // that has ended may read them while the next one is set up; its claim then
+  // fails).
+  std::atomic<const RangeFn*> job_{nullptr};
+  std::atomic<int64_t> job_n_{0};
+  std::atomic<int64_t> job_grain_{1};
+  std::atomic<bool> job_dynamic_{false};
+  std::atomic<int64_t> job_pieces_{0};
+  std::atomic<uint64_t> claim_{kClosed};  // (generation, next piece), see above
+  std::atomic<int64_t> done_pieces_{0};   // pieces of the job finished
+  std::atomic<uint64_t> generation_{0};   // bumped once per job
   std::atomic<int> sleepers_{0};          // workers blocked (or blocking) on wake_
   std::atomic<bool> caller_waiting_{false};  // caller blocked on done_
   std::atomic<bool> shutting_down_{false};
   PauseCredit caller_credit_;  // the calling thread's, for its completion waits
+  std::function<void(int)> before_claims_for_test_;
 };
 
 }  // namespace llmpack

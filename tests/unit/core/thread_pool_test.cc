@@ -163,15 +163,64 @@ TEST(ThreadPool, DynamicLeavesAHeldUpThreadsShareToTheOthers) {
   EXPECT_LE(done_by[1].load(), 1);
 }
 
-// A slow range makes the caller's spin run out so it blocks on completion.
+// A slow piece in a worker's hands makes the caller's spin run out so it
+// blocks on completion: the caller's piece waits until the other one has
+// been claimed (so the worker holds it), which then sleeps 20 ms.
 TEST(ThreadPool, CallerBlocksUntilSlowWorkerFinishes) {
   ThreadPool pool(2, std::chrono::microseconds(50));
   std::atomic<int> done{0};
-  pool.parallel_for(2, [&](int thread, int64_t, int64_t) {
-    if (thread == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::atomic<bool> second_started{false};
+  std::atomic<int> runner_of_second{-1};
+  pool.parallel_for(2, [&](int thread, int64_t begin, int64_t) {
+    if (begin == 1) {
+      runner_of_second.store(thread);
+      second_started.store(true);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } else {
+      while (!second_started.load()) std::this_thread::yield();
+    }
     done.fetch_add(1);
   });
   EXPECT_EQ(done.load(), 2);
+  EXPECT_EQ(runner_of_second.load(), 1);
+}
+
+// A worker that does not come to a job (the OS runs another process on its
+// core) does not hold it: the caller takes every piece and returns while the
+// worker is still held back, and the job after it runs in full too; each
+// index is covered once, by the thread that ran it.
+TEST(ThreadPool, AWorkerThatDoesNotComeLeavesItsPiecesToTheCaller) {
+  for (bool dynamic : {false, true}) {
+    ThreadPool pool(3);
+    std::atomic<bool> release{false};
+    std::atomic<int> held{0};
+    pool.set_before_claims_for_test([&](int worker) {
+      if (worker != 2) return;
+      held.fetch_add(1);
+      while (!release.load()) std::this_thread::yield();
+    });
+    std::vector<std::atomic<int>> visits(64);
+    std::atomic<int> by_worker_2{0};
+    const auto visit = [&](int thread, int64_t begin, int64_t end) {
+      if (thread == 2) by_worker_2.fetch_add(1);
+      for (int64_t i = begin; i < end; ++i) visits[i].fetch_add(1);
+    };
+    for (int call = 0; call < 2; ++call) {
+      if (dynamic)
+        pool.parallel_for_dynamic(64, visit, 4);
+      else
+        pool.parallel_for(64, visit, 4);
+    }
+    for (int i = 0; i < 64; ++i) EXPECT_EQ(visits[i].load(), 2) << "index " << i << " dynamic=" << dynamic;
+    // The worker saw a job and is held (or has not run at all yet: wait for it).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (held.load() == 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    EXPECT_EQ(held.load(), 1) << "dynamic=" << dynamic;
+    EXPECT_EQ(by_worker_2.load(), 0) << "dynamic=" << dynamic;
+    release.store(true);
+    // Released, the worker finds the jobs taken; the next one runs as ever.
+    expect_exact_cover(pool, 100, 3, dynamic);
+  }
 }
 
 TEST(ThreadPool, OneThreadRunsInlineOnCaller) {
