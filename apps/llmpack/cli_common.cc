@@ -68,6 +68,9 @@ void note_threads_beyond_cores(int threads) {
   if (const int cpus = usable_cpus(); threads > cpus)
     std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds the %d CPUs this process may run on\n", threads,
                  cpus);
+  else if (const int quota = this_process_cpu_quota(); quota > 0 && threads > quota)
+    std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds this process's cgroup CPU quota (%d CPUs)\n",
+                 threads, quota);
 }
 
 Result<std::string> chat_template_from_option(const std::string& name_or_path) {

@@ -148,12 +148,16 @@ int cgroup_cpu_limit(const std::string& proc_self_cgroup, const std::string& cgr
   return limit;
 }
 
+int this_process_cpu_quota() {
+  std::ifstream in("/proc/self/cgroup");
+  const std::string cgroups((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return cgroup_cpu_limit(cgroups, "/sys/fs/cgroup");
+}
+
 int default_threads() {
   static const int threads = [] {
     const int cores = performance_cores(describe_cpus("/sys/devices/system/cpu", usable_cpu_list()));
-    std::ifstream in("/proc/self/cgroup");
-    const std::string cgroups((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const int quota = cgroup_cpu_limit(cgroups, "/sys/fs/cgroup");
+    const int quota = this_process_cpu_quota();
     return quota > 0 ? std::min(cores, quota) : cores;
   }();
   return threads;

@@ -59,6 +59,9 @@ int performance_cores(const std::vector<CpuDescription>& cpus);
 // threads, each on the CPU a thirty-second of the time.
 int cgroup_cpu_limit(const std::string& proc_self_cgroup, const std::string& cgroup_root);
 
+// cgroup_cpu_limit of this process (/proc/self/cgroup under /sys/fs/cgroup).
+int this_process_cpu_quota();
+
 // performance_cores of this machine's usable CPUs, capped by its cgroup's
 // CPU quota: every command's default thread count (run, chat, perplexity,
 // export, bench's -t, the Python bindings' cpu_threads = 0).
