@@ -15,7 +15,8 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
       ->required();
   app.add_option("--tokenizer_path", o.tokenizer_path,
                  "Tokenizer file (llama2.c tokenizer.bin or GGUF); overrides the package's");
-  app.add_option("-t,--cpu_threads", o.cpu_threads, "Worker threads (default: one per performance core this process may run on)")
+  app.add_option("-t,--cpu_threads", o.cpu_threads,
+                 "Worker threads (default: one per performance core this process may run on)")
       ->check(CLI::Range(1, 1024));
   app.add_option("--max_seq_len", o.max_seq_len,
                  "For packages without llmpack.* keys: tokens per forward call S = B (default 512)")
@@ -66,11 +67,11 @@ ProgramOptions program_options(const ModelOptions& o) {
 
 void note_threads_beyond_cores(int threads) {
   if (const int cpus = usable_cpus(); threads > cpus)
-    std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds the %d CPUs this process may run on\n", threads,
-                 cpus);
+    std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds the %d CPU%s this process may run on\n", threads,
+                 cpus, cpus == 1 ? "" : "s");
   else if (const int quota = this_process_cpu_quota(); quota > 0 && threads > quota)
-    std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds this process's cgroup CPU quota (%d CPUs)\n",
-                 threads, quota);
+    std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds this process's cgroup CPU quota (%d CPU%s)\n",
+                 threads, quota, quota == 1 ? "" : "s");
 }
 
 Result<std::string> chat_template_from_option(const std::string& name_or_path) {

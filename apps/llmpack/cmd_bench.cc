@@ -586,7 +586,7 @@ int execute(const BenchOptions& o) {
   out.note("kv cache: " + *kv_name + " keys and values");
   if (o.threads.empty())
     out.note("threads: " + std::to_string(threads[0]) + " (the default: one per physical performance core of the " +
-             std::to_string(usable_cpus()) + " CPUs this process may run on)");
+             std::to_string(usable_cpus()) + (usable_cpus() == 1 ? " CPU" : " CPUs") + " this process may run on)");
   if (auto note = gpu_layers_note(o); !note.empty()) out.note(note);
   if (o.bandwidth) note_read_bandwidth(threads, o.bandwidth_mib, out);
   const PeakByThreads peaks = o.peak ? note_compute_peaks(threads, out) : PeakByThreads{};
@@ -625,7 +625,8 @@ void register_bench(CLI::App& app, std::function<int()>& action) {
                   "Tokens of context in the KV cache before each test, comma-separated (default 0); a test at "
                   "depth D is named as llama-bench names it (tg128 @ d4096); the deepest plus the longest test must "
                   "fit the model's context, checked before any test runs");
-  add_list_option(*cmd, "-t,--threads", "-t", o->threads, 1, "Thread counts, comma-separated (default: one per performance core)", 1024);
+  add_list_option(*cmd, "-t,--threads", "-t", o->threads, 1,
+                  "Thread counts, comma-separated (default: one per performance core)", 1024);
   cmd->add_option_function<std::vector<std::string>>(
          "--pg",
          [o](const std::vector<std::string>& pairs) {

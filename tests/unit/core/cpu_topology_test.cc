@@ -4,11 +4,14 @@
 #include "core/cpu_topology.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace llmpack {
@@ -199,6 +202,30 @@ TEST(CpuTopology, CgroupV1QuotaLimitsTheThreads) {
   cg.write("memory/docker/abc/cpu.cfs_period_us", "100000");
   EXPECT_EQ(cg.limit(self), 4);
   EXPECT_EQ(cg.limit("garbage\n::\n"), 0);
+}
+
+// The usable CPUs are the calling thread's affinity mask, as `taskset` or a
+// container's CPU set leaves it: a thread pinned to one CPU sees just it.
+TEST(CpuTopology, UsableCpusFollowTheAffinityMask) {
+#if defined(__linux__)
+  const std::vector<int> all = usable_cpu_list();
+  ASSERT_FALSE(all.empty());
+  std::vector<int> seen;
+  bool pinned = false;
+  std::thread pinned_thread([&] {
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(all.back(), &one);
+    pinned = pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0;
+    if (pinned) seen = usable_cpu_list();
+  });
+  pinned_thread.join();
+  if (!pinned) GTEST_SKIP() << "this system refused to pin a thread to CPU " << all.back();
+  EXPECT_EQ(seen, std::vector<int>{all.back()});
+  EXPECT_EQ(usable_cpu_list(), all) << "the test's own thread keeps its mask";
+#else
+  GTEST_SKIP() << "affinity masks are read on Linux only";
+#endif
 }
 
 // This machine: at least one thread, no more than the CPUs it may run on.
