@@ -58,14 +58,14 @@ void add_sampling_options(CLI::App& app, GenerationConfig& c) {
 ProgramOptions program_options(const ModelOptions& o) {
   ProgramOptions p;
   p.cpu_threads = o.cpu_threads.value_or(default_threads());
-  note_threads_beyond_cores(p.cpu_threads);
+  note_threads_beyond_cpus(p.cpu_threads);
   p.defaults.max_seq_len = o.max_seq_len;
   p.defaults.max_context_len = o.max_context_len;
   p.log = stderr_log_sink();
   return p;
 }
 
-void note_threads_beyond_cores(int threads) {
+void note_threads_beyond_cpus(int threads) {
   if (const int cpus = usable_cpus(); threads > cpus)
     std::fprintf(stderr, "llmpack: note: --cpu_threads %d exceeds the %d CPU%s this process may run on\n", threads,
                  cpus, cpus == 1 ? "" : "s");

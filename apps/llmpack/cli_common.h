@@ -33,9 +33,9 @@ void add_sampling_options(CLI::App& app, GenerationConfig& config);
 // ProgramOptions from the flags; logs a notice when threads exceed the cores.
 ProgramOptions program_options(const ModelOptions& options);
 
-// The notice for a --cpu_threads above the CPUs this process may run on (accepted: the
-// user may know better, e.g. inside a container that reports fewer).
-void note_threads_beyond_cores(int threads);
+// The notice for a --cpu_threads above the CPUs this process may run on, or
+// above its cgroup's CPU quota (accepted: the user may know better).
+void note_threads_beyond_cpus(int threads);
 
 // --chat_template for chat and chat-template: a built-in template's source
 // for a built-in name, else the text of the file it names; an error when it

@@ -12,7 +12,7 @@ namespace llmpack::cli {
 namespace {
 
 int execute(const ExportOptions& o) {
-  if (o.threads > 0) note_threads_beyond_cores(o.threads);
+  if (o.threads > 0) note_threads_beyond_cpus(o.threads);
   const bool tty = isatty(fileno(stderr)) != 0;
   auto progress = [tty](size_t done, size_t total, uint64_t bytes) {
     if (!tty) return;

@@ -97,6 +97,9 @@ int performance_cores(const std::vector<CpuDescription>& cpus) {
 
 namespace {
 
+// The tighter of two limits in CPUs, where 0 is none.
+int tighter_limit(int a, int b) { return a > 0 && b > 0 ? std::min(a, b) : std::max(a, b); }
+
 // CPUs a quota of `quota` per `period` microseconds allows, rounded up; 0 for none.
 int quota_cpus(long quota, long period) {
   if (quota <= 0 || period <= 0) return 0;
@@ -119,7 +122,7 @@ int dir_cpu_limit(const std::string& dir) {
 int path_cpu_limit(const std::string& root, std::string path) {
   int limit = 0;
   for (;;) {
-    if (const int here = dir_cpu_limit(root + path); here > 0) limit = limit > 0 ? std::min(limit, here) : here;
+    limit = tighter_limit(limit, dir_cpu_limit(root + path));
     if (path.empty() || path == "/") return limit;
     const size_t slash = path.find_last_of('/');
     path = slash == std::string::npos ? "" : path.substr(0, slash);
@@ -130,9 +133,6 @@ int path_cpu_limit(const std::string& root, std::string path) {
 
 int cgroup_cpu_limit(const std::string& proc_self_cgroup, const std::string& cgroup_root) {
   int limit = 0;
-  const auto take = [&limit](int found) {
-    if (found > 0) limit = limit > 0 ? std::min(limit, found) : found;
-  };
   std::istringstream lines(proc_self_cgroup);
   for (std::string line; std::getline(lines, line);) {
     // "0::/path" (v2) or "4:cpu,cpuacct:/path" (v1)
@@ -141,9 +141,9 @@ int cgroup_cpu_limit(const std::string& proc_self_cgroup, const std::string& cgr
     const std::string controllers = "," + line.substr(first + 1, second - first - 1) + ",";
     const std::string path = line.substr(second + 1);
     if (controllers == ",,")
-      take(path_cpu_limit(cgroup_root, path));
+      limit = tighter_limit(limit, path_cpu_limit(cgroup_root, path));
     else if (controllers.find(",cpu,") != std::string::npos)
-      take(path_cpu_limit(cgroup_root + "/cpu", path));
+      limit = tighter_limit(limit, path_cpu_limit(cgroup_root + "/cpu", path));
   }
   return limit;
 }
