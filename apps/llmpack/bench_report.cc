@@ -78,7 +78,9 @@ std::string markdown_header(TableColumns columns) {
   std::string names = "| model | type | size | params | backend | threads |";
   std::string align = "| --- | --- | ---: | ---: | --- | ---: |";
   for (const auto& [shown, name] : {std::pair{columns.n_batch, " n_batch |"}, {columns.n_ubatch, " n_ubatch |"},
-                                    {columns.flash_attn, " fa |"}, {columns.load_mode, " lm |"}}) {
+                                    {columns.flash_attn, " fa |"}, {columns.load_mode, " lm |"},
+                                    {columns.cpu_mask, " cpu_mask |"}, {columns.cpu_strict, " cpu_strict |"},
+                                    {columns.poll, " poll |"}}) {
     if (!shown) continue;
     names += name;
     align += " ---: |";
@@ -94,16 +96,20 @@ std::string markdown_row(const BenchRecord& r, TableColumns columns) {
   if (columns.n_ubatch) row.append(std::to_string(r.n_ubatch)).append(" | ");
   if (columns.flash_attn) row.append(std::to_string(r.flash_attn)).append(" | ");
   if (columns.load_mode) row.append(r.load_mode).append(" | ");
+  if (columns.cpu_mask) row.append(r.cpu_mask).append(" | ");
+  if (columns.cpu_strict) row.append(r.cpu_strict ? "1" : "0").append(" | ");
+  if (columns.poll) row.append(std::to_string(r.poll)).append(" | ");
   return row + r.test + " | " + format("%.2f ± %.2f", r.avg_ts(), r.stddev_ts()) + " |\n";
 }
 
 namespace {
 const char* const kCsvFields[] = {
     "build_commit", "build_number", "cpu_info",   "backends",  "model_filename", "model_type",
-    "model_size",   "model_n_params", "n_batch",  "n_ubatch",  "n_threads",      "type_k",
-    "type_v",       "n_gpu_layers", "flash_attn", "load_mode", "n_prompt",       "n_gen",
-    "n_depth",      "test",         "test_time",  "load_time_ms", "avg_ns",      "stddev_ns",
-    "avg_ts",       "stddev_ts",    "samples_ns", "samples_ts",
+    "model_size",   "model_n_params", "n_batch",  "n_ubatch",  "n_threads",      "cpu_mask",
+    "cpu_strict",   "poll",         "type_k",     "type_v",    "n_gpu_layers",   "flash_attn",
+    "load_mode",    "n_prompt",     "n_gen",      "n_depth",   "test",           "test_time",
+    "load_time_ms", "avg_ns",       "stddev_ns",  "avg_ts",    "stddev_ts",      "samples_ns",
+    "samples_ts",
 };
 }  // namespace
 
@@ -114,10 +120,12 @@ std::string csv_header() {
 }
 
 namespace {
-// A field of the record as CSV and SQL write it: arrays as "a;b;c".
+// A field of the record as CSV and SQL write it: arrays as "a;b;c", booleans
+// as 0 and 1 (as llama-bench's CSV writes them).
 std::string field_text(const BenchRecord& r, const nlohmann::ordered_json& j, const std::string& f) {
   const auto& v = j.at(f);
   if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "1" : "0";
   if (v.is_array()) return f == "samples_ns" ? joined(r.samples_ns) : joined(r.samples_ts());
   return v.dump();
 }
@@ -135,7 +143,7 @@ std::string sql_create_table(const BenchRecord& r) {
   std::string out = "CREATE TABLE IF NOT EXISTS test (\n";
   for (const char* f : kCsvFields) {
     const auto& v = j.at(f);
-    const char* type = v.is_number_integer() ? "INTEGER" : v.is_number() ? "REAL" : "TEXT";
+    const char* type = v.is_number_integer() || v.is_boolean() ? "INTEGER" : v.is_number() ? "REAL" : "TEXT";
     out.append(out.back() == '\n' ? "  " : ",\n  ").append(f).append(" ").append(type);
   }
   return out + "\n);\n";
@@ -147,7 +155,7 @@ std::string sql_insert(const BenchRecord& r) {
   for (const char* f : kCsvFields) {
     names.append(names.empty() ? "" : ", ").append(f);
     std::string text = field_text(r, j, f);
-    if (j.at(f).is_number()) {
+    if (j.at(f).is_number() || j.at(f).is_boolean()) {
       values.append(values.empty() ? "" : ", ").append(text);
       continue;
     }
@@ -173,6 +181,9 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   j["n_batch"] = r.n_batch;
   j["n_ubatch"] = r.n_ubatch;
   j["n_threads"] = r.n_threads;
+  j["cpu_mask"] = r.cpu_mask;
+  j["cpu_strict"] = r.cpu_strict;
+  j["poll"] = r.poll;
   j["type_k"] = std::string(kv_dtype_name(m.kv_dtype()));  // one element type for keys and values
   j["type_v"] = std::string(kv_dtype_name(m.kv_dtype()));
   j["n_gpu_layers"] = 0;  // no GPU path yet (-ngl is accepted with a notice)

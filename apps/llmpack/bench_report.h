@@ -25,6 +25,9 @@ struct BenchRecord {
   int64_t n_ubatch = 0;       // tokens per forward call (the prefill chunk; 1 for generation)
   int flash_attn = -1;        // -fa as llama-bench records it: 1 on, -1 auto (the attention is the same)
   std::string load_mode = "auto";  // -lm: auto or mmap (the file is mapped either way)
+  std::string cpu_mask = "0x0";    // -C: the CPUs the threads ran on; 0x0: where the OS put them
+  bool cpu_strict = false;         // --cpu-strict: each thread on one CPU of the mask
+  int poll = 50;                   // --poll: how long waiting threads spin (0: they block at once)
   std::string test_time;      // UTC, ISO 8601, when the test started
   std::vector<int64_t> samples_ns;  // one per repetition
 
@@ -41,12 +44,16 @@ double mean_of(const std::vector<double>& v);
 double stddev_of(const std::vector<double>& v);
 
 // The table's optional columns, shown as llama-bench shows them: where the
-// flag was given (-b: n_batch, -ub: n_ubatch, -fa: fa, -lm: lm).
+// flag was given (-b: n_batch, -ub: n_ubatch, -fa: fa, -lm: lm, -C:
+// cpu_mask, --cpu-strict: cpu_strict, --poll: poll).
 struct TableColumns {
   bool n_batch = false;
   bool n_ubatch = false;
   bool flash_attn = false;
   bool load_mode = false;
+  bool cpu_mask = false;
+  bool cpu_strict = false;
+  bool poll = false;
 };
 std::string markdown_header(TableColumns columns);
 std::string markdown_row(const BenchRecord& r, TableColumns columns);

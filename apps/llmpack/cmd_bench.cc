@@ -9,57 +9,22 @@
 #include <thread>
 
 #include "bench_bandwidth.h"
-#include "bench_flags.h"
 #include "bench_lists.h"
 #include "bench_model.h"
+#include "bench_modes.h"
+#include "bench_options.h"
 #include "bench_peak.h"
 #include "bench_report.h"
 #include "bench_runner.h"
 #include "cli_common.h"
 #include "commands.h"
 #include "core/cpu_topology.h"
+#include "core/thread_placement.h"
 #include "core/thread_pool.h"
 #include "kernels/kernels.h"
 
 namespace llmpack::cli {
 namespace {
-
-struct BenchOptions {
-  std::vector<std::string> models;
-  std::vector<std::string> synthetic;
-  std::vector<int64_t> prompts = {512};
-  std::vector<int64_t> gens = {128};
-  std::vector<int64_t> depths = {0};
-  std::vector<PromptGenPair> prompt_gens;  // -pg
-  std::vector<int64_t> batches;            // -b; empty: the whole prompt handed over at once
-  std::vector<int64_t> ubatches;           // -ub; empty: one chunk of up to B tokens
-  std::vector<int64_t> threads;
-  int repetitions = 5;
-  std::string output = "md";
-  std::string output_err;  // -oe: the records again, in this format, on stderr
-  int64_t ttft = 0;
-  int64_t synthetic_layers = 0;
-  int64_t synthetic_vocab = 0;
-  uint64_t seed = 1;
-  bool bandwidth = false;
-  int64_t bandwidth_mib = 1024;  // --bandwidth's sums (tests make them smaller)
-  std::string save_path;
-  std::string kernel_path;  // empty: the best the CPU supports
-  std::string avx512_decode = "auto";
-  std::string float_decode_prefetch = "auto";
-  std::string regroup = "on";
-  std::string kv_dtype;           // --kv_dtype; empty: -ctk / -ctv, else f16
-  std::string cache_type_k, cache_type_v;  // -ctk, -ctv
-  std::vector<int64_t> gpu_layers;         // -ngl: accepted with a notice
-  std::vector<std::string> flash_attn;     // -fa 1|on|auto; empty: auto
-  std::vector<std::string> load_modes;     // -lm auto|mmap; empty: auto
-  std::vector<std::string> mmap_values;    // -mmp 1 (older llama-bench's; no field of its own here)
-  bool peak = false;
-  bool profile = false;
-  bool progress = false;
-  bool no_warmup = false;
-  double delay_s = 0;  // --delay: seconds of sleep before each test
-};
 
 // The KV cache's element type from --kv_dtype, -ctk and -ctv: llmpack's
 // cache holds keys and values in one type, so the flags given must agree.
@@ -433,22 +398,18 @@ Status run_ttft_tests(TestBench& t) {
 // The -fa and -lm values, each pair run in turn as llama-bench runs each value
 // of a list. Every pair runs the same attention kernel over the same mapped
 // file; the records say which was asked for.
-struct AskedModes {
-  int flash_attn;  // 1 on, -1 auto (llama-bench's numbers)
-  std::string load_mode;
-};
-std::vector<AskedModes> asked_modes(const BenchOptions& o) {
-  const auto or_auto = [](const std::vector<std::string>& v) {
-    return v.empty() ? std::vector<std::string>{"auto"} : v;
-  };
-  std::vector<AskedModes> modes;
-  for (const auto& fa : or_auto(o.flash_attn))
-    for (const auto& lm : or_auto(o.load_modes)) modes.push_back({fa == "auto" ? -1 : 1, lm});
-  return modes;
+// A record's fields for the mode its test runs in.
+void set_mode_fields(const BenchMode& mode, BenchRecord* r) {
+  r->flash_attn = mode.flash_attn;
+  r->load_mode = mode.load_mode;
+  r->cpu_mask = cpu_mask_text(mode.placement.cpus);
+  r->cpu_strict = mode.placement.strict;
+  r->poll = mode.poll;
 }
 
 // pp, pp+tg, tg and (when asked) time to first token, at each depth, each
-// test once for each asked -fa / -lm pair.
+// test once a mode (bench_modes.h: the -fa, -lm, -C, --cpu-strict and --poll
+// values), its threads placed as the mode says.
 Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const PeakByThreads& peaks,
                  const DecodeReads* reads, BenchOutput& out) {
   LLMPACK_ASSIGN_OR_RETURN(BenchRunner runner, BenchRunner::create(*m.program, o.seed));
@@ -458,6 +419,15 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const 
     progress(o, m.display + ", " + std::to_string(threads) + " threads: warmup");
     LLMPACK_RETURN_IF_ERROR(runner.warmup(std::max(longest_prompt(o), int64_t{32})).with_context("warmup"));
   }
+  std::vector<std::string> placements;  // where each mode's threads run, when -C places them
+  for (const BenchMode& mode : bench_modes(o)) {
+    if (mode.placement.cpus.empty()) continue;
+    LLMPACK_RETURN_IF_ERROR(apply_mode(mode, m.program->thread_pool()));
+    const std::string line = m.display + ", " + std::to_string(threads) + " threads, " +
+                             placement_note(mode, m.program->thread_pool());
+    if (std::find(placements.begin(), placements.end(), line) == placements.end()) placements.push_back(line);
+  }
+  for (const auto& line : placements) out.note(line);
   StageNotes stages(o, m);
   TestBench t{o, runner, stages, peaks, out, BenchRecord{}};
   t.base.model = &m;
@@ -469,15 +439,17 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const 
     LLMPACK_RETURN_IF_ERROR(runner.fill_context(d, longest_test(o)));
     t.base.n_depth = d;
     const std::string at = d > 0 ? " @ d" + std::to_string(d) : "";  // llama-bench's names
-    for (const AskedModes& mode : asked_modes(o)) {
-      t.base.flash_attn = mode.flash_attn, t.base.load_mode = mode.load_mode;
+    for (const BenchMode& mode : bench_modes(o)) {
+      LLMPACK_RETURN_IF_ERROR(apply_mode(mode, m.program->thread_pool()));
+      set_mode_fields(mode, &t.base);
       LLMPACK_RETURN_IF_ERROR(run_prompt_tests(t, at));
       LLMPACK_RETURN_IF_ERROR(run_generation_tests(t, at, reads));
     }
   }
-  for (const AskedModes& mode : asked_modes(o)) {
+  for (const BenchMode& mode : bench_modes(o)) {
     if (o.ttft == 0) break;
-    t.base.flash_attn = mode.flash_attn, t.base.load_mode = mode.load_mode;
+    LLMPACK_RETURN_IF_ERROR(apply_mode(mode, m.program->thread_pool()));
+    set_mode_fields(mode, &t.base);
     LLMPACK_RETURN_IF_ERROR(run_ttft_tests(t));
   }
   return ok_status();
@@ -553,7 +525,9 @@ DecodeReads note_decode_bound(const BenchModel& model, int threads, int64_t mib,
   return reads;
 }
 
-int execute(const BenchOptions& o) {
+}  // namespace
+
+int run_bench(const BenchOptions& o) {
   auto sources = model_sources(o);
   if (!sources.ok()) return fail(sources.status());
   const std::vector<int> threads =
@@ -577,8 +551,12 @@ int execute(const BenchOptions& o) {
   const auto kv_dtype = parse_kv_dtype(*kv_name);
   const char* kv_flag = !o.kv_dtype.empty() ? "--kv_dtype" : !o.cache_type_k.empty() ? "-ctk" : "-ctv";
   if (!kv_dtype.ok()) return fail(kv_dtype.status().with_context(kv_flag));
+  if (auto status = check_cpu_masks(o); !status.ok()) return fail(status);
+  // Before any pool starts: its threads inherit the level.
+  if (auto status = set_this_thread_priority(o.prio); !status.ok()) return fail(status.with_context("--prio"));
   BenchOutput out(o.output, o.output_err,
-                  TableColumns{!o.batches.empty(), !o.ubatches.empty(), !o.flash_attn.empty(), !o.load_modes.empty()});
+                  TableColumns{!o.batches.empty(), !o.ubatches.empty(), !o.flash_attn.empty(), !o.load_modes.empty(),
+                               !o.cpu_masks.empty(), !o.cpu_strict.empty(), !o.polls.empty()});
   out.note(build_line());
   out.note(kernel_path_note(o.avx512_decode));
   if (auto note = float_decode_prefetch_note(o.float_decode_prefetch); !note.empty()) out.note(note);
@@ -588,6 +566,7 @@ int execute(const BenchOptions& o) {
     out.note("threads: " + std::to_string(threads[0]) + " (the default: one per physical performance core of the " +
              std::to_string(usable_cpus()) + (usable_cpus() == 1 ? " CPU" : " CPUs") + " this process may run on)");
   if (auto note = gpu_layers_note(o); !note.empty()) out.note(note);
+  if (o.prio != 0) out.note("priority: level " + std::to_string(o.prio) + " (--prio) for every thread");
   if (o.bandwidth) note_read_bandwidth(threads, o.bandwidth_mib, out);
   const PeakByThreads peaks = o.peak ? note_compute_peaks(threads, out) : PeakByThreads{};
   for (const auto& source : *sources) {
@@ -605,125 +584,6 @@ int execute(const BenchOptions& o) {
   }
   out.end();
   return 0;
-}
-
-}  // namespace
-
-void register_bench(CLI::App& app, std::function<int()>& action) {
-  auto* cmd = app.add_subcommand("bench", "Measure prompt processing and generation speed (llama-bench's flags)");
-  auto o = std::make_shared<BenchOptions>();
-  cmd->add_option("-m,--model", o->models, "Model file (.gguf or llama2.c .bin); repeatable");
-  cmd->add_option("--synthetic", o->synthetic,
-                  "Random-weight model NAME:TYPE built in memory; repeatable. NAME: stories110m, smollm2-135m, "
-                  "qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; TYPE: f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, "
-                  "iq4_xs, iq3_xxs, iq2_xxs, iq1_m");
-  add_list_option(*cmd, "-p,--n-prompt", "-p", o->prompts, 0,
-                  "Prompt sizes, comma-separated, each a number or a range (64-512*2, 32-128+32); 0 skips (default "
-                  "512)");
-  add_list_option(*cmd, "-n,--n-gen", "-n", o->gens, 0, "Generation lengths, comma-separated; 0 skips (default 128)");
-  add_list_option(*cmd, "-d,--n-depth", "-d", o->depths, 0,
-                  "Tokens of context in the KV cache before each test, comma-separated (default 0); a test at "
-                  "depth D is named as llama-bench names it (tg128 @ d4096); the deepest plus the longest test must "
-                  "fit the model's context, checked before any test runs");
-  add_list_option(*cmd, "-t,--threads", "-t", o->threads, 1,
-                  "Thread counts, comma-separated (default: one per performance core)", 1024);
-  cmd->add_option_function<std::vector<std::string>>(
-         "--pg",
-         [o](const std::vector<std::string>& pairs) {
-           o->prompt_gens.clear();
-           for (const auto& text : pairs) {
-             auto pair = parse_prompt_gen_pair(text);
-             if (!pair.ok()) throw CLI::ValidationError("-pg", pair.status().message());
-             o->prompt_gens.push_back(*pair);
-           }
-         },
-         "-pg PP,TG: a prompt of PP tokens then TG generated ones, timed as one test named ppPP+tgTG "
-         "(llama-bench's -pg; t/s counts both); repeatable")
-      ->type_name("PP,TG");
-  add_list_option(*cmd, "-b,--batch-size", "-b", o->batches, 1,
-                  "Tokens handed over at once, comma-separated (llama-bench's -b): a pp or -pg test sends its prompt "
-                  "in pieces of this many tokens, each in calls of -ub tokens (at most -b); each test runs at each "
-                  "(default: the whole prompt at once)");
-  add_list_option(*cmd, "--ubatch-size", "-ub", o->ubatches, 1,
-                  "-ub N: tokens per prefill call, comma-separated (llama-bench's -ub); each pp and -pg test runs at "
-                  "each, capped at the model's token bound (default: the whole prompt in one call, up to the bound)");
-  cmd->add_option("-r,--repetitions", o->repetitions, "Repetitions of each test (default 5)")
-      ->check(CLI::Range(1, 10000));
-  cmd->add_option("-o,--output", o->output,
-                  "Output format: md, csv, json, jsonl (a JSON record a line, as each test ends) or sql (a table "
-                  "`test` and an INSERT a test, for sqlite3) (default md)")
-      ->check(CLI::IsMember({"md", "csv", "json", "jsonl", "sql"}));
-  cmd->add_option("--output-err", o->output_err,
-                  "-oe FORMAT: the records also in this format (md, csv, json, jsonl, sql or none) on stderr, as "
-                  "llama-bench's -oe")
-      ->check(CLI::IsMember({"md", "csv", "json", "jsonl", "sql", "none"}));
-  cmd->add_option("--ttft", o->ttft,
-                  "Also time the first token of an N-token prompt, batched and token by token")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20));
-  cmd->add_flag("--bandwidth", o->bandwidth,
-                "Also measure memory read bandwidth and each model's decode bound (the rate a plain sum reads "
-                "its per-token weights at / their bytes), and each tg test as a share of the bound read again just "
-                "before each repetition");
-  cmd->add_option("--save", o->save_path,
-                  "Write the --synthetic model to this GGUF file (to time loading it with -m) and exit");
-  cmd->add_flag("--peak", o->peak,
-                "Also measure the CPU's fp32 and int8 compute peaks and give prefill's share of the fp32 peak");
-  cmd->add_flag("--profile", o->profile,
-                "Also give each pp and tg test's time per forward stage (projections, attention, other)");
-  cmd->add_option("--kernel_path", o->kernel_path,
-                  "Kernel path: scalar, avx2, avx_vnni, avx512, neon, neon_dotprod or neon_i8mm (default: the best "
-                  "this CPU supports)");
-  cmd->add_option("--avx512_decode", o->avx512_decode,
-                  "Decode kernels on the avx512 path: auto (the AVX2 ones where the CPU runs 512-bit vectors "
-                  "as two halves, as Zen 4 does), on (the AVX-512 ones) or off (the AVX2 ones)");
-  cmd->add_option("--float_decode_prefetch", o->float_decode_prefetch,
-                  "Bytes ahead that one-token decode of long F16/BF16/F32 rows prefetches each row: auto "
-                  "(this CPU's default: 1024 on Zen 5, none elsewhere) or 0 to 65536");
-  cmd->add_option("--regroup", o->regroup,
-                  "Regroup Q5_0 / Q5_1 matrices at load for the x86 decode kernels: on (default) or off "
-                  "(the file's layout)");
-  cmd->add_option("--kv_dtype", o->kv_dtype,
-                  "KV cache element type: f16 (default, as llama-bench's -ctk f16 -ctv f16), f32 or q8_0");
-  cmd->add_option("--cache-type-k", o->cache_type_k,
-                  "-ctk TYPE: llama-bench's name for the keys' type; llmpack's cache has one type for keys and "
-                  "values, so -ctk, -ctv and --kv_dtype must agree");
-  cmd->add_option("--cache-type-v", o->cache_type_v, "-ctv TYPE: llama-bench's name for the values' type (as -ctk)");
-  add_list_option(*cmd, "--n-gpu-layers", "-ngl", o->gpu_layers, 0,
-                  "-ngl N: accepted from llama-bench's commands with a notice: llmpack runs every layer on the CPU",
-                  1 << 20);
-  add_fixed_choice_option(*cmd, "--flash-attn", "-fa", o->flash_attn, {"1", "on", "auto"},
-                          "llmpack's attention is always one fused kernel over the KV cache (prefill: blocks of "
-                          "keys with a running softmax, as flash attention) and has no other path: give 1, on or auto",
-                          "-fa 1|on|auto, comma-separated: accepted from llama-bench's commands: llmpack's attention "
-                          "is always one fused kernel (flash attention in prefill); each test runs once a value, "
-                          "recorded as flash_attn 1 (1, on) or -1 (auto); 0 or off is refused");
-  add_fixed_choice_option(*cmd, "--mmap", "-mmp", o->mmap_values, {"1"},
-                          "llmpack always maps the model file (weights are not copied): give 1",
-                          "-mmp 1: accepted from llama-bench's commands (llmpack always maps the model file); 0 is "
-                          "refused");
-  add_fixed_choice_option(*cmd, "--load-mode", "-lm", o->load_modes, {"auto", "mmap"},
-                          "llmpack always maps the model file (weights are not copied): give auto or mmap",
-                          "-lm auto|mmap, comma-separated: accepted from llama-bench's commands (llmpack always maps "
-                          "the model file); each test runs once a value, recorded as load_mode; other modes are "
-                          "refused");
-  cmd->add_flag("--progress", o->progress, "Say on stderr what runs next (each test's repetitions)");
-  cmd->add_flag("--no-warmup", o->no_warmup,
-                "Skip the untimed prefill and decode step before a model's tests (its first repetitions then pay "
-                "the page faults of the weights and buffers)");
-  cmd->add_option("--delay", o->delay_s, "Seconds to sleep before each test (llama-bench's --delay), to let the "
-                                         "CPU cool down")
-      ->check(CLI::Range(0.0, 3600.0));
-  cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens");
-  cmd->add_option("--synthetic_layers", o->synthetic_layers, "Layers of synthetic models (tests)")
-      ->check(CLI::Range(int64_t{0}, int64_t{4096}))
-      ->group("");
-  cmd->add_option("--bandwidth_mib", o->bandwidth_mib, "MiB of each --bandwidth sum (tests; default 1024)")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
-      ->group("");
-  cmd->add_option("--synthetic_vocab", o->synthetic_vocab, "Vocabulary of synthetic models (tests)")
-      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24))
-      ->group("");
-  cmd->callback([&action, o] { action = [o] { return execute(*o); }; });
 }
 
 }  // namespace llmpack::cli

@@ -71,12 +71,17 @@ bool spin_until(Done done, std::chrono::microseconds spin, PauseCredit& credit) 
 }  // namespace
 
 ThreadPool::ThreadPool(int n_threads, std::chrono::microseconds spin)
-    : n_threads_(std::max(1, n_threads)), spin_(std::max(spin, std::chrono::microseconds(0))) {
+    : n_threads_(std::max(1, n_threads)),
+      spin_us_(std::max<int64_t>(0, spin.count())),
+      worker_ids_(n_threads_, 0),
+      created_cpus_(thread_cpus(this_thread_id())) {
   workers_.reserve(n_threads_ - 1);
   for (int i = 1; i < n_threads_; ++i) workers_.emplace_back([this, i] { worker_loop(i); });
 }
 
 ThreadPool::~ThreadPool() {
+  if (placed_caller_ != 0 && placed_caller_ == this_thread_id())
+    (void)set_thread_cpus(placed_caller_, created_cpus_);  // best effort: nothing to report to
   {
     std::lock_guard<std::mutex> lock(mutex_);
     shutting_down_.store(true);
@@ -129,6 +134,42 @@ void ThreadPool::take_pieces(int index) {
   }
 }
 
+void ThreadPool::set_spin(std::chrono::microseconds spin) { spin_us_.store(std::max<int64_t>(0, spin.count())); }
+
+void ThreadPool::wait_for_worker_ids() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  started_.wait(lock, [this] {
+    return std::all_of(worker_ids_.begin() + 1, worker_ids_.end(), [](int id) { return id != 0; });
+  });
+}
+
+Status ThreadPool::place(const ThreadPlacement& placement) {
+  std::vector<int> outside;
+  for (int cpu : placement.cpus)
+    if (std::find(created_cpus_.begin(), created_cpus_.end(), cpu) == created_cpus_.end()) outside.push_back(cpu);
+  if (!outside.empty())
+    return error_status("CPU" + std::string(outside.size() == 1 ? " " : "s ") + cpu_list_text(outside) +
+                        (outside.size() == 1 ? " is" : " are") + " not among those this process may run on (" +
+                        cpu_list_text(created_cpus_) + ")");
+  wait_for_worker_ids();
+  worker_ids_[0] = this_thread_id();
+  for (int i = 0; i < n_threads_; ++i) {
+    std::vector<int> cpus = placement.cpus.empty() ? created_cpus_ : placement.cpus;
+    if (placement.strict && !placement.cpus.empty())
+      cpus = {placement.cpus[static_cast<size_t>(i) % placement.cpus.size()]};
+    LLMPACK_RETURN_IF_ERROR(set_thread_cpus(worker_ids_[static_cast<size_t>(i)], cpus));
+  }
+  placed_caller_ = placement.cpus.empty() ? 0 : worker_ids_[0];
+  return ok_status();
+}
+
+std::vector<std::vector<int>> ThreadPool::thread_cpus_now() {
+  wait_for_worker_ids();
+  std::vector<std::vector<int>> cpus;
+  for (int i = 0; i < n_threads_; ++i) cpus.push_back(thread_cpus(i == 0 ? this_thread_id() : worker_ids_[i]));
+  return cpus;
+}
+
 void ThreadPool::parallel_for(int64_t n, RangeFn fn, int64_t grain) { run_job(fn, n, grain, false); }
 
 void ThreadPool::parallel_for_dynamic(int64_t n, RangeFn fn, int64_t grain) {
@@ -173,7 +214,7 @@ void ThreadPool::run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynam
     wake_.notify_all();
   }
   take_pieces(0);
-  if (!spin_until([this, pieces] { return done_pieces_.load() == pieces; }, spin_, caller_credit_)) {
+  if (!spin_until([this, pieces] { return done_pieces_.load() == pieces; }, spin(), caller_credit_)) {
     std::unique_lock<std::mutex> lock(mutex_);
     caller_waiting_.store(true);
     done_.wait(lock, [this, pieces] { return done_pieces_.load() == pieces; });
@@ -183,11 +224,16 @@ void ThreadPool::run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynam
 }
 
 void ThreadPool::worker_loop(int index) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    worker_ids_[static_cast<size_t>(index)] = this_thread_id();
+  }
+  started_.notify_all();
   uint64_t seen = 0;
   PauseCredit credit;
   for (;;) {
     auto has_news = [&] { return shutting_down_.load() || generation_.load() != seen; };
-    if (!spin_until(has_news, spin_, credit)) {
+    if (!spin_until(has_news, spin(), credit)) {
       std::unique_lock<std::mutex> lock(mutex_);
       sleepers_.fetch_add(1);
       wake_.wait(lock, has_news);

@@ -22,6 +22,9 @@
 #include <thread>
 #include <vector>
 
+#include "core/status.h"
+#include "core/thread_placement.h"
+
 namespace llmpack {
 
 // Whether a waiting thread spins with `pause` before it spins with yields
@@ -61,6 +64,22 @@ class ThreadPool {
   ThreadPool& operator=(const ThreadPool&) = delete;
 
   int n_threads() const { return n_threads_; }
+
+  // How long a waiting thread spins before it blocks (between calls; 0:
+  // block at once). bench's --poll sets it.
+  void set_spin(std::chrono::microseconds spin);
+  std::chrono::microseconds spin() const { return std::chrono::microseconds(spin_us_.load()); }
+
+  // Places the threads (thread_placement.h) between calls: thread 0 is the
+  // calling thread, which runs its share of each call and is placed too;
+  // workers 1..n-1 follow. Empty cpus puts every thread back on the CPUs the
+  // pool was created with (those of the thread that created it), which the
+  // mask must lie within: the error names the CPUs outside them. The pool's
+  // destructor, run on the thread it placed, puts that thread back too.
+  Status place(const ThreadPlacement& placement);
+  // Each thread's CPUs as the kernel has them now (thread 0: the calling
+  // thread's), to show where place() put them.
+  std::vector<std::vector<int>> thread_cpus_now();
 
   // Calls fn(thread_index, begin, end) over a split of [0, n) into one range
   // per thread, each run by the thread that claims it (thread_index is the
@@ -109,9 +128,15 @@ class ThreadPool {
   void piece_range(int64_t piece, int64_t* begin, int64_t* end) const;
   void run_job(const RangeFn& fn, int64_t n, int64_t grain, bool dynamic);
 
+  void wait_for_worker_ids();
+
   int n_threads_;
-  std::chrono::microseconds spin_;
+  std::atomic<int64_t> spin_us_;
   std::vector<std::thread> workers_;
+  std::vector<int> worker_ids_;    // each worker's kernel thread id (0 until it starts), under mutex_
+  std::condition_variable started_;
+  std::vector<int> created_cpus_;  // the creating thread's CPUs: where workers start, and empty placement
+  int placed_caller_ = 0;          // the kernel id of a calling thread place() pinned, 0 if none
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable done_;

@@ -46,6 +46,8 @@ class LlamaProgram final : public Program {
   // Forward calls add their wall time per stage to `profile` (not owned;
   // nullptr stops): `llmpack bench --profile`.
   void bind_profile(ForwardProfile* profile) { transformer_->bind_profile(profile); }
+  // The threads forward runs on (bench places them: ThreadPool::place).
+  ThreadPool& thread_pool() { return *pool_; }
 
  private:
   LlamaProgram() = default;

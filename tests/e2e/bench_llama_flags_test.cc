@@ -12,6 +12,8 @@
 
 #include "common/cli_runner.h"
 #include "common/fixtures.h"
+#include "core/cpu_topology.h"
+#include "core/thread_placement.h"
 
 // A named namespace: CI's unity builds compile this file with bench_test.cc,
 // whose anonymous namespace has its own bench() and kSmall.
@@ -283,6 +285,47 @@ TEST(BenchLlamaFlags, EachFlashAttnAndLoadModeValueRunsTheTests) {
   EXPECT_EQ(plain.out.find("| fa |"), std::string::npos) << plain.out;
 }
 
+// -C, --cpu-strict and --poll (llama-bench's thread placement) are lists
+// whose every combination runs the tests, recorded in cpu_mask, cpu_strict
+// and poll; a note says where the threads were, read back from the kernel.
+TEST(BenchLlamaFlags, EachPlacementValueRunsTheTestsWithItsThreadsPlaced) {
+  const std::vector<int> usable = llmpack::usable_cpu_list();
+  const std::vector<int> two = usable.size() >= 2 ? std::vector<int>{usable[0], usable[1]} : usable;
+  const std::string mask = llmpack::cpu_mask_text(two);
+  auto r = bench(kSmall + "-p 4 -n 1 -C " + mask + " --cpu-strict 0,1 --poll 0,50 -o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  ASSERT_EQ(json.size(), 8u);
+  const std::vector<std::pair<bool, int>> modes = {{false, 0}, {false, 50}, {true, 0}, {true, 50}};
+  for (size_t i = 0; i < json.size(); ++i) {
+    EXPECT_EQ(json[i]["test"], i % 2 ? "tg1" : "pp4") << json[i];
+    EXPECT_EQ(json[i]["cpu_mask"], mask) << json[i];
+    EXPECT_EQ(json[i]["cpu_strict"], modes[i / 2].first) << json[i];
+    EXPECT_EQ(json[i]["poll"], modes[i / 2].second) << json[i];
+  }
+  const std::string all = llmpack::cpu_list_text(two);
+  const std::string loose = "-C " + mask + " --cpu-strict 0: thread 0 on CPU" + (two.size() == 1 ? " " : "s ") +
+                            all + ", thread 1 on CPU" + (two.size() == 1 ? " " : "s ") + all;
+  EXPECT_NE(r.err.find(loose), std::string::npos) << r.err;
+  const std::string strict = "-C " + mask + " --cpu-strict 1: thread 0 on CPU " + std::to_string(two[0]) +
+                             ", thread 1 on CPU " + std::to_string(two[two.size() - 1]);
+  EXPECT_NE(r.err.find(strict), std::string::npos) << r.err;
+  // Not given: recorded as llama-bench's defaults, no columns, no note.
+  auto plain = bench(kSmall + "-p 4 -n 0 -o json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  const auto rec = nlohmann::json::parse(plain.out)[0];
+  EXPECT_EQ(rec["cpu_mask"], "0x0");
+  EXPECT_EQ(rec["cpu_strict"], false);
+  EXPECT_EQ(rec["poll"], 50);
+  EXPECT_EQ(plain.err.find("--cpu-strict"), std::string::npos) << plain.err;
+  expect_table(bench(kSmall + "-p 4 -n 0 -C " + mask + " --poll 10"), "| threads | cpu_mask | poll | test | t/s |",
+               {"| 2 | " + mask + " | 10 | pp4 |"});
+  auto csv = bench(kSmall + "-p 4 -n 0 --cpu-strict 1 -o csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_NE(csv.out.find(",n_threads,cpu_mask,cpu_strict,poll,"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find(",2,0x0,1,50,"), std::string::npos) << csv.out;
+}
+
 // -ctk / -ctv (also as -ctk=TYPE) choose the cache type; llmpack's cache has
 // one type for keys and values, so flags that disagree are refused.
 TEST(BenchLlamaFlags, CacheTypeFlagsAgreeOrAreRefused) {
@@ -390,7 +433,14 @@ TEST(BenchLlamaFlags, BadListsAndPairsGiveOneLine) {
       {"-mmp=0", 2, "-mmp: '0': llmpack always maps the model file"},
       {"-lm dio", 2, "-lm: 'dio': llmpack always maps the model file"},
       {"-oe xml", 2, "--output-err: xml not in {md,csv,json,jsonl,sql,none}"},
-      {"--numa distribute", 2, "--numa is a llama-bench flag that llmpack bench does not take"},
+      {"--numa distribute", 2, "--numa is a llama-bench flag that llmpack bench does not take: llmpack reads"},
+      {"-C 0xg", 2, "-C: a CPU mask is hexadecimal digits (0x5: CPUs 0 and 2), got '0xg'"},
+      {"-C 0x" + std::string(300, '1'), 2, "CPUs are numbered below"},
+      {"-C 0x1" + std::string(200, '0'), 1, "-C 0x1" + std::string(200, '0') + ": CPU 800 is not among those"},
+      {"--cpu-strict 2", 2, "--cpu-strict: '2': 2 is outside 0 to 1"},
+      {"--poll 101", 2, "--poll: '101': 101 is outside 0 to 100"},
+      {"--prio 3", 2, "--prio: 3 (realtime) is refused"},
+      {"--prio 7", 2, "--prio: expected -1 (low), 0 (normal), 1 (medium) or 2 (high), got 7"},
       {"-sm none", 2, "-sm is a llama-bench flag that llmpack bench does not take: llmpack has no GPU path yet"},
   };
   for (const auto& c : cases) {

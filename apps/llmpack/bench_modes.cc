@@ -1,0 +1,60 @@
+#include "bench_modes.h"
+
+#include <algorithm>
+
+#include "core/cpu_topology.h"
+
+namespace llmpack::cli {
+
+std::vector<BenchMode> bench_modes(const BenchOptions& o) {
+  const auto or_auto = [](const std::vector<std::string>& v) {
+    return v.empty() ? std::vector<std::string>{"auto"} : v;
+  };
+  const auto or_value = [](const std::vector<int64_t>& v, int64_t value) {
+    return v.empty() ? std::vector<int64_t>{value} : v;
+  };
+  const std::vector<std::vector<int>> masks = o.cpu_masks.empty() ? std::vector<std::vector<int>>{{}} : o.cpu_masks;
+  std::vector<BenchMode> modes;
+  for (const auto& fa : or_auto(o.flash_attn))
+    for (const auto& lm : or_auto(o.load_modes))
+      for (const auto& mask : masks)
+        for (int64_t strict : or_value(o.cpu_strict, 0))
+          for (int64_t poll : or_value(o.polls, 50))
+            modes.push_back({fa == "auto" ? -1 : 1, lm, ThreadPlacement{mask, strict != 0}, static_cast<int>(poll)});
+  return modes;
+}
+
+std::chrono::microseconds spin_for_poll(int poll) {
+  return std::chrono::microseconds(ThreadPool::kDefaultSpin.count() * std::clamp(poll, 0, 100) / 50);
+}
+
+Status apply_mode(const BenchMode& mode, ThreadPool& pool) {
+  pool.set_spin(spin_for_poll(mode.poll));
+  return pool.place(mode.placement);
+}
+
+std::string placement_note(const BenchMode& mode, ThreadPool& pool) {
+  std::string line = "-C " + cpu_mask_text(mode.placement.cpus) + " --cpu-strict " +
+                     (mode.placement.strict ? "1" : "0") + ":";
+  const std::vector<std::vector<int>> cpus = pool.thread_cpus_now();
+  for (size_t i = 0; i < cpus.size(); ++i)
+    line += std::string(i ? "," : "") + " thread " + std::to_string(i) + " on CPU" +
+            (cpus[i].size() == 1 ? " " : "s ") + cpu_list_text(cpus[i]);
+  return line;
+}
+
+Status check_cpu_masks(const BenchOptions& o) {
+  const std::vector<int> usable = usable_cpu_list();
+  for (const auto& mask : o.cpu_masks) {
+    std::vector<int> outside;
+    for (int cpu : mask)
+      if (std::find(usable.begin(), usable.end(), cpu) == usable.end()) outside.push_back(cpu);
+    if (!outside.empty())
+      return error_status("-C " + cpu_mask_text(mask) + ": CPU" + (outside.size() == 1 ? " " : "s ") +
+                          cpu_list_text(outside) + (outside.size() == 1 ? " is" : " are") +
+                          " not among those this process may run on (" + cpu_list_text(usable) + ")");
+  }
+  return ok_status();
+}
+
+}  // namespace llmpack::cli

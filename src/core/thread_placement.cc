@@ -1,0 +1,147 @@
+#include "core/thread_placement.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#if defined(__linux__)
+#include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace llmpack {
+
+namespace {
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+#if defined(__linux__)
+constexpr int kMaxCpu = CPU_SETSIZE;  // what cpu_set_t holds
+#else
+constexpr int kMaxCpu = 1024;
+#endif
+
+}  // namespace
+
+Result<std::vector<int>> parse_cpu_mask(std::string_view text) {
+  std::string_view digits = text;
+  if (digits.size() >= 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) digits.remove_prefix(2);
+  if (digits.empty())
+    return error_status("a CPU mask is hexadecimal digits (0x5: CPUs 0 and 2), got '" + std::string(text) + "'");
+  std::vector<int> cpus;
+  // The last digit holds CPUs 0-3, the one before it 4-7, and so on.
+  for (size_t i = 0; i < digits.size(); ++i) {
+    const int value = hex_digit(digits[digits.size() - 1 - i]);
+    if (value < 0)
+      return error_status("a CPU mask is hexadecimal digits (0x5: CPUs 0 and 2), got '" + std::string(text) +
+                          "' ('" + std::string(1, digits[digits.size() - 1 - i]) + "' is not one)");
+    for (int bit = 0; bit < 4; ++bit) {
+      if (!(value >> bit & 1)) continue;
+      const int cpu = static_cast<int>(4 * i) + bit;
+      if (cpu >= kMaxCpu)
+        return error_status("CPU mask '" + std::string(text) + "' names CPU " + std::to_string(cpu) +
+                            "; CPUs are numbered below " + std::to_string(kMaxCpu));
+      cpus.push_back(cpu);
+    }
+  }
+  return cpus;
+}
+
+std::string cpu_mask_text(const std::vector<int>& cpus) {
+  int top = -1;
+  for (int cpu : cpus) top = std::max(top, cpu);
+  if (top < 0) return "0x0";
+  std::string digits(static_cast<size_t>(top / 4 + 1), '0');
+  for (int cpu : cpus) {
+    char& d = digits[digits.size() - 1 - static_cast<size_t>(cpu / 4)];
+    const int value = hex_digit(d) | 1 << (cpu % 4);
+    d = "0123456789abcdef"[value];
+  }
+  return "0x" + digits;
+}
+
+std::string cpu_list_text(const std::vector<int>& cpus) {
+  std::string out;
+  for (size_t i = 0; i < cpus.size();) {
+    size_t j = i;
+    while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + std::to_string(cpus[i]);
+    if (j > i) out += "-" + std::to_string(cpus[j]);
+    i = j + 1;
+  }
+  return out.empty() ? "none" : out;
+}
+
+#if defined(__linux__)
+
+int this_thread_id() { return static_cast<int>(syscall(SYS_gettid)); }
+
+std::vector<int> thread_cpus(int tid) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cpus;
+  if (sched_getaffinity(tid, sizeof(set), &set) != 0) return cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
+  return cpus;
+}
+
+Status set_thread_cpus(int tid, const std::vector<int>& cpus) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int cpu : cpus) {
+    if (cpu < 0 || cpu >= CPU_SETSIZE) return error_status("CPU " + std::to_string(cpu) + " is out of range");
+    CPU_SET(cpu, &set);
+  }
+  if (sched_setaffinity(tid, sizeof(set), &set) == 0) return ok_status();
+  return error_status("placing thread " + std::to_string(tid) + " on CPUs " + cpu_list_text(cpus) + ": " +
+                      std::strerror(errno));
+}
+
+Status set_this_thread_priority(int level) {
+  static const int kNice[] = {5, 0, -5, -10};  // levels -1, 0, 1, 2
+  if (level < -1 || level > 2)
+    return error_status("a thread priority level is -1 (low), 0 (normal), 1 (medium) or 2 (high), got " +
+                        std::to_string(level));
+  if (level == 0) return ok_status();
+  if (setpriority(PRIO_PROCESS, static_cast<id_t>(this_thread_id()), kNice[level + 1]) == 0) return ok_status();
+  const int err = errno;
+  return error_status("setting priority level " + std::to_string(level) + " (nice " +
+                      std::to_string(kNice[level + 1]) + "): " + std::strerror(err) +
+                      (err == EACCES || err == EPERM ? " (raising a priority needs CAP_SYS_NICE or a higher "
+                                                       "RLIMIT_NICE)"
+                                                     : ""));
+}
+
+#else
+
+// Not a kernel id, but never 0 (the pool waits for its workers' ids).
+int this_thread_id() { return static_cast<int>(std::hash<std::thread::id>()(std::this_thread::get_id()) | 1); }
+
+std::vector<int> thread_cpus(int) {
+  std::vector<int> cpus(std::max(1u, std::thread::hardware_concurrency()));
+  for (size_t i = 0; i < cpus.size(); ++i) cpus[i] = static_cast<int>(i);
+  return cpus;
+}
+
+Status set_thread_cpus(int, const std::vector<int>&) {
+  return error_status("placing threads on CPUs needs Linux's sched_setaffinity");
+}
+
+Status set_this_thread_priority(int level) {
+  if (level == 0) return ok_status();
+  return error_status("thread priorities need Linux's setpriority");
+}
+
+#endif
+
+}  // namespace llmpack
