@@ -104,12 +104,13 @@ std::string markdown_row(const BenchRecord& r, TableColumns columns) {
 
 namespace {
 const char* const kCsvFields[] = {
-    "build_commit", "build_number", "cpu_info",   "backends",  "model_filename", "model_type",
-    "model_size",   "model_n_params", "n_batch",  "n_ubatch",  "n_threads",      "cpu_mask",
-    "cpu_strict",   "poll",         "type_k",     "type_v",    "n_gpu_layers",   "flash_attn",
-    "load_mode",    "n_prompt",     "n_gen",      "n_depth",   "test",           "test_time",
-    "load_time_ms", "avg_ns",       "stddev_ns",  "avg_ts",    "stddev_ts",      "samples_ns",
-    "samples_ts",
+    "build_commit", "build_number", "cpu_info",     "gpu_info",      "backends",   "model_filename",
+    "model_type",   "model_size",   "model_n_params", "n_batch",     "n_ubatch",   "n_threads",
+    "cpu_mask",     "cpu_strict",   "poll",         "type_k",        "type_v",     "n_gpu_layers",
+    "split_mode",   "main_gpu",     "no_kv_offload", "flash_attn",   "tensor_split", "use_mmap",
+    "embeddings",   "load_mode",    "n_prompt",     "n_gen",         "n_depth",    "test",
+    "test_time",    "load_time_ms", "avg_ns",       "stddev_ns",     "avg_ts",     "stddev_ts",
+    "samples_ns",   "samples_ts",
 };
 }  // namespace
 
@@ -172,6 +173,7 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   j["build_commit"] = LLMPACK_BUILD_COMMIT;
   j["build_number"] = LLMPACK_BUILD_NUMBER;
   j["cpu_info"] = cpu_model_name();
+  j["gpu_info"] = "";  // the GPU fields hold what llama-bench's CPU-only builds write
   j["backends"] = "CPU";
   j["kernel_path"] = std::string(kernels::kernel_path_name(kernels::active_kernel_path()));
   j["model_filename"] = m.filename;
@@ -187,7 +189,13 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   j["type_k"] = std::string(kv_dtype_name(m.kv_dtype()));  // one element type for keys and values
   j["type_v"] = std::string(kv_dtype_name(m.kv_dtype()));
   j["n_gpu_layers"] = 0;  // no GPU path yet (-ngl is accepted with a notice)
+  j["split_mode"] = "layer";
+  j["main_gpu"] = 0;
+  j["no_kv_offload"] = false;
   j["flash_attn"] = r.flash_attn;
+  j["tensor_split"] = "0.00";
+  j["use_mmap"] = true;     // the model file is always mapped
+  j["embeddings"] = false;  // bench measures generation
   j["load_mode"] = r.load_mode;
   j["n_prompt"] = r.n_prompt;
   j["n_gen"] = r.n_gen;

@@ -140,8 +140,11 @@ TEST(BenchLlamaFlags, SqlCreatesTheTableAndInsertsEachTest) {
   for (const auto& line : inserts) {
     EXPECT_NE(line.find(filename_value), std::string::npos) << line;
     EXPECT_EQ(line.substr(line.size() - 2), ");") << line;
-    EXPECT_NE(line.find(" n_gpu_layers, flash_attn, load_mode, n_prompt, n_gen, "), std::string::npos) << line;
-    EXPECT_NE(line.find(", 0, -1, 'auto', "), std::string::npos) << "n_gpu_layers, flash_attn, load_mode: " << line;
+    EXPECT_NE(line.find(" flash_attn, tensor_split, use_mmap, embeddings, load_mode, n_prompt, n_gen, "),
+              std::string::npos)
+        << line;
+    EXPECT_NE(line.find(", -1, '0.00', 1, 0, 'auto', "), std::string::npos)
+        << "flash_attn, tensor_split, use_mmap (a boolean as 1), embeddings, load_mode: " << line;
   }
   EXPECT_NE(inserts[0].find(", 'pp4', "), std::string::npos) << inserts[0];
   EXPECT_NE(inserts[1].find(", 'tg1', "), std::string::npos) << inserts[1];

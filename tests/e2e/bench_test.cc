@@ -32,6 +32,37 @@ std::vector<std::string> split(const std::string& line, char sep) {
   return out;
 }
 
+// Every field of llama-bench's JSON records, in its order (llmpack's own
+// fields fall between), the GPU ones holding what its CPU-only builds write,
+// so a script that reads any of them by name reads ours.
+TEST(Bench, RecordsHoldEveryLlamaBenchFieldInItsOrder) {
+  auto r = bench("--synthetic stories110m:q4_0 -p 4 -n 0" + kSmall + "-o json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto rec = nlohmann::ordered_json::parse(r.out).at(0);
+  const std::vector<std::string> llama_bench = {
+      "build_commit", "build_number", "cpu_info",    "gpu_info",   "backends",      "model_filename",
+      "model_type",   "model_size",   "model_n_params", "n_batch", "n_ubatch",      "n_threads",
+      "cpu_mask",     "cpu_strict",   "poll",        "type_k",     "type_v",        "n_gpu_layers",
+      "split_mode",   "main_gpu",     "no_kv_offload", "flash_attn", "tensor_split", "use_mmap",
+      "embeddings",   "n_prompt",     "n_gen",       "n_depth",    "test_time",     "avg_ns",
+      "stddev_ns",    "avg_ts",       "stddev_ts"};
+  size_t next = 0;
+  for (const auto& [key, value] : rec.items())
+    if (next < llama_bench.size() && key == llama_bench[next]) ++next;
+  EXPECT_EQ(next, llama_bench.size()) << "missing or out of order: " << llama_bench[std::min(next, llama_bench.size() - 1)]
+                                      << " in " << rec.dump();
+  EXPECT_EQ(rec["gpu_info"], "");
+  EXPECT_EQ(rec["split_mode"], "layer");
+  EXPECT_EQ(rec["main_gpu"], 0);
+  EXPECT_EQ(rec["no_kv_offload"], false);
+  EXPECT_EQ(rec["tensor_split"], "0.00");
+  EXPECT_EQ(rec["use_mmap"], true);
+  EXPECT_EQ(rec["embeddings"], false);
+  auto csv = bench("--synthetic stories110m:q4_0 -p 4 -n 0" + kSmall + "-o csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_NE(csv.out.find(",0x0,0,50,f16,f16,0,layer,0,0,-1,0.00,1,0,auto,4,0,0,pp4,"), std::string::npos) << csv.out;
+}
+
 TEST(Bench, JsonHasLlamaBenchFieldsAndPositiveSpeeds) {
   auto r = bench("--synthetic stories110m:q4_0 -p 16 -n 4" + kSmall + "-o json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
