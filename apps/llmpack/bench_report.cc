@@ -209,6 +209,7 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   j["stddev_ts"] = r.stddev_ts();
   j["samples_ns"] = r.samples_ns;
   j["samples_ts"] = r.samples_ts();
+  if (r.bound_share >= 0) j["bound_share"] = r.bound_share;  // JSON only: not a column of CSV or SQL
   return j;
 }
 

@@ -30,6 +30,7 @@ struct BenchRecord {
   int poll = 50;                   // --poll: how long waiting threads spin (0: they block at once)
   std::string test_time;      // UTC, ISO 8601, when the test started
   std::vector<int64_t> samples_ns;  // one per repetition
+  double bound_share = -1;          // --bandwidth, tg at depth 0: median share of the decode bound; -1: none
 
   int64_t n_tokens() const { return n_prompt + n_gen; }
   double avg_ns() const;

@@ -226,6 +226,12 @@ class PairedBound {
     const double tps = static_cast<double>(tokens) * 1e9 / static_cast<double>(ns);
     fractions_.push_back(tps / (rate_ / static_cast<double>(reads_->per_token)));
   }
+  // The median share of the bound (-1 when none was measured).
+  double median() {
+    if (fractions_.empty()) return -1;
+    std::sort(fractions_.begin(), fractions_.end());
+    return fractions_[fractions_.size() / 2];
+  }
   void note(const BenchRecord& r, BenchOutput& out) {
     if (fractions_.empty()) return;
     std::sort(fractions_.begin(), fractions_.end());
@@ -364,6 +370,7 @@ Status run_generation_tests(TestBench& t, const std::string& at, const DecodeRea
                                if (ns.ok()) bound.after(n, *ns);
                                return ns;
                              }));
+    r.bound_share = bound.median();
     t.out.add(r);
     t.stages.end(r, t.out);
     bound.note(r, t.out);
@@ -395,9 +402,6 @@ Status run_ttft_tests(TestBench& t) {
   return ok_status();
 }
 
-// The -fa and -lm values, each pair run in turn as llama-bench runs each value
-// of a list. Every pair runs the same attention kernel over the same mapped
-// file; the records say which was asked for.
 // A record's fields for the mode its test runs in.
 void set_mode_fields(const BenchMode& mode, BenchRecord* r) {
   r->flash_attn = mode.flash_attn;

@@ -259,6 +259,26 @@ TEST(Bench, BandwidthPairsEachTgRepetitionWithItsBound) {
   auto plain = bench(args);
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ((plain.out + plain.err).find("of the tg bound"), std::string::npos) << plain.out;
+  // JSON: each tg record carries the median share as a fraction (the note's
+  // percent, rounded); pp records and runs without --bandwidth carry none.
+  auto json = bench(args + "--bandwidth --bandwidth_mib 64 -o json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  for (const auto& rec : nlohmann::json::parse(json.out)) {
+    const std::string test = rec["test"];
+    if (test == "pp4") {
+      EXPECT_FALSE(rec.contains("bound_share")) << rec;
+      continue;
+    }
+    ASSERT_TRUE(rec.contains("bound_share")) << rec;
+    const double share = rec["bound_share"];
+    char said[96];
+    std::snprintf(said, sizeof(said), "stories110m (synthetic) %s, 2 threads: %.0f%% of the tg bound", test.c_str(),
+                  100.0 * share);
+    EXPECT_NE(json.err.find(said), std::string::npos) << said << " in " << json.err;
+  }
+  auto none = bench(args + "-o json");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  for (const auto& rec : nlohmann::json::parse(none.out)) EXPECT_FALSE(rec.contains("bound_share")) << rec;
 }
 
 // --kernel_path runs the tests on the named path and says so (scalar runs on
