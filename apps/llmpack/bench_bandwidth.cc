@@ -4,6 +4,8 @@
 #include <chrono>
 #include <memory>
 #include <thread>
+
+#include "core/thread_placement.h"
 #include <vector>
 
 namespace llmpack::cli {
@@ -33,7 +35,7 @@ uint64_t sum_bytes(const uint8_t* p, uint64_t bytes) {
 }  // namespace
 
 double measure_ranges_read_rate(std::span<const ReadRange> ranges, int threads, int passes,
-                                uint64_t bytes_per_pass) {
+                                uint64_t bytes_per_pass, const std::vector<std::vector<int>>* thread_cpus) {
   threads = std::max(1, threads);
   uint64_t once = 0;
   for (const auto& r : ranges) once += r.bytes;
@@ -47,6 +49,8 @@ double measure_ranges_read_rate(std::span<const ReadRange> ranges, int threads, 
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; ++t) {
       workers.emplace_back([&, t] {
+        if (thread_cpus && !thread_cpus->empty())
+          (void)set_thread_cpus(this_thread_id(), (*thread_cpus)[static_cast<size_t>(t) % thread_cpus->size()]);
         uint64_t sum = 0;
         for (uint64_t k = 0; k < times; ++k)
           for (const auto& r : ranges) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace llmpack::cli {
 
@@ -24,7 +25,10 @@ struct ReadRange {
 // weights this is the read rate decode streams them at, at best: the same
 // bytes, through the same page mappings (2 MiB or 4 KiB; on this project's VM
 // that alone moved the rate by about a tenth, docs/PERFORMANCE.md section 15).
+// `thread_cpus` (optional): thread t runs on thread_cpus[t % size], as the
+// placed threads of the tests it is a bound for (bench -C); else the threads
+// run where the calling thread may.
 double measure_ranges_read_rate(std::span<const ReadRange> ranges, int threads, int passes,
-                                uint64_t bytes_per_pass);
+                                uint64_t bytes_per_pass, const std::vector<std::vector<int>>* thread_cpus = nullptr);
 
 }  // namespace llmpack::cli

@@ -205,7 +205,9 @@ struct DecodeReads {
   // The rate a plain sum reads them at: best of 3 passes of at least 1 GiB
   // (a small model's weights are read over again within a pass, so no pass is
   // a few milliseconds that a quiet instant could flatter).
-  double read_rate(int threads) const { return measure_ranges_read_rate(ranges, threads, 3, pass_bytes); }
+  double read_rate(int threads, const std::vector<std::vector<int>>* thread_cpus = nullptr) const {
+    return measure_ranges_read_rate(ranges, threads, 3, pass_bytes, thread_cpus);
+  }
 };
 
 // The tg bound measured again just before each repetition, so that a test and
@@ -213,12 +215,15 @@ struct DecodeReads {
 // within minutes (docs/PERFORMANCE.md section 17), and a bound read once per
 // model can fall in a faster or slower second than the test. The same sum as
 // that bound (DecodeReads::read_rate, so never a kinder bound): about
-// 0.15-0.4 s a repetition.
+// 0.15-0.4 s a repetition. Its threads run where the test's do (`cpus`, each
+// thread's CPUs: a strict -C placement would otherwise leave every one on
+// the CPU of the pinned calling thread).
 class PairedBound {
  public:
-  PairedBound(const DecodeReads* reads, int threads) : reads_(reads), threads_(threads) {}
+  PairedBound(const DecodeReads* reads, int threads, std::vector<std::vector<int>> cpus)
+      : reads_(reads), threads_(threads), cpus_(std::move(cpus)) {}
   void before() {
-    if (reads_) rate_ = reads_->read_rate(threads_);
+    if (reads_) rate_ = reads_->read_rate(threads_, &cpus_);
   }
   // tokens generated in ns against the bound of the rate read just before
   void after(int64_t tokens, int64_t ns) {
@@ -247,6 +252,7 @@ class PairedBound {
  private:
   const DecodeReads* reads_;
   int threads_;
+  std::vector<std::vector<int>> cpus_;
   double rate_ = 0;
   std::vector<double> fractions_;
 };
@@ -363,7 +369,8 @@ Status run_generation_tests(TestBench& t, const std::string& at, const DecodeRea
     t.stages.begin();
     // The bound counts the weights only: at a depth, decode also reads the
     // cache, so no share is given there.
-    PairedBound bound(d == 0 ? reads : nullptr, r.n_threads);
+    PairedBound bound(d == 0 ? reads : nullptr, r.n_threads,
+                      reads ? r.model->program->thread_pool().thread_cpus_now() : std::vector<std::vector<int>>{});
     LLMPACK_ASSIGN_OR_RETURN(r, repeat(t.o, r, [&]() -> Result<int64_t> {
                                bound.before();
                                auto ns = t.runner.generate_ns(n, d);
