@@ -329,6 +329,24 @@ TEST(BenchLlamaFlags, EachPlacementValueRunsTheTestsWithItsThreadsPlaced) {
   EXPECT_NE(csv.out.find(",2,0x0,1,50,"), std::string::npos) << csv.out;
 }
 
+// --prio: a lower priority is always allowed; a higher one where the process
+// may raise it (root, CAP_SYS_NICE), else refused saying what it needs.
+TEST(BenchLlamaFlags, PriorityLevelsRunOrSayWhatTheyNeed) {
+  auto low = bench(kSmall + "-p 4 -n 0 --prio -1");
+  ASSERT_EQ(low.exit_code, 0) << low.err;
+  EXPECT_NE(low.out.find("priority: level -1 (--prio) for every thread"), std::string::npos) << low.out;
+  auto high = bench(kSmall + "-p 4 -n 0 --prio 2");
+  if (high.exit_code == 0) {
+    EXPECT_NE(high.out.find("priority: level 2 (--prio)"), std::string::npos) << high.out;
+  } else {
+    EXPECT_EQ(high.exit_code, 1);
+    EXPECT_NE(high.err.find("--prio: setting priority level 2 (nice -10)"), std::string::npos) << high.err;
+  }
+  auto normal = bench(kSmall + "-p 4 -n 0 --prio 0");
+  ASSERT_EQ(normal.exit_code, 0) << normal.err;
+  EXPECT_EQ(normal.out.find("priority:"), std::string::npos) << normal.out;
+}
+
 // -ctk / -ctv (also as -ctk=TYPE) choose the cache type; llmpack's cache has
 // one type for keys and values, so flags that disagree are refused.
 TEST(BenchLlamaFlags, CacheTypeFlagsAgreeOrAreRefused) {
