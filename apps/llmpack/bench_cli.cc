@@ -28,18 +28,9 @@ void add_test_flags(CLI::App* cmd, BenchOptions* o) {
                   "fit the model's context, checked before any test runs");
   add_list_option(*cmd, "-t,--threads", "-t", o->threads, 1,
                   "Thread counts, comma-separated (default: one per performance core)", 1024);
-  cmd->add_option_function<std::vector<std::string>>(
-         "--pg",
-         [o](const std::vector<std::string>& pairs) {
-           o->prompt_gens.clear();
-           for (const auto& text : pairs) {
-             auto pair = parse_prompt_gen_pair(text);
-             if (!pair.ok()) throw CLI::ValidationError("-pg", pair.status().message());
-             o->prompt_gens.push_back(*pair);
-           }
-         },
-         "-pg PP,TG: a prompt of PP tokens then TG generated ones, timed as one test named ppPP+tgTG "
-         "(llama-bench's -pg; t/s counts both); repeatable")
+  add_parsed_option(*cmd, "--pg", "-pg", o->prompt_gens, parse_prompt_gen_pair,
+                    "-pg PP,TG: a prompt of PP tokens then TG generated ones, timed as one test named ppPP+tgTG "
+                    "(llama-bench's -pg; t/s counts both); repeatable")
       ->type_name("PP,TG");
   add_list_option(*cmd, "-b,--batch-size", "-b", o->batches, 1,
                   "Tokens handed over at once, comma-separated (llama-bench's -b): a pp or -pg test sends its prompt "
@@ -121,18 +112,9 @@ void add_llama_bench_flags(CLI::App* cmd, BenchOptions* o) {
 // llama-bench's thread placement flags (thread_placement.h): lists of masks,
 // strictness and poll levels (every test runs at each), and one priority.
 void add_placement_flags(CLI::App* cmd, BenchOptions* o) {
-  cmd->add_option_function<std::vector<std::string>>(
-         "-C,--cpu-mask",
-         [o](const std::vector<std::string>& masks) {
-           o->cpu_masks.clear();
-           for (const auto& text : masks) {
-             auto cpus = parse_cpu_mask(text);
-             if (!cpus.ok()) throw CLI::ValidationError("-C", cpus.status().message());
-             o->cpu_masks.push_back(*cpus);
-           }
-         },
-         "-C MASK, comma-separated: the CPUs the threads run on, as hexadecimal masks (0x3: CPUs 0 and 1; "
-         "llama-bench's -C); each test runs at each; 0x0 (default): wherever the OS puts them")
+  add_parsed_option(*cmd, "-C,--cpu-mask", "-C", o->cpu_masks, parse_cpu_mask,
+                    "-C MASK, comma-separated: the CPUs the threads run on, as hexadecimal masks (0x3: CPUs 0 and 1; "
+                    "llama-bench's -C); each test runs at each; 0x0 (default): wherever the OS puts them")
       ->delimiter(',')
       ->type_name("MASKS");
   add_list_option(*cmd, "--cpu-strict", "--cpu-strict", o->cpu_strict, 0,
