@@ -45,15 +45,8 @@ std::string placement_note(const BenchMode& mode, ThreadPool& pool) {
 
 Status check_cpu_masks(const BenchOptions& o) {
   const std::vector<int> usable = usable_cpu_list();
-  for (const auto& mask : o.cpu_masks) {
-    std::vector<int> outside;
-    for (int cpu : mask)
-      if (std::find(usable.begin(), usable.end(), cpu) == usable.end()) outside.push_back(cpu);
-    if (!outside.empty())
-      return error_status("-C " + cpu_mask_text(mask) + ": CPU" + (outside.size() == 1 ? " " : "s ") +
-                          cpu_list_text(outside) + (outside.size() == 1 ? " is" : " are") +
-                          " not among those this process may run on (" + cpu_list_text(usable) + ")");
-  }
+  for (const auto& mask : o.cpu_masks)
+    LLMPACK_RETURN_IF_ERROR(check_cpus_within(mask, usable).with_context("-C " + cpu_mask_text(mask)));
   return ok_status();
 }
 

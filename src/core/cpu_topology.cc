@@ -9,9 +9,7 @@
 #include <thread>
 #include <utility>
 
-#if defined(__linux__)
-#include <sched.h>
-#endif
+#include "core/thread_placement.h"
 
 namespace llmpack {
 
@@ -47,17 +45,8 @@ std::vector<double> speeds(const std::vector<CpuDescription>& cpus) {
 }  // namespace
 
 std::vector<int> usable_cpu_list() {
-#if defined(__linux__)
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    std::vector<int> cpus;
-    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-      if (CPU_ISSET(cpu, &set)) cpus.push_back(cpu);
-    if (!cpus.empty()) return cpus;
-  }
-#endif
-  return every_online_cpu();
+  std::vector<int> cpus = thread_cpus(this_thread_id());
+  return cpus.empty() ? every_online_cpu() : cpus;
 }
 
 int usable_cpus() { return static_cast<int>(usable_cpu_list().size()); }

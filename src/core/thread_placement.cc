@@ -81,6 +81,16 @@ std::string cpu_list_text(const std::vector<int>& cpus) {
   return out.empty() ? "none" : out;
 }
 
+Status check_cpus_within(const std::vector<int>& cpus, const std::vector<int>& allowed) {
+  std::vector<int> outside;
+  for (int cpu : cpus)
+    if (std::find(allowed.begin(), allowed.end(), cpu) == allowed.end()) outside.push_back(cpu);
+  if (outside.empty()) return ok_status();
+  const bool one = outside.size() == 1;
+  return error_status(std::string(one ? "CPU " : "CPUs ") + cpu_list_text(outside) + (one ? " is" : " are") +
+                      " not among those this process may run on (" + cpu_list_text(allowed) + ")");
+}
+
 #if defined(__linux__)
 
 int this_thread_id() { return static_cast<int>(syscall(SYS_gettid)); }

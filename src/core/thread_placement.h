@@ -29,6 +29,11 @@ std::string cpu_mask_text(const std::vector<int>& cpus);
 // "0-3,6": a CPU list as the kernel writes one (for messages).
 std::string cpu_list_text(const std::vector<int>& cpus);
 
+// ok when every CPU of `cpus` is among `allowed`; else an error naming the
+// CPUs outside it and the allowed ones ("CPU 4 is not among those this
+// process may run on (0-1)").
+Status check_cpus_within(const std::vector<int>& cpus, const std::vector<int>& allowed);
+
 // The calling thread's id as the kernel numbers threads (gettid).
 int this_thread_id();
 // The CPUs thread `tid` may run on, and setting them (Linux; elsewhere the

@@ -144,13 +144,7 @@ void ThreadPool::wait_for_worker_ids() {
 }
 
 Status ThreadPool::place(const ThreadPlacement& placement) {
-  std::vector<int> outside;
-  for (int cpu : placement.cpus)
-    if (std::find(created_cpus_.begin(), created_cpus_.end(), cpu) == created_cpus_.end()) outside.push_back(cpu);
-  if (!outside.empty())
-    return error_status("CPU" + std::string(outside.size() == 1 ? " " : "s ") + cpu_list_text(outside) +
-                        (outside.size() == 1 ? " is" : " are") + " not among those this process may run on (" +
-                        cpu_list_text(created_cpus_) + ")");
+  LLMPACK_RETURN_IF_ERROR(check_cpus_within(placement.cpus, created_cpus_));
   wait_for_worker_ids();
   worker_ids_[0] = this_thread_id();
   for (int i = 0; i < n_threads_; ++i) {
