@@ -147,13 +147,14 @@ Status ThreadPool::place(const ThreadPlacement& placement) {
   LLMPACK_RETURN_IF_ERROR(check_cpus_within(placement.cpus, created_cpus_));
   wait_for_worker_ids();
   worker_ids_[0] = this_thread_id();
+  // Set first, so a placement that fails part way still puts the caller back.
+  placed_caller_ = placement.cpus.empty() ? 0 : worker_ids_[0];
   for (int i = 0; i < n_threads_; ++i) {
     std::vector<int> cpus = placement.cpus.empty() ? created_cpus_ : placement.cpus;
     if (placement.strict && !placement.cpus.empty())
       cpus = {placement.cpus[static_cast<size_t>(i) % placement.cpus.size()]};
     LLMPACK_RETURN_IF_ERROR(set_thread_cpus(worker_ids_[static_cast<size_t>(i)], cpus));
   }
-  placed_caller_ = placement.cpus.empty() ? 0 : worker_ids_[0];
   return ok_status();
 }
 
