@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "bench_flags.h"
+#include "cli_common.h"
 #include "bench_options.h"
 #include "commands.h"
 #include "core/thread_placement.h"
@@ -125,20 +126,9 @@ void add_placement_flags(CLI::App* cmd, BenchOptions* o) {
                   "0-100, comma-separated: how long a waiting thread spins before it sleeps, as llama-bench's "
                   "polling level: 0 sleeps at once, 50 (default) spins llmpack's default 2 ms, 100 twice that",
                   100);
-  cmd->add_option_function<int>(
-         "--prio",
-         [o](int level) {
-           if (level == 3)
-             throw CLI::ValidationError("--prio", "3 (realtime) is refused: llmpack's waiting threads spin, and a "
-                                                  "spinning realtime thread keeps ordinary ones off its CPU");
-           if (level < -1 || level > 3)
-             throw CLI::ValidationError("--prio", "expected -1 (low), 0 (normal), 1 (medium) or 2 (high), got " +
-                                                      std::to_string(level));
-           o->prio = level;
-         },
-         "-1|0|1|2: the threads' priority, as llama-bench's --prio: low, normal (default), medium, high (nice 5, "
-         "unchanged, -5, -10; raising needs CAP_SYS_NICE)")
-      ->type_name("LEVEL");
+  add_priority_option(*cmd, o->prio,
+                      "-1|0|1|2: the threads' priority, as llama-bench's --prio: low, normal (default), medium, high "
+                      "(nice 5, unchanged, -5, -10; raising needs CAP_SYS_NICE)");
 }
 
 // How the tests run: progress, warmup, delays, seeds, tests' model sizes.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "cli_common.h"
 #include "core/cpu_topology.h"
 
 namespace llmpack::cli {
@@ -24,23 +25,14 @@ std::vector<BenchMode> bench_modes(const BenchOptions& o) {
   return modes;
 }
 
-std::chrono::microseconds spin_for_poll(int poll) {
-  return std::chrono::microseconds(ThreadPool::kDefaultSpin.count() * std::clamp(poll, 0, 100) / 50);
-}
-
 Status apply_mode(const BenchMode& mode, ThreadPool& pool) {
   pool.set_spin(spin_for_poll(mode.poll));
   return pool.place(mode.placement);
 }
 
 std::string placement_note(const BenchMode& mode, ThreadPool& pool) {
-  std::string line = "-C " + cpu_mask_text(mode.placement.cpus) + " --cpu-strict " +
-                     (mode.placement.strict ? "1" : "0") + ":";
-  const std::vector<std::vector<int>> cpus = pool.thread_cpus_now();
-  for (size_t i = 0; i < cpus.size(); ++i)
-    line += std::string(i ? "," : "") + " thread " + std::to_string(i) + " on CPU" +
-            (cpus[i].size() == 1 ? " " : "s ") + cpu_list_text(cpus[i]);
-  return line;
+  return "-C " + cpu_mask_text(mode.placement.cpus) + " --cpu-strict " + (mode.placement.strict ? "1" : "0") +
+         ": " + thread_cpus_text(pool);
 }
 
 Status check_cpu_masks(const BenchOptions& o) {

@@ -24,11 +24,6 @@ struct BenchMode {
 // default), in the order the flags are listed above.
 std::vector<BenchMode> bench_modes(const BenchOptions& o);
 
-// --poll's level as the pool's spin before a waiting thread blocks: 0 blocks
-// at once, 50 (llama-bench's default) is llmpack's default spin
-// (ThreadPool::kDefaultSpin), 100 twice that; in proportion between.
-std::chrono::microseconds spin_for_poll(int poll);
-
 // Places the pool's threads and sets their spin for a mode (the calling
 // thread is the pool's thread 0 and is placed too).
 Status apply_mode(const BenchMode& mode, ThreadPool& pool);

@@ -1,5 +1,6 @@
 #include "cli_common.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -9,6 +10,116 @@
 #include "core/thread_pool.h"
 
 namespace llmpack::cli {
+
+namespace {
+
+// "2-5": CPUs 2 to 5, as llama-cli's --cpu-range.
+std::vector<int> parse_cpu_range(const std::string& text) {
+  const size_t dash = text.find('-');
+  int lo = -1, hi = -1;
+  try {
+    size_t used_lo = 0, used_hi = 0;
+    if (dash != std::string::npos) {
+      lo = std::stoi(text.substr(0, dash), &used_lo);
+      hi = std::stoi(text.substr(dash + 1), &used_hi);
+    }
+    if (used_lo != dash || used_hi != text.size() - dash - 1) lo = -1;
+  } catch (...) {
+    lo = -1;
+  }
+  if (lo < 0 || hi < lo || hi >= 4096)
+    throw CLI::ValidationError("--cpu-range", "expected LO-HI with 0 <= LO <= HI < 4096 (\"0-3\"), found '" + text +
+                                                  "'");
+  std::vector<int> cpus;
+  for (int cpu = lo; cpu <= hi; ++cpu) cpus.push_back(cpu);
+  return cpus;
+}
+
+// Adds `more` to the sorted set `cpus` (-C and --cpu-range together name the
+// union of their CPUs, as llama-cli's do); CPUs this process may not run on
+// are refused by `flag`.
+void merge_cpus(std::vector<int>& cpus, const std::vector<int>& more, const std::string& flag) {
+  if (auto status = check_cpus_within(more, usable_cpu_list()); !status.ok())
+    throw CLI::ValidationError(flag, status.message());
+  cpus.insert(cpus.end(), more.begin(), more.end());
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+}
+
+void add_thread_placement_options(CLI::App& app, ModelOptions& o) {
+  app.add_option_function<std::string>(
+         "-C,--cpu-mask",
+         [&o](const std::string& text) {
+           auto cpus = parse_cpu_mask(text);
+           if (!cpus.ok()) throw CLI::ValidationError("-C", cpus.status().message());
+           merge_cpus(o.cpus, *cpus, "-C");
+         },
+         "The CPUs the threads run on, as a hexadecimal mask (0x3: CPUs 0 and 1; llama-cli's -C); default: wherever "
+         "the OS puts them")
+      ->type_name("MASK");
+  app.add_option_function<std::string>(
+         "--cpu-range", [&o](const std::string& text) { merge_cpus(o.cpus, parse_cpu_range(text), "--cpu-range"); },
+         "The CPUs LO to HI (\"0-3\"), added to -C's")
+      ->type_name("LO-HI");
+  app.add_option("--cpu-strict", o.cpu_strict,
+                 "1: thread i on the i-th CPU of -C's mask alone (round robin; the calling thread is thread 0; "
+                 "without -C, of all the CPUs this process may run on); 0 (default): each on any CPU of the mask")
+      ->check(CLI::Range(0, 1));
+  app.add_option("--poll", o.poll,
+                 "0-100: how long a waiting thread spins before it sleeps: 0 sleeps at once, 50 (default) spins "
+                 "llmpack's default 2 ms, 100 twice that")
+      ->check(CLI::Range(0, 100));
+  add_priority_option(app, o.prio,
+                      "-1|0|1|2: the threads' priority: low, normal (default), medium, high (nice 5, unchanged, -5, "
+                      "-10; raising needs CAP_SYS_NICE)");
+}
+
+// -C and --cpu-range's CPUs with --cpu-strict; a strict placement without a
+// mask puts the threads on the CPUs this process may run on, one each.
+ThreadPlacement placement_from(const ModelOptions& o) {
+  ThreadPlacement placement{o.cpus, o.cpu_strict != 0};
+  if (placement.strict && placement.cpus.empty()) placement.cpus = usable_cpu_list();
+  return placement;
+}
+
+}  // namespace
+
+CLI::Option* add_priority_option(CLI::App& app, int& level_out, const std::string& help) {
+  return app
+      .add_option_function<int>(
+          "--prio",
+          [&level_out](int level) {
+            if (level == 3)
+              throw CLI::ValidationError("--prio", "3 (realtime) is refused: llmpack's waiting threads spin, and a "
+                                                   "spinning realtime thread keeps ordinary ones off its CPU");
+            if (level < -1 || level > 3)
+              throw CLI::ValidationError("--prio", "expected -1 (low), 0 (normal), 1 (medium) or 2 (high), got " +
+                                                       std::to_string(level));
+            level_out = level;
+          },
+          help)
+      ->type_name("LEVEL");
+}
+
+std::chrono::microseconds spin_for_poll(int poll) {
+  return std::chrono::microseconds(ThreadPool::kDefaultSpin.count() * std::clamp(poll, 0, 100) / 50);
+}
+
+std::string thread_cpus_text(ThreadPool& pool) {
+  std::string text;
+  const std::vector<std::vector<int>> cpus = pool.thread_cpus_now();
+  for (size_t i = 0; i < cpus.size(); ++i)
+    text += std::string(i ? ", " : "") + "thread " + std::to_string(i) + " on CPU" +
+            (cpus[i].size() == 1 ? " " : "s ") + cpu_list_text(cpus[i]);
+  return text;
+}
+
+void note_thread_placement(LlamaProgram& program, const ProgramOptions& options) {
+  const ThreadPlacement& placement = options.placement;
+  if (placement.cpus.empty()) return;
+  std::fprintf(stderr, "llmpack: note: -C %s --cpu-strict %d: %s\n", cpu_mask_text(placement.cpus).c_str(),
+               placement.strict ? 1 : 0, thread_cpus_text(program.thread_pool()).c_str());
+}
 
 void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("-m,--model_path", o.model_path, "Model: a .gguf package or a llama2.c .bin checkpoint")
@@ -24,6 +135,7 @@ void add_model_options(CLI::App& app, ModelOptions& o) {
   app.add_option("--max_context_len", o.max_context_len,
                  "For packages without llmpack.* keys: cap on the context C (default 4096)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  add_thread_placement_options(app, o);
 }
 
 namespace {
@@ -61,6 +173,9 @@ ProgramOptions program_options(const ModelOptions& o) {
   note_threads_beyond_cpus(p.cpu_threads);
   p.defaults.max_seq_len = o.max_seq_len;
   p.defaults.max_context_len = o.max_context_len;
+  p.placement = placement_from(o);
+  if (o.poll) p.spin = spin_for_poll(*o.poll);
+  p.priority = o.prio;
   p.log = stderr_log_sink();
   return p;
 }

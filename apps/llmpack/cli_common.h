@@ -4,10 +4,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "engine/llama_program.h"
@@ -22,6 +24,11 @@ struct ModelOptions {
   std::optional<int> cpu_threads;       // unset: default_threads() (core/cpu_topology.h)
   int64_t max_seq_len = 0;              // plain GGUFs: S = B (0: 512)
   int64_t max_context_len = 4096;       // plain GGUFs: cap on C
+  // Thread placement, as llama-cli's flags (ProgramOptions::placement):
+  std::vector<int> cpus;                // -C and --cpu-range together; empty: the OS places the threads
+  int cpu_strict = 0;                   // --cpu-strict: thread i on the i-th CPU alone
+  std::optional<int> poll;              // --poll 0-100 (unset: the pool's default spin, level 50)
+  int prio = 0;                         // --prio -1..2
 };
 
 void add_model_options(CLI::App& app, ModelOptions& options);
@@ -32,6 +39,25 @@ void add_sampling_options(CLI::App& app, GenerationConfig& config);
 
 // ProgramOptions from the flags; logs a notice when threads exceed the cores.
 ProgramOptions program_options(const ModelOptions& options);
+
+// --prio as llama.cpp's tools take it: -1 low, 0 normal, 1 medium, 2 high
+// (set_this_thread_priority); 3 (realtime) is refused with the reason.
+CLI::Option* add_priority_option(CLI::App& app, int& level, const std::string& help);
+
+// --poll's level as the pool's spin before a waiting thread blocks: 0 blocks
+// at once, 50 (llama.cpp's default) is llmpack's default spin
+// (ThreadPool::kDefaultSpin), 100 twice that; in proportion between.
+std::chrono::microseconds spin_for_poll(int poll);
+
+// "thread 0 on CPU 0, thread 1 on CPUs 0-1": where each of the pool's
+// threads may run, read back from the kernel.
+std::string thread_cpus_text(ThreadPool& pool);
+
+// A note on stderr with where the program's threads run, when `options`
+// (from program_options) placed them, so a user sees what -C and
+// --cpu-strict did. (After placement the calling thread's own CPUs are the
+// placed ones: usable_cpu_list() no longer names the process's.)
+void note_thread_placement(LlamaProgram& program, const ProgramOptions& options);
 
 // The notice for a --cpu_threads above the CPUs this process may run on, or
 // above its cgroup's CPU quota (accepted: the user may know better).

@@ -186,8 +186,10 @@ int execute(ChatOptions& o, bool kv_initial_given, bool kv_capacity_given) {
   if (!dtype.ok()) return fail(dtype.status().with_context("--kv_dtype"));
 
   const int64_t load_start = time_in_ms();
-  auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, program_options(o.model));
+  const ProgramOptions options = program_options(o.model);
+  auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, options);
   if (!loaded.ok()) return fail(loaded.status());
+  note_thread_placement(*loaded->program, options);
   ChatSessionOptions so;
   auto source = template_source(o, *loaded);
   if (!source.ok()) return fail(source.status());

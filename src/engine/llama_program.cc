@@ -27,7 +27,14 @@ Result<std::unique_ptr<LlamaProgram>> LlamaProgram::create(std::unique_ptr<Model
                                                            const ProgramOptions& options) {
   std::unique_ptr<LlamaProgram> p(new LlamaProgram());
   int threads = options.cpu_threads > 0 ? options.cpu_threads : default_threads();
+  if (options.priority != 0) LLMPACK_RETURN_IF_ERROR(set_this_thread_priority(options.priority));
   p->pool_ = std::make_unique<ThreadPool>(threads);
+  if (options.spin) p->pool_->set_spin(*options.spin);
+  if (!options.placement.cpus.empty()) {
+    const std::string what = "placing the threads on CPUs " + cpu_list_text(options.placement.cpus);
+    LLMPACK_RETURN_IF_ERROR(check_cpus_within(options.placement.cpus, usable_cpu_list()).with_context(what));
+    LLMPACK_RETURN_IF_ERROR(p->pool_->place(options.placement).with_context(what));
+  }
   ForwardPlan plan;
   plan.max_tokens = contract.token_bound;
   // Without a KV cache every call recomputes the sequence from position 0.

@@ -3,7 +3,9 @@
 // methods and method_meta.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/log.h"
@@ -21,6 +23,14 @@ struct ProgramOptions {
   ContractDefaults defaults;      // S and C for packages without llmpack.* keys
   int64_t logits_rows = 1;        // rows forward(all_logits) may return (perplexity asks for B)
   KvDtype kv_dtype = kDefaultKvDtype;  // the program's own KV cache
+  // Where the pool's threads run (core/thread_placement.h; empty: wherever
+  // the OS puts them). The thread that calls create() is the pool's thread 0
+  // and is placed too: it should be the thread that calls forward.
+  ThreadPlacement placement;
+  std::optional<std::chrono::microseconds> spin;  // waiting threads' spin (unset: ThreadPool::kDefaultSpin)
+  // set_this_thread_priority's level, set on the thread that calls create()
+  // before the pool's threads start (they inherit it); 0 leaves it alone.
+  int priority = 0;
   LogSink log = null_log_sink();
 };
 

@@ -115,6 +115,39 @@ TEST(Cli, ThreadsBeyondTheUsableCpusRunWithANotice) {
   EXPECT_EQ(plain.err.find("--cpu_threads"), std::string::npos) << plain.err;
 }
 
+// -C / --cpu-range / --cpu-strict / --poll / --prio, as llama-cli takes them:
+// the threads are placed (a note reads their CPUs back from the kernel) and
+// the text is the unplaced run's; without the flags, no note. run, chat and
+// perplexity share the flags.
+TEST(Cli, ThreadPlacementFlagsPlaceTheThreadsAndSayWhere) {
+  LLMPACK_REQUIRE_FIXTURE(gguf, "gguf/stories260K.gguf");
+  const std::string base = "run -m " + gguf + " -p 'Once upon' -n 12 --temperature 0 --no_echo -t 3 ";
+  auto plain = run_cli(base);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("--cpu-strict"), std::string::npos) << plain.err;
+  const std::string text = plain.out.substr(0, plain.out.find("PyTorchObserver"));
+
+  auto strict = run_cli(base + "-C 0x1 --cpu-strict 1 --poll 0 --prio -1");
+  ASSERT_EQ(strict.exit_code, 0) << strict.err;
+  EXPECT_NE(strict.err.find("note: -C 0x1 --cpu-strict 1: thread 0 on CPU 0, thread 1 on CPU 0, thread 2 on CPU 0"),
+            std::string::npos)
+      << strict.err;
+  EXPECT_EQ(strict.out.substr(0, strict.out.find("PyTorchObserver")), text);
+
+  auto range = run_cli(base + "--cpu-range 0-0");
+  ASSERT_EQ(range.exit_code, 0) << range.err;
+  EXPECT_NE(range.err.find("note: -C 0x1 --cpu-strict 0: thread 0 on CPU 0, thread 1 on CPU 0, thread 2 on CPU 0"),
+            std::string::npos)
+      << range.err;
+  EXPECT_EQ(range.out.substr(0, range.out.find("PyTorchObserver")), text);
+
+  for (const char* command : {"chat", "perplexity"}) {
+    auto help = run_cli(std::string(command) + " --help");
+    for (const char* flag : {"--cpu-mask", "--cpu-range", "--cpu-strict", "--poll", "--prio"})
+      EXPECT_NE(help.out.find(flag), std::string::npos) << command << " " << flag;
+  }
+}
+
 struct BadInput {
   const char* label;
   std::string args;
@@ -130,6 +163,7 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
     std::string bytes = slurp(gguf);
     std::ofstream(damaged, std::ios::binary) << bytes.substr(0, 5000);
   }
+  const std::string beyond = std::to_string(std::thread::hardware_concurrency());  // above any affinity mask
   const std::vector<BadInput> cases = {
       {"missing model", "run -m /no/such/model.gguf", "does not exist"},
       {"damaged file", "run -m " + damaged, "GGUF"},
@@ -143,6 +177,13 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
       {"empty prompt", "run -m " + gguf + " -p '' --num_bos 0", "prompt"},
       {"no budget", "run -m " + gguf + " --seq_len 2 -n 5", "budget"},
       {"prompt file missing", "run -m " + gguf + " --prompt_file /no/such/prompt.txt", "prompt_file"},
+      {"cpu mask not hexadecimal", "run -m " + gguf + " -C 0xzz", "-C: a CPU mask is hexadecimal digits"},
+      {"cpu range backwards", "run -m " + gguf + " --cpu-range 3-1", "expected LO-HI with 0 <= LO <= HI"},
+      {"cpu range beyond the process's CPUs", "run -m " + gguf + " --cpu-range " + beyond + "-" + beyond,
+       "is not among those this process may run on"},
+      {"realtime priority", "run -m " + gguf + " --prio 3", "--prio: 3 (realtime) is refused"},
+      {"poll level", "run -m " + gguf + " --poll 101", "--poll"},
+      {"cpu strict level", "run -m " + gguf + " --cpu-strict 2", "--cpu-strict"},
   };
   for (const auto& c : cases) {
     auto r = run_cli(c.args);
