@@ -55,6 +55,7 @@ void count_weights(const Model& model, BenchModel* out) {
     for (const auto& t : gguf->tensors()) {
       out->size_bytes += t.n_bytes;
       out->n_params += static_cast<uint64_t>(t.n_elements());
+      out->repacked = out->repacked || dtype_is_memory_only(t.dtype);  // regrouped at load (Model)
     }
     return;
   }

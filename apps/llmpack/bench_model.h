@@ -37,6 +37,7 @@ struct BenchModel {
   uint64_t size_bytes = 0; // bytes of all weights
   uint64_t n_params = 0;   // elements of all weights
   double load_ms = 0;      // opening (or building) the model until its program is ready
+  bool repacked = false;   // some matrices were regrouped at load (Q5_0 / Q5_1 on x86: model/model.h)
 
   // The element type of the cache the tests run with.
   KvDtype kv_dtype() const { return program->transformer().cache().dtype(); }

@@ -107,8 +107,10 @@ const char* const kCsvFields[] = {
     "build_commit", "build_number", "cpu_info",     "gpu_info",      "backends",   "model_filename",
     "model_type",   "model_size",   "model_n_params", "n_batch",     "n_ubatch",   "n_threads",
     "cpu_mask",     "cpu_strict",   "poll",         "type_k",        "type_v",     "n_gpu_layers",
-    "split_mode",   "main_gpu",     "no_kv_offload", "flash_attn",   "tensor_split", "use_mmap",
-    "embeddings",   "load_mode",    "n_prompt",     "n_gen",         "n_depth",    "test",
+    "n_cpu_moe",    "split_mode",   "main_gpu",     "no_kv_offload", "flash_attn", "devices",
+    "tensor_split", "tensor_buft_overrides", "use_mmap", "load_mode", "lazy_mode", "embeddings",
+    "no_op_offload", "no_host",     "repack",       "fit_target",    "fit_min_ctx", "n_prompt",
+    "n_gen",        "n_depth",      "test",
     "test_time",    "load_time_ms", "avg_ns",       "stddev_ns",     "avg_ts",     "stddev_ts",
     "samples_ns",   "samples_ts",
 };
@@ -189,14 +191,23 @@ nlohmann::ordered_json json_record(const BenchRecord& r) {
   j["type_k"] = std::string(kv_dtype_name(m.kv_dtype()));  // one element type for keys and values
   j["type_v"] = std::string(kv_dtype_name(m.kv_dtype()));
   j["n_gpu_layers"] = 0;  // no GPU path yet (-ngl is accepted with a notice)
+  j["n_cpu_moe"] = 0;     // no mixture-of-experts models
   j["split_mode"] = "layer";
   j["main_gpu"] = 0;
   j["no_kv_offload"] = false;
   j["flash_attn"] = r.flash_attn;
+  j["devices"] = "auto";
   j["tensor_split"] = "0.00";
-  j["use_mmap"] = true;     // the model file is always mapped
-  j["embeddings"] = false;  // bench measures generation
+  j["tensor_buft_overrides"] = "none";
+  j["use_mmap"] = true;  // the model file is always mapped (older llama-benches' field; newer ones say load_mode)
   j["load_mode"] = r.load_mode;
+  j["lazy_mode"] = "auto";
+  j["embeddings"] = false;  // bench measures generation
+  j["no_op_offload"] = 0;
+  j["no_host"] = false;
+  j["repack"] = m.repacked;  // whether load regrouped weights for the kernels (llama.cpp: repacked them)
+  j["fit_target"] = 0;
+  j["fit_min_ctx"] = 0;
   j["n_prompt"] = r.n_prompt;
   j["n_gen"] = r.n_gen;
   j["n_depth"] = r.n_depth;

@@ -15,6 +15,7 @@
 
 #include "common/cli_runner.h"
 #include "common/fixtures.h"
+#include "kernels/kernels.h"
 
 namespace {
 
@@ -40,18 +41,27 @@ TEST(Bench, RecordsHoldLlamaBenchsFieldsInItsOrder) {
   auto r = bench("--synthetic stories110m:q4_0 -p 4 -n 0" + kSmall + "-o json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto rec = nlohmann::ordered_json::parse(r.out).at(0);
-  const std::vector<std::string> llama_bench = {
-      "build_commit", "build_number", "cpu_info",    "gpu_info",   "backends",      "model_filename",
-      "model_type",   "model_size",   "model_n_params", "n_batch", "n_ubatch",      "n_threads",
-      "cpu_mask",     "cpu_strict",   "poll",        "type_k",     "type_v",        "n_gpu_layers",
-      "split_mode",   "main_gpu",     "no_kv_offload", "flash_attn", "tensor_split", "use_mmap",
-      "embeddings",   "n_prompt",     "n_gen",       "n_depth",    "test_time",     "avg_ns",
-      "stddev_ns",    "avg_ts",       "stddev_ts"};
-  size_t next = 0;
-  for (const auto& [key, value] : rec.items())
-    if (next < llama_bench.size() && key == llama_bench[next]) ++next;
-  EXPECT_EQ(next, llama_bench.size()) << "missing or out of order: " << llama_bench[std::min(next, llama_bench.size() - 1)]
-                                      << " in " << rec.dump();
+  // llama-bench b4000's order, and 0.7.0's (Debian sid, 2026), which drops
+  // use_mmap for load_mode and adds the later fields: llmpack writes both.
+  const std::vector<std::vector<std::string>> orders = {
+      {"build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename", "model_type",
+       "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "cpu_mask", "cpu_strict", "poll", "type_k",
+       "type_v", "n_gpu_layers", "split_mode", "main_gpu", "no_kv_offload", "flash_attn", "tensor_split", "use_mmap",
+       "embeddings", "n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns", "avg_ts", "stddev_ts"},
+      {"build_commit", "build_number", "cpu_info", "gpu_info", "backends", "model_filename", "model_type",
+       "model_size", "model_n_params", "n_batch", "n_ubatch", "n_threads", "cpu_mask", "cpu_strict", "poll", "type_k",
+       "type_v", "n_gpu_layers", "n_cpu_moe", "split_mode", "main_gpu", "no_kv_offload", "flash_attn", "devices",
+       "tensor_split", "tensor_buft_overrides", "load_mode", "lazy_mode", "embeddings", "no_op_offload", "no_host",
+       "repack", "fit_target", "fit_min_ctx", "n_prompt", "n_gen", "n_depth", "test_time", "avg_ns", "stddev_ns",
+       "avg_ts", "stddev_ts", "samples_ns", "samples_ts"},
+  };
+  for (const auto& llama_bench : orders) {
+    size_t next = 0;
+    for (const auto& [key, value] : rec.items())
+      if (next < llama_bench.size() && key == llama_bench[next]) ++next;
+    EXPECT_EQ(next, llama_bench.size()) << "missing or out of order: "
+                                        << llama_bench[std::min(next, llama_bench.size() - 1)] << " in " << rec.dump();
+  }
   EXPECT_EQ(rec["gpu_info"], "");
   EXPECT_EQ(rec["split_mode"], "layer");
   EXPECT_EQ(rec["main_gpu"], 0);
@@ -59,9 +69,38 @@ TEST(Bench, RecordsHoldLlamaBenchsFieldsInItsOrder) {
   EXPECT_EQ(rec["tensor_split"], "0.00");
   EXPECT_EQ(rec["use_mmap"], true);
   EXPECT_EQ(rec["embeddings"], false);
+  EXPECT_EQ(rec["n_cpu_moe"], 0);
+  EXPECT_EQ(rec["devices"], "auto");
+  EXPECT_EQ(rec["tensor_buft_overrides"], "none");
+  EXPECT_EQ(rec["lazy_mode"], "auto");
+  EXPECT_EQ(rec["repack"], false) << "Q4_0 matrices are read as the file has them";
   auto csv = bench("--synthetic stories110m:q4_0 -p 4 -n 0" + kSmall + "-o csv");
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
-  EXPECT_NE(csv.out.find(",0x0,0,50,f16,f16,0,layer,0,0,-1,0.00,1,0,auto,4,0,0,pp4,"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find(",0x0,0,50,f16,f16,0,0,layer,0,0,-1,auto,0.00,none,1,auto,auto,0,0,0,0,0,0,4,0,0,pp4,"),
+            std::string::npos)
+      << csv.out;
+}
+
+// repack says whether load regrouped matrices for the kernels: SmolLM2's rows
+// of 576 take Q5_0 where Q4_K_M wants Q4_K, and the AVX2 decode reads Q5_0
+// regrouped (model/model.h).
+TEST(Bench, RepackSaysWhetherLoadRegroupedTheWeights) {
+  if (!llmpack::kernels::cpu_supports(llmpack::kernels::KernelPath::kAvx2))
+    GTEST_SKIP() << "the regrouped Q5_0 layout is the AVX2 decode's";
+  auto r = bench("--kernel_path avx2 --synthetic smollm2-135m:q4_k_m -p 4 -n 0" + kSmall + "-o json");
+  // What load does on the AVX2 path in this build (a scalar-only build
+  // refuses the path and regroups nothing).
+  const auto before = llmpack::kernels::active_kernel_path();
+  const bool avx2 = llmpack::kernels::set_kernel_path(llmpack::kernels::KernelPath::kAvx2);
+  const bool regrouped = avx2 && llmpack::kernels::load_layout(llmpack::DType::kQ5_0) != llmpack::DType::kQ5_0;
+  llmpack::kernels::set_kernel_path(before);
+  if (!avx2) {
+    EXPECT_EQ(r.exit_code, 1) << "--kernel_path avx2 in a build without it";
+    return;
+  }
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(regrouped) << "the AVX2 path regroups Q5_0 at load";
+  EXPECT_EQ(nlohmann::json::parse(r.out).at(0)["repack"], regrouped);
 }
 
 TEST(Bench, JsonHasLlamaBenchFieldsAndPositiveSpeeds) {
