@@ -140,11 +140,14 @@ TEST(BenchLlamaFlags, SqlCreatesTheTableAndInsertsEachTest) {
   for (const auto& line : inserts) {
     EXPECT_NE(line.find(filename_value), std::string::npos) << line;
     EXPECT_EQ(line.substr(line.size() - 2), ");") << line;
-    EXPECT_NE(line.find(" flash_attn, tensor_split, use_mmap, embeddings, load_mode, n_prompt, n_gen, "),
+    EXPECT_NE(line.find(" flash_attn, devices, tensor_split, tensor_buft_overrides, use_mmap, load_mode, lazy_mode, "
+                        "embeddings, no_op_offload, no_host, repack, fit_target, fit_min_ctx, n_prompt, n_gen, "),
               std::string::npos)
         << line;
-    EXPECT_NE(line.find(", -1, '0.00', 1, 0, 'auto', "), std::string::npos)
-        << "flash_attn, tensor_split, use_mmap (a boolean as 1), embeddings, load_mode: " << line;
+    EXPECT_NE(line.find(", -1, 'auto', '0.00', 'none', 1, 'auto', 'auto', 0, 0, 0, 0, 0, 0, "), std::string::npos)
+        << "flash_attn, devices, tensor_split, tensor_buft_overrides, use_mmap (a boolean as 1), load_mode, "
+           "lazy_mode, embeddings, no_op_offload, no_host, repack, fit_target, fit_min_ctx: "
+        << line;
   }
   EXPECT_NE(inserts[0].find(", 'pp4', "), std::string::npos) << inserts[0];
   EXPECT_NE(inserts[1].find(", 'tg1', "), std::string::npos) << inserts[1];
