@@ -13,22 +13,30 @@ namespace llmpack::cli {
 
 namespace {
 
-// "2-5": CPUs 2 to 5, as llama-cli's --cpu-range.
+// "2-5": CPUs 2 to 5, as llama-cli's --cpu-range; an end left out is the
+// first ("-3") or the last ("2-") CPU this process may run on.
 std::vector<int> parse_cpu_range(const std::string& text) {
   const size_t dash = text.find('-');
-  int lo = -1, hi = -1;
-  try {
-    size_t used_lo = 0, used_hi = 0;
-    if (dash != std::string::npos) {
-      lo = std::stoi(text.substr(0, dash), &used_lo);
-      hi = std::stoi(text.substr(dash + 1), &used_hi);
+  const auto bound = [&](const std::string& part, int if_empty) {
+    if (part.empty()) return if_empty;
+    size_t used = 0;
+    int value = -1;
+    try {
+      value = std::stoi(part, &used);
+    } catch (...) {
+      return -1;
     }
-    if (used_lo != dash || used_hi != text.size() - dash - 1) lo = -1;
-  } catch (...) {
-    lo = -1;
+    return used == part.size() ? value : -1;
+  };
+  int lo = -1, hi = -1;
+  if (dash != std::string::npos && text.find('-', dash + 1) == std::string::npos) {
+    const std::vector<int> usable = usable_cpu_list();
+    lo = bound(text.substr(0, dash), usable.front());
+    hi = bound(text.substr(dash + 1), usable.back());
   }
   if (lo < 0 || hi < lo || hi >= 4096)
-    throw CLI::ValidationError("--cpu-range", "expected LO-HI with 0 <= LO <= HI < 4096 (\"0-3\"), found '" + text +
+    throw CLI::ValidationError("--cpu-range", "expected LO-HI with 0 <= LO <= HI < 4096 (\"0-3\"; \"-3\" or \"2-\" "
+                                              "leave an end to the CPUs this process may run on), found '" + text +
                                                   "'");
   std::vector<int> cpus;
   for (int cpu = lo; cpu <= hi; ++cpu) cpus.push_back(cpu);
@@ -59,7 +67,7 @@ void add_thread_placement_options(CLI::App& app, ModelOptions& o) {
       ->type_name("MASK");
   app.add_option_function<std::string>(
          "--cpu-range", [&o](const std::string& text) { merge_cpus(o.cpus, parse_cpu_range(text), "--cpu-range"); },
-         "The CPUs LO to HI (\"0-3\"), added to -C's")
+         "The CPUs LO to HI (\"0-3\"; \"2-\": from 2 to the last this process may run on), added to -C's")
       ->type_name("LO-HI");
   app.add_option("--cpu-strict", o.cpu_strict,
                  "1: thread i on the i-th CPU of -C's mask alone (round robin; the calling thread is thread 0; "

@@ -13,6 +13,8 @@
 
 #include "common/cli_runner.h"
 #include "common/fixtures.h"
+#include "core/cpu_topology.h"
+#include "core/thread_placement.h"
 
 namespace {
 
@@ -108,7 +110,7 @@ TEST(Cli, ThreadsBeyondTheUsableCpusRunWithANotice) {
   EXPECT_NE(r.err.find("llmpack: note: --cpu_threads " + std::to_string(threads) + " exceeds the "),
             std::string::npos)
       << r.err;
-  EXPECT_NE(r.err.find(" CPUs this process may run on"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(" this process may run on"), std::string::npos) << r.err;
   EXPECT_NE(r.out.find("Once upon"), std::string::npos) << r.out;
   auto plain = run_cli("run -m " + gguf + " -p 'Once upon' -n 4 --temperature 0");
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
@@ -127,19 +129,33 @@ TEST(Cli, ThreadPlacementFlagsPlaceTheThreadsAndSayWhere) {
   EXPECT_EQ(plain.err.find("--cpu-strict"), std::string::npos) << plain.err;
   const std::string text = plain.out.substr(0, plain.out.find("PyTorchObserver"));
 
-  auto strict = run_cli(base + "-C 0x1 --cpu-strict 1 --poll 0 --prio -1");
+  // The CPUs this test may run on (the CLI inherits them); the first of them:
+  const std::vector<int> usable = llmpack::usable_cpu_list();
+  const std::string first = std::to_string(usable.front());
+  const std::string first_mask = llmpack::cpu_mask_text({usable.front()});
+  const std::string all_on_first =
+      ": thread 0 on CPU " + first + ", thread 1 on CPU " + first + ", thread 2 on CPU " + first;
+
+  auto strict = run_cli(base + "-C " + first_mask + " --cpu-strict 1 --poll 0 --prio -1");
   ASSERT_EQ(strict.exit_code, 0) << strict.err;
-  EXPECT_NE(strict.err.find("note: -C 0x1 --cpu-strict 1: thread 0 on CPU 0, thread 1 on CPU 0, thread 2 on CPU 0"),
-            std::string::npos)
+  EXPECT_NE(strict.err.find("note: -C " + first_mask + " --cpu-strict 1" + all_on_first), std::string::npos)
       << strict.err;
   EXPECT_EQ(strict.out.substr(0, strict.out.find("PyTorchObserver")), text);
 
-  auto range = run_cli(base + "--cpu-range 0-0");
+  auto range = run_cli(base + "--cpu-range " + first + "-" + first);
   ASSERT_EQ(range.exit_code, 0) << range.err;
-  EXPECT_NE(range.err.find("note: -C 0x1 --cpu-strict 0: thread 0 on CPU 0, thread 1 on CPU 0, thread 2 on CPU 0"),
-            std::string::npos)
+  EXPECT_NE(range.err.find("note: -C " + first_mask + " --cpu-strict 0" + all_on_first), std::string::npos)
       << range.err;
   EXPECT_EQ(range.out.substr(0, range.out.find("PyTorchObserver")), text);
+  auto open_start = run_cli(base + "--cpu-range=-" + first);  // from the first CPU the process may run on
+  ASSERT_EQ(open_start.exit_code, 0) << open_start.err;
+  EXPECT_NE(open_start.err.find("note: -C " + first_mask + " --cpu-strict 0: "), std::string::npos) << open_start.err;
+  auto open_end = run_cli(base + "--cpu-range " + first + "- --cpu-strict 1");  // to the last
+  ASSERT_EQ(open_end.exit_code, 0) << open_end.err;
+  EXPECT_NE(open_end.err.find("note: -C " + llmpack::cpu_mask_text(usable) + " --cpu-strict 1: thread 0 on CPU " +
+                              first + ", "),
+            std::string::npos)
+      << open_end.err;
 
   for (const char* command : {"chat", "perplexity"}) {
     auto help = run_cli(std::string(command) + " --help");
