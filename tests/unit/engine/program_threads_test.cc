@@ -24,17 +24,17 @@ using Cpus = std::vector<int>;
 // Runs `body` on a thread of its own (placement and priority are the calling
 // thread's: the test's main thread is left as it was).
 template <typename Body>
-void on_own_thread(Body body) {
+void on_a_thread_of_its_own(Body body) {
   std::thread t(body);
   t.join();
 }
 
-Result<LoadedPackage> load(ProgramOptions options) {
+Result<LoadedPackage> load_with_threads(ProgramOptions options) {
   options.cpu_threads = 3;
   return testing::load_tiny_package(testing::TinyModelSpec{}, options);
 }
 
-std::vector<float> first_logits(LoadedPackage& pkg) {
+std::vector<float> last_logits_of_a_prompt(LoadedPackage& pkg) {
   const std::vector<int64_t> tokens = {1, 5, 9, 2};
   auto logits = pkg.program->forward(tokens, 0);
   EXPECT_TRUE(logits.ok()) << logits.status().message();
@@ -44,17 +44,17 @@ std::vector<float> first_logits(LoadedPackage& pkg) {
 }
 
 TEST(ProgramThreads, StrictPlacementPutsEachThreadOnItsCpuAndTheLogitsStayTheSame) {
-  on_own_thread([] {
+  on_a_thread_of_its_own([] {
     const Cpus usable = usable_cpu_list();
-    auto loose = load({});
+    auto loose = load_with_threads({});
     ASSERT_TRUE(loose.ok()) << loose.status().message();
-    const std::vector<float> expected = first_logits(*loose);
+    const std::vector<float> expected = last_logits_of_a_prompt(*loose);
 
     ProgramOptions options;
     options.placement = {usable, true};
     options.spin = std::chrono::microseconds(0);
     {
-      auto placed = load(options);
+      auto placed = load_with_threads(options);
       ASSERT_TRUE(placed.ok()) << placed.status().message();
       ThreadPool& pool = placed->program->thread_pool();
       const std::vector<Cpus> cpus = pool.thread_cpus_now();
@@ -62,16 +62,16 @@ TEST(ProgramThreads, StrictPlacementPutsEachThreadOnItsCpuAndTheLogitsStayTheSam
       for (size_t i = 0; i < cpus.size(); ++i) EXPECT_EQ(cpus[i], Cpus{usable[i % usable.size()]}) << "thread " << i;
       EXPECT_EQ(thread_cpus(this_thread_id()), Cpus{usable[0]}) << "the loading thread is thread 0";
       EXPECT_EQ(pool.spin().count(), 0);
-      EXPECT_EQ(first_logits(*placed), expected);
+      EXPECT_EQ(last_logits_of_a_prompt(*placed), expected);
     }
     EXPECT_EQ(thread_cpus(this_thread_id()), usable) << "the program put its loading thread back";
   });
 }
 
 TEST(ProgramThreads, WithoutPlacementTheThreadsStayOnTheProcesssCpus) {
-  on_own_thread([] {
+  on_a_thread_of_its_own([] {
     const Cpus usable = usable_cpu_list();
-    auto pkg = load({});
+    auto pkg = load_with_threads({});
     ASSERT_TRUE(pkg.ok()) << pkg.status().message();
     for (const Cpus& cpus : pkg->program->thread_pool().thread_cpus_now()) EXPECT_EQ(cpus, usable);
     EXPECT_EQ(pkg->program->thread_pool().spin(), ThreadPool::kDefaultSpin);
@@ -79,11 +79,11 @@ TEST(ProgramThreads, WithoutPlacementTheThreadsStayOnTheProcesssCpus) {
 }
 
 TEST(ProgramThreads, PlacementOutsideTheProcesssCpusIsRefusedAtLoadNamingThem) {
-  on_own_thread([] {
+  on_a_thread_of_its_own([] {
     const Cpus usable = usable_cpu_list();
     ProgramOptions options;
     options.placement = {{usable.back() + 1}, false};
-    auto pkg = load(options);
+    auto pkg = load_with_threads(options);
     ASSERT_FALSE(pkg.ok());
     const std::string expected = "placing the threads on CPUs " + std::to_string(usable.back() + 1) + ": CPU " +
                                  std::to_string(usable.back() + 1) + " is not among those this process may run on (" +
@@ -96,12 +96,12 @@ TEST(ProgramThreads, PlacementOutsideTheProcesssCpusIsRefusedAtLoadNamingThem) {
 // The level is set before the pool starts its workers, which inherit it
 // (ThreadPlacement.PriorityLevelsAreNiceValuesThatNewThreadsInherit).
 TEST(ProgramThreads, PriorityIsSetOnTheLoadingThread) {
-  on_own_thread([] {
+  on_a_thread_of_its_own([] {
     const int before = getpriority(PRIO_PROCESS, static_cast<id_t>(this_thread_id()));
     if (before > 5) GTEST_SKIP() << "this test runs at nice " << before << ", below the low level already";
     ProgramOptions options;
     options.priority = -1;  // nice 5: lowering needs no privilege
-    auto pkg = load(options);
+    auto pkg = load_with_threads(options);
     ASSERT_TRUE(pkg.ok()) << pkg.status().message();
     EXPECT_EQ(getpriority(PRIO_PROCESS, static_cast<id_t>(this_thread_id())), 5);
   });
