@@ -3,12 +3,16 @@
 // `llmpack inspect` shows the contract and the findings.
 #include <gtest/gtest.h>
 
+#include <pty.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "common/cli_runner.h"
 #include "common/fixtures.h"
@@ -80,6 +84,110 @@ TEST(ContractCli, ExportRunInspectEveryKind) {
     EXPECT_NE(plain.out.find("\nfile type: (guessed) all F32\n"), std::string::npos) << plain.out;
   }
   std::filesystem::remove_all(dir);
+}
+
+// `llmpack ARGS` with stdout and stderr on a pseudo-terminal (as a user's
+// shell gives them); returns all it printed (the terminal writes \n as \r\n).
+std::string run_on_a_terminal(const std::vector<std::string>& args, int* exit_code) {
+  int master = -1;
+  const pid_t pid = forkpty(&master, nullptr, nullptr, nullptr);
+  if (pid == 0) {
+    std::vector<char*> argv = {const_cast<char*>(LLMPACK_BINARY_PATH)};
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(LLMPACK_BINARY_PATH, argv.data());
+    _exit(127);
+  }
+  std::string text;
+  if (pid < 0) return text;
+  char buf[4096];
+  for (;;) {  // until the child closes its side (read fails with EIO)
+    const ssize_t n = read(master, buf, sizeof buf);
+    if (n > 0) text.append(buf, static_cast<size_t>(n));
+    else if (n < 0 && errno == EINTR) continue;
+    else break;
+  }
+  close(master);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return text;
+}
+
+// E5: on a terminal export shows its progress (tensors done / total, MB
+// written) on one line that it rewrites; redirected, it prints none. Either
+// way it ends with one summary line: size, dtype mix, S, C, B.
+TEST(ContractCli, E5_ExportShowsProgressOnATerminalAndEndsWithAOneLineSummary) {
+  LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
+  LLMPACK_REQUIRE_FIXTURE(tok_path, "llama2c/tok512.bin");
+  const std::string pkg = llmpack::testing::temp_stem("e5") + ".gguf";
+  const std::string summary =
+      "wrote " + pkg + ": 1.1 MB, 47 tensors (f32 47), S 128, C 512, B 128, dynamic shape, off_graph KV cache";
+  auto piped = llmpack("export --checkpoint " + bin + " --tokenizer_path " + tok_path +
+                       " --max_seq_length 128 --max_context_length 512 --output " + pkg);
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  EXPECT_EQ(piped.out, summary + "\n");
+  EXPECT_EQ(piped.err.find("tensors,"), std::string::npos) << "no progress when stderr is not a terminal: " << piped.err;
+
+  int exit_code = -1;
+  const std::string shown = run_on_a_terminal({"export", "--checkpoint", bin, "--tokenizer_path", tok_path,
+                                               "--max_seq_length", "128", "--max_context_length", "512",
+                                               "--output", pkg},
+                                              &exit_code);
+  ASSERT_EQ(exit_code, 0) << shown;
+  EXPECT_NE(shown.find("\r[1/47 tensors, "), std::string::npos) << shown;
+  const size_t last = shown.find("\r[47/47 tensors, ");
+  ASSERT_NE(last, std::string::npos) << shown;
+  EXPECT_NE(shown.find(" MB]\r\n", last), std::string::npos) << "the progress line ends once: " << shown;
+  EXPECT_NE(shown.find(summary + "\r\n", last), std::string::npos) << shown;
+  std::remove(pkg.c_str());
+}
+
+// I1: inspect prints the model's architecture and hyperparameters, the
+// tensors' dtype mix and size, the contract, forward's method meta, the
+// tokenizer's kind and vocabulary size, the chat template and the findings;
+// --json the same as JSON.
+TEST(ContractCli, I1_InspectShowsModelTensorsContractForwardTokenizerTemplateAndFindings) {
+  LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
+  LLMPACK_REQUIRE_FIXTURE(tok_path, "llama2c/tok512.bin");
+  const std::string pkg = llmpack::testing::temp_stem("i1") + ".gguf";
+  auto e = llmpack("export --checkpoint " + bin + " --tokenizer_path " + tok_path +
+                   " --max_seq_length 128 --max_context_length 512 --token_bound 127 --output " + pkg);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  auto plain = llmpack("inspect " + pkg);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  for (const std::string line :
+       {"model:     llama 'llama2.c checkpoint', dim 64, ffn 172, 5 layers, 8 heads (4 kv, head_dim 8), vocab 512",
+        "tensors:   47 tensors, 260032 parameters: 47 f32 (0.99 MiB)",
+        "contract:  llmpack.* keys: S 128, C 512, B 127, dynamic shape, KV cache off_graph, position input start_pos",
+        "forward:   tokens int64 [1, 1..127], position int64 [1] -> logits float32 [1, 512]",
+        "tokenizer: llama, 512 tokens", "template:  none",
+        "get_max_seq_len 128 exceeds forward's token bound 127: prompts are prefilled in chunks of 127"})
+    EXPECT_NE(plain.out.find(line), std::string::npos) << line << "\nin:\n" << plain.out;
+
+  auto js = llmpack("inspect --json " + pkg);
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const auto j = nlohmann::json::parse(js.out);
+  EXPECT_EQ(j["model"]["architecture"], "llama");
+  EXPECT_EQ(j["model"]["dim"], 64);
+  EXPECT_EQ(j["model"]["n_layers"], 5);
+  EXPECT_EQ(j["model"]["n_kv_heads"], 4);
+  EXPECT_EQ(j["tensors"]["count"], 47);
+  EXPECT_EQ(j["tensors"]["dtype_counts"]["f32"], 47);
+  EXPECT_EQ(j["tensors"]["dtype_bytes"]["f32"], 1040128);
+  EXPECT_EQ(j["max_seq_len"], 128);
+  EXPECT_EQ(j["max_context_len"], 512);
+  EXPECT_EQ(j["token_bound"], 127);
+  EXPECT_EQ(j["kv_cache"], "off_graph");
+  EXPECT_EQ(j["position_input"], "start_pos");
+  EXPECT_EQ(j["forward"]["inputs"][0]["sizes"], nlohmann::json::array({1, 127}));
+  EXPECT_EQ(j["forward"]["inputs"][0]["dynamic_dim1"], true);
+  EXPECT_EQ(j["tokenizer"]["kind"], "llama");
+  EXPECT_EQ(j["tokenizer"]["vocab_size"], 512);
+  EXPECT_EQ(j["chat_template"], "none");
+  ASSERT_EQ(j["findings"].size(), 1u) << j["findings"].dump();
+  EXPECT_NE(j["findings"][0].get<std::string>().find("exceeds forward's token bound 127"), std::string::npos);
+  std::remove(pkg.c_str());
 }
 
 TEST(ContractCli, ExportRefusesBadCombinationsWithoutWritingAFile) {
