@@ -32,7 +32,7 @@ testing::TinyModelSpec make(std::string arch, int64_t dim, int64_t hidden, int64
 class ReferenceParity : public ::testing::TestWithParam<Shape> {};
 
 // The forward's math against the fp64 reference, with an f32 cache (the
-// default f16 one rounds k and v: DefaultF16CacheStaysNearFp64Reference).
+// default f16 one rounds k and v: D17_DefaultF16CacheStaysNearFp64Reference).
 TEST_P(ReferenceParity, AllPositionsMatchFp64Reference) {
   ProgramOptions options;
   options.cpu_threads = 2;
@@ -54,7 +54,7 @@ TEST_P(ReferenceParity, AllPositionsMatchFp64Reference) {
 // The default cache is f16 (ProgramOptions::kv_dtype): its rounding of k and
 // v (a relative 2^-11) moves the logits by a few 1e-4 of their largest (at
 // most 5.6e-4 over these shapes when it was introduced), well inside 2e-3.
-TEST_P(ReferenceParity, DefaultF16CacheStaysNearFp64Reference) {
+TEST_P(ReferenceParity, D17_DefaultF16CacheStaysNearFp64Reference) {
   ProgramOptions options;
   ASSERT_EQ(options.kv_dtype, KvDtype::kF16);
   options.cpu_threads = 2;
