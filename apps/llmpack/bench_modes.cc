@@ -1,7 +1,5 @@
 #include "bench_modes.h"
 
-#include <algorithm>
-
 #include "cli_common.h"
 #include "core/cpu_topology.h"
 

@@ -3,7 +3,6 @@
 // combination is a mode; the tests of a model run once a mode.
 #pragma once
 
-#include <chrono>
 #include <string>
 #include <vector>
 
