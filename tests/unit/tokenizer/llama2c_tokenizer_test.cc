@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -176,14 +177,17 @@ TEST(Llama2cTokenizer, DecodeOfEncodeIsTheText) {
   }
 }
 
-TEST(Llama2cTokenizer, LoadsQuickly) {
+// A benchmark, not a timed test (run with --gtest_also_run_disabled_tests on a
+// Release build): loading the 32000-piece Llama 2 tokenizer.bin took well under
+// 50 ms there. Only the load's result is asserted.
+TEST(Llama2cTokenizer, DISABLED_LoadSpeed) {
   LLMPACK_REQUIRE_FIXTURE(path, "llama2c/tokenizer.bin");
   const auto start = std::chrono::steady_clock::now();
   auto t = load_bin(path, 32000);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   ASSERT_TRUE(t);
-  // Well under 50 ms in a release build; the bound is loose for sanitizers.
-  EXPECT_LT(ms, 500.0);
+  EXPECT_EQ(t->vocab_size(), 32000);
+  std::printf("[ bench    ] llama2c tokenizer.bin (32000 pieces): load %.2f ms\n", ms);
   RecordProperty("load_ms", std::to_string(ms));
 }
 
