@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <pty.h>
 #include <sys/wait.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -200,6 +201,19 @@ class Pty {
     }
     return -2;
   }
+  // Waits until the line editor has the terminal (canonical mode off): keys
+  // sent before it switches modes may be flushed with the old mode's input.
+  // On Linux the master's termios are the slave's, so the test reads them.
+  bool wait_for_line_editor(int timeout_ms = 60000) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    while (std::chrono::steady_clock::now() < end) {
+      termios t{};
+      if (tcgetattr(fd_, &t) != 0) return false;
+      if (!(t.c_lflag & ICANON)) return true;
+      read_some(1);
+    }
+    return false;
+  }
   const std::string& seen() const { return seen_; }
 
  private:
@@ -218,11 +232,6 @@ class Pty {
   std::string seen_;
 };
 
-// A person types well after a prompt appears; the line editor switches the
-// terminal to raw mode only after printing it, and a key sent within that
-// window (easy for a test under ASan) can be consumed by the old mode.
-void let_the_prompt_settle() { std::this_thread::sleep_for(std::chrono::milliseconds(300)); }
-
 std::vector<std::string> pty_args(const std::string& extra_delay) {
   using llmpack::testing::fixture_path;
   return {LLMPACK_BINARY_PATH, "chat", "-m", fixture_path("llama2c/stories260K.bin"), "--tokenizer_path",
@@ -235,7 +244,7 @@ TEST_F(ChatCli, C4_TerminalCtrlCStopsTheReplyAndCtrlDQuits) {
   ASSERT_TRUE(pty.started());
   ASSERT_TRUE(pty.wait_for("> ")) << pty.seen();
   size_t mark = pty.seen().size();
-  let_the_prompt_settle();
+  ASSERT_TRUE(pty.wait_for_line_editor()) << pty.seen();
   pty.send("Hello there.\r");
   ASSERT_TRUE(pty.wait_for("Hello there.", mark)) << pty.seen();  // the echo of the line
   mark = pty.seen().find("Hello there.", mark) + 12;
@@ -246,7 +255,7 @@ TEST_F(ChatCli, C4_TerminalCtrlCStopsTheReplyAndCtrlDQuits) {
   ASSERT_TRUE(pty.wait_for("> ", stopped)) << pty.seen();          // back at the prompt
   // 300 tokens at 40 ms each would take 12 s: the reply was cut short.
   EXPECT_LT(stopped - mark, 400u) << pty.seen();
-  let_the_prompt_settle();
+  ASSERT_TRUE(pty.wait_for_line_editor()) << pty.seen();
   pty.send("\x04");  // Ctrl-D at an empty prompt
   EXPECT_EQ(pty.wait_exit(), 0) << pty.seen();
 }
@@ -256,10 +265,10 @@ TEST_F(ChatCli, C4_TerminalTwoCtrlCAtAnEmptyPromptQuit) {
   ASSERT_TRUE(pty.started());
   ASSERT_TRUE(pty.wait_for("> ")) << pty.seen();
   const size_t mark = pty.seen().size();
-  let_the_prompt_settle();
+  ASSERT_TRUE(pty.wait_for_line_editor()) << pty.seen();
   pty.send("\x03");
   ASSERT_TRUE(pty.wait_for("Ctrl-C again", mark)) << pty.seen();
-  let_the_prompt_settle();
+  ASSERT_TRUE(pty.wait_for_line_editor()) << pty.seen();
   pty.send("\x03");
   EXPECT_EQ(pty.wait_exit(), 0) << pty.seen();
 }
