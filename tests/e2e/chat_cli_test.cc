@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <thread>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
