@@ -113,12 +113,12 @@ void add_llama_bench_flags(CLI::App* cmd, BenchOptions* o) {
 // llama-bench's thread placement flags (thread_placement.h): lists of masks,
 // strictness and poll levels (every test runs at each), and one priority.
 void add_placement_flags(CLI::App* cmd, BenchOptions* o) {
-  add_parsed_option(*cmd, "-C,--cpu-mask", "-C", o->cpu_masks, parse_cpu_mask,
+  auto* masks = add_parsed_option(*cmd, "-C,--cpu-mask", "-C", o->cpu_masks, parse_cpu_mask,
                     "-C MASK, comma-separated: the CPUs the threads run on, as hexadecimal masks (0x3: CPUs 0 and 1; "
                     "llama-bench's -C); each test runs at each; 0x0 (default): wherever the OS puts them")
       ->delimiter(',')
       ->type_name("MASKS");
-  add_list_option(*cmd, "--cpu-strict", "--cpu-strict", o->cpu_strict, 0,
+  auto* strict = add_list_option(*cmd, "--cpu-strict", "--cpu-strict", o->cpu_strict, 0,
                   "0|1, comma-separated: 1 puts thread i on the i-th CPU of -C's mask alone (round robin; the "
                   "calling thread is thread 0), 0 (default) lets each run on any CPU of the mask",
                   1);
@@ -129,6 +129,7 @@ void add_placement_flags(CLI::App* cmd, BenchOptions* o) {
   add_priority_option(*cmd, o->prio,
                       "-1|0|1|2: the threads' priority, as llama-bench's --prio: low, normal (default), medium, high "
                       "(nice 5, unchanged, -5, -10; raising needs CAP_SYS_NICE)");
+  add_numa_option(*cmd, o->numa, o->numa_placement, {masks, strict});
 }
 
 // How the tests run: progress, warmup, delays, seeds, tests' model sizes.

@@ -107,13 +107,11 @@ std::vector<std::string> with_bench_long_names(const std::vector<std::string>& a
 
 std::string llama_bench_flag_not_taken(const std::vector<std::string>& args) {
   static const char kNoGpu[] = "llmpack has no GPU path yet; every layer runs on the CPU";
-  static const char kNuma[] = "llmpack reads the model through one mapping and does not place memory by NUMA node";
   static const std::pair<std::vector<std::string>, std::string> kNotTaken[] = {
       {{"-sm", "--split-mode", "-mg", "--main-gpu", "-ts", "--tensor-split", "-dev", "--device", "-nkvo",
         "--no-kv-offload", "-ncmoe", "--n-cpu-moe", "-ot", "--override-tensor", "-nopo", "--no-op-offload",
         "--no-host", "--list-devices", "-fitt", "--fit-target", "-fitc", "--fit-ctx"},
        kNoGpu},
-      {{"--numa"}, kNuma},
       {{"-hf", "-hfr", "--hf-repo", "-hff", "--hf-file", "-hft", "--hf-token", "--offline"},
        "llmpack bench downloads nothing: give a model file with -m"},
       {{"-embd", "--embeddings"}, "llmpack bench measures generation, not embeddings"},

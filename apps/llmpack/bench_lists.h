@@ -40,7 +40,7 @@ Result<PromptGenPair> parse_prompt_gen_pair(const std::string& text);
 std::vector<std::string> with_bench_long_names(const std::vector<std::string>& args);
 
 // For a `bench` command line holding a llama-bench flag that llmpack does not
-// take (-sm, --numa, -hf, ...): one line that names it and says
+// take (-sm, -hf, ...): one line that names it and says
 // why; "" when there is none.
 std::string llama_bench_flag_not_taken(const std::vector<std::string>& args);
 

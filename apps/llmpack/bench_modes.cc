@@ -19,7 +19,9 @@ std::vector<BenchMode> bench_modes(const BenchOptions& o) {
       for (const auto& mask : masks)
         for (int64_t strict : or_value(o.cpu_strict, 0))
           for (int64_t poll : or_value(o.polls, 50))
-            modes.push_back({fa == "auto" ? -1 : 1, lm, ThreadPlacement{mask, strict != 0}, static_cast<int>(poll)});
+            modes.push_back({fa == "auto" ? -1 : 1, lm,
+                             o.numa ? o.numa_placement : ThreadPlacement{mask, strict != 0, {}}, o.numa,
+                             static_cast<int>(poll)});
   return modes;
 }
 
@@ -29,8 +31,10 @@ Status apply_mode(const BenchMode& mode, ThreadPool& pool) {
 }
 
 std::string placement_note(const BenchMode& mode, ThreadPool& pool) {
-  return "-C " + cpu_mask_text(mode.placement.cpus) + " --cpu-strict " + (mode.placement.strict ? "1" : "0") +
-         ": " + thread_cpus_text(pool);
+  const std::string given = mode.numa ? std::string("--numa ") + numa_strategy_name(*mode.numa)
+                                      : "-C " + cpu_mask_text(mode.placement.cpus) + " --cpu-strict " +
+                                            (mode.placement.strict ? "1" : "0");
+  return given + ": " + thread_cpus_text(pool);
 }
 
 Status check_cpu_masks(const BenchOptions& o) {

@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "bench_lists.h"
+#include "core/numa.h"
+#include "core/thread_placement.h"
 
 namespace llmpack::cli {
 
@@ -44,6 +47,8 @@ struct BenchOptions {
   std::vector<int64_t> cpu_strict;          // --cpu-strict 0|1; empty: 0
   std::vector<int64_t> polls;               // --poll 0-100; empty: 50
   int prio = 0;                             // --prio -1..2 (3, realtime, is refused)
+  std::optional<NumaStrategy> numa;         // --numa (instead of -C and --cpu-strict)
+  ThreadPlacement numa_placement;           // its placement on this machine
   bool peak = false;
   bool profile = false;
   bool progress = false;

@@ -55,7 +55,7 @@ void merge_cpus(std::vector<int>& cpus, const std::vector<int>& more, const std:
 }
 
 void add_thread_placement_options(CLI::App& app, ModelOptions& o) {
-  app.add_option_function<std::string>(
+  auto* mask = app.add_option_function<std::string>(
          "-C,--cpu-mask",
          [&o](const std::string& text) {
            auto cpus = parse_cpu_mask(text);
@@ -65,11 +65,11 @@ void add_thread_placement_options(CLI::App& app, ModelOptions& o) {
          "The CPUs the threads run on, as a hexadecimal mask (0x3: CPUs 0 and 1; llama-cli's -C); default: wherever "
          "the OS puts them")
       ->type_name("MASK");
-  app.add_option_function<std::string>(
+  auto* range = app.add_option_function<std::string>(
          "--cpu-range", [&o](const std::string& text) { merge_cpus(o.cpus, parse_cpu_range(text), "--cpu-range"); },
          "The CPUs LO to HI (\"0-3\"; \"2-\": from 2 to the last this process may run on), added to -C's")
       ->type_name("LO-HI");
-  app.add_option("--cpu-strict", o.cpu_strict,
+  auto* strict = app.add_option("--cpu-strict", o.cpu_strict,
                  "1: thread i on the i-th CPU of -C's mask alone (round robin; the calling thread is thread 0; "
                  "without -C, of all the CPUs this process may run on); 0 (default): each on any CPU of the mask")
       ->check(CLI::Range(0, 1));
@@ -80,12 +80,14 @@ void add_thread_placement_options(CLI::App& app, ModelOptions& o) {
   add_priority_option(app, o.prio,
                       "-1|0|1|2: the threads' priority: low, normal (default), medium, high (nice 5, unchanged, -5, "
                       "-10; raising needs CAP_SYS_NICE)");
+  add_numa_option(app, o.numa, o.numa_placement, {mask, range, strict});
 }
 
 // -C and --cpu-range's CPUs with --cpu-strict; a strict placement without a
 // mask puts the threads on the CPUs this process may run on, one each.
 ThreadPlacement placement_from(const ModelOptions& o) {
-  ThreadPlacement placement{o.cpus, o.cpu_strict != 0};
+  if (o.numa) return o.numa_placement;
+  ThreadPlacement placement{o.cpus, o.cpu_strict != 0, {}};
   if (placement.strict && placement.cpus.empty()) placement.cpus = usable_cpu_list();
   return placement;
 }
@@ -109,6 +111,26 @@ CLI::Option* add_priority_option(CLI::App& app, int& level_out, const std::strin
       ->type_name("LEVEL");
 }
 
+CLI::Option* add_numa_option(CLI::App& app, std::optional<NumaStrategy>& strategy, ThreadPlacement& placement,
+                             const std::vector<CLI::Option*>& excluded) {
+  auto* option = app.add_option_function<std::string>(
+                        "--numa",
+                        [&strategy, &placement](const std::string& text) {
+                          auto parsed = parse_numa_strategy(text);
+                          if (!parsed.ok()) throw CLI::ValidationError("--numa", parsed.status().message());
+                          auto placed = this_machine_numa_placement(*parsed);
+                          if (!placed.ok()) throw CLI::ValidationError("--numa", placed.status().message());
+                          strategy = *parsed;
+                          placement = std::move(*placed);
+                        },
+                        "distribute|isolate|numactl, as llama.cpp's --numa: thread i on the CPUs of NUMA node i mod "
+                        "n; every thread on the node the command starts on; or on the CPUs the process was given "
+                        "(numactl, taskset). The model's pages go to the node of the thread that first reads them")
+                    ->type_name("STRATEGY");
+  for (CLI::Option* other : excluded) option->excludes(other);
+  return option;
+}
+
 std::chrono::microseconds spin_for_poll(int poll) {
   return std::chrono::microseconds(ThreadPool::kDefaultSpin.count() * std::clamp(poll, 0, 100) / 50);
 }
@@ -122,11 +144,13 @@ std::string thread_cpus_text(ThreadPool& pool) {
   return text;
 }
 
-void note_thread_placement(LlamaProgram& program, const ProgramOptions& options) {
+void note_thread_placement(LlamaProgram& program, const ModelOptions& flags, const ProgramOptions& options) {
   const ThreadPlacement& placement = options.placement;
-  if (placement.cpus.empty()) return;
-  std::fprintf(stderr, "llmpack: note: -C %s --cpu-strict %d: %s\n", cpu_mask_text(placement.cpus).c_str(),
-               placement.strict ? 1 : 0, thread_cpus_text(program.thread_pool()).c_str());
+  if (placement.empty()) return;
+  const std::string given = flags.numa ? std::string("--numa ") + numa_strategy_name(*flags.numa)
+                                       : "-C " + cpu_mask_text(placement.cpus) + " --cpu-strict " +
+                                             (placement.strict ? "1" : "0");
+  std::fprintf(stderr, "llmpack: note: %s: %s\n", given.c_str(), thread_cpus_text(program.thread_pool()).c_str());
 }
 
 void add_model_options(CLI::App& app, ModelOptions& o) {

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "core/numa.h"
 #include "core/status.h"
+#include "core/thread_placement.h"
 #include "engine/llama_program.h"
 #include "runner/generation_config.h"
 
@@ -29,6 +31,8 @@ struct ModelOptions {
   int cpu_strict = 0;                   // --cpu-strict: thread i on the i-th CPU alone
   std::optional<int> poll;              // --poll 0-100 (unset: the pool's default spin, level 50)
   int prio = 0;                         // --prio -1..2
+  std::optional<NumaStrategy> numa;     // --numa (instead of -C, --cpu-range, --cpu-strict)
+  ThreadPlacement numa_placement;       // its placement on this machine, found when the flag is read
 };
 
 void add_model_options(CLI::App& app, ModelOptions& options);
@@ -44,6 +48,12 @@ ProgramOptions program_options(const ModelOptions& options);
 // (set_this_thread_priority); 3 (realtime) is refused with the reason.
 CLI::Option* add_priority_option(CLI::App& app, int& level, const std::string& help);
 
+// --numa distribute|isolate|numactl, as llama.cpp's tools take it (core/numa.h):
+// sets `strategy` and its placement on this machine as the flag is read (an
+// error there is the flag's). Excludes the given placement flags.
+CLI::Option* add_numa_option(CLI::App& app, std::optional<NumaStrategy>& strategy, ThreadPlacement& placement,
+                             const std::vector<CLI::Option*>& excluded);
+
 // --poll's level as the pool's spin before a waiting thread blocks: 0 blocks
 // at once, 50 (llama.cpp's default) is llmpack's default spin
 // (ThreadPool::kDefaultSpin), 100 twice that; in proportion between.
@@ -54,10 +64,10 @@ std::chrono::microseconds spin_for_poll(int poll);
 std::string thread_cpus_text(ThreadPool& pool);
 
 // A note on stderr with where the program's threads run, when `options`
-// (from program_options) placed them, so a user sees what -C and
-// --cpu-strict did. (After placement the calling thread's own CPUs are the
-// placed ones: usable_cpu_list() no longer names the process's.)
-void note_thread_placement(LlamaProgram& program, const ProgramOptions& options);
+// (from program_options(flags)) placed them, so a user sees what -C,
+// --cpu-strict or --numa did. (After placement the calling thread's own CPUs
+// are the placed ones: usable_cpu_list() no longer names the process's.)
+void note_thread_placement(LlamaProgram& program, const ModelOptions& flags, const ProgramOptions& options);
 
 // The notice for a --cpu_threads above the CPUs this process may run on, or
 // above its cgroup's CPU quota (accepted: the user may know better).

@@ -413,7 +413,7 @@ Status run_ttft_tests(TestBench& t) {
 void set_mode_fields(const BenchMode& mode, BenchRecord* r) {
   r->flash_attn = mode.flash_attn;
   r->load_mode = mode.load_mode;
-  r->cpu_mask = cpu_mask_text(mode.placement.cpus);
+  r->cpu_mask = mode.numa ? "0x0" : cpu_mask_text(mode.placement.cpus);  // llama-bench's: -C's mask alone
   r->cpu_strict = mode.placement.strict;
   r->poll = mode.poll;
 }
@@ -432,7 +432,7 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const 
   }
   std::vector<std::string> placements;  // where each mode's threads run, when -C places them
   for (const BenchMode& mode : bench_modes(o)) {
-    if (mode.placement.cpus.empty()) continue;
+    if (mode.placement.empty()) continue;
     LLMPACK_RETURN_IF_ERROR(apply_mode(mode, m.program->thread_pool()));
     const std::string line = m.display + ", " + std::to_string(threads) + " threads, " +
                              placement_note(mode, m.program->thread_pool());

@@ -189,7 +189,7 @@ int execute(ChatOptions& o, bool kv_initial_given, bool kv_capacity_given) {
   const ProgramOptions options = program_options(o.model);
   auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, options);
   if (!loaded.ok()) return fail(loaded.status());
-  note_thread_placement(*loaded->program, options);
+  note_thread_placement(*loaded->program, o.model, options);
   ChatSessionOptions so;
   auto source = template_source(o, *loaded);
   if (!source.ok()) return fail(source.status());

@@ -34,7 +34,7 @@ int execute(PerplexityOptions& o) {
   auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, options);
   if (!loaded.ok()) return fail(loaded.status());
   if (o.kv_dtype_given) note_kv_cache(*loaded->program);
-  note_thread_placement(*loaded->program, options);
+  note_thread_placement(*loaded->program, o.model, options);
   std::fprintf(stderr, "perplexity: windows of %lld tokens, scoring the second half of each\n",
                static_cast<long long>(o.context));
   auto result = compute_perplexity(*loaded->program, *loaded->tokenizer, text.str(), o.context,

@@ -44,7 +44,7 @@ int execute(RunOptions& o) {
   auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, options);
   if (!loaded.ok()) return fail(loaded.status());
   if (o.kv_dtype_given) note_kv_cache(*loaded->program);
-  note_thread_placement(*loaded->program, options);
+  note_thread_placement(*loaded->program, o.model, options);
   TextLLMRunner runner(std::move(loaded->program), std::move(loaded->tokenizer), stderr_log_sink());
   if (auto status = runner.load(); !status.ok()) return fail(status);
   const int64_t load_end = time_in_ms();

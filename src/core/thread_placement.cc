@@ -81,6 +81,56 @@ std::string cpu_list_text(const std::vector<int>& cpus) {
   return out.empty() ? "none" : out;
 }
 
+std::vector<int> ThreadPlacement::cpus_of_thread(int i) const {
+  if (!groups.empty()) return groups[static_cast<size_t>(i) % groups.size()];
+  if (strict && !cpus.empty()) return {cpus[static_cast<size_t>(i) % cpus.size()]};
+  return cpus;
+}
+
+std::vector<int> ThreadPlacement::all_cpus() const {
+  std::vector<int> all = cpus;
+  for (const auto& g : groups) all.insert(all.end(), g.begin(), g.end());
+  std::sort(all.begin(), all.end());
+  all.erase(std::unique(all.begin(), all.end()), all.end());
+  return all;
+}
+
+Result<std::vector<int>> parse_cpu_list(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  const std::string whole(text);
+  const auto bad = [&whole](const std::string& why) {
+    return error_status("a CPU list is numbers and ranges like 0-3,6, got '" + whole + "' (" + why + ")");
+  };
+  const auto number = [](std::string_view digits, int* out) {
+    if (digits.empty() || digits.size() > 9) return false;
+    int v = 0;
+    for (char c : digits) {
+      if (c < '0' || c > '9') return false;
+      v = v * 10 + (c - '0');
+    }
+    *out = v;
+    return true;
+  };
+  std::vector<int> cpus;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string_view item = text.substr(0, comma);
+    const size_t dash = item.find('-');
+    int lo = 0, hi = 0;
+    if (!number(item.substr(0, dash), &lo) || !number(dash == item.npos ? item : item.substr(dash + 1), &hi))
+      return bad("'" + std::string(item) + "' is not a number or a range");
+    if (hi < lo) return bad("range " + std::string(item) + " ends before it starts");
+    if (hi >= kMaxCpu) return bad("CPUs are numbered below " + std::to_string(kMaxCpu));
+    for (int cpu = lo; cpu <= hi; ++cpu) cpus.push_back(cpu);
+    if (comma == text.npos) break;
+    text.remove_prefix(comma + 1);
+    if (text.empty()) return bad("it ends with a comma");
+  }
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
+  return cpus;
+}
+
 Status check_cpus_within(const std::vector<int>& cpus, const std::vector<int>& allowed) {
   std::vector<int> outside;
   for (int cpu : cpus)

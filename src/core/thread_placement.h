@@ -18,6 +18,15 @@ namespace llmpack {
 struct ThreadPlacement {
   std::vector<int> cpus;  // logical CPU numbers, ascending; empty: the OS places the threads
   bool strict = false;    // thread i on cpus[i % cpus.size()] alone, else every thread on all of them
+  // llama.cpp's --numa distribute: thread i on every CPU of groups[i % groups.size()]
+  // (a group a NUMA node, numa.h); when not empty, cpus and strict are unused.
+  std::vector<std::vector<int>> groups;
+
+  bool empty() const { return cpus.empty() && groups.empty(); }
+  // Thread i's CPUs; empty when nothing is placed.
+  std::vector<int> cpus_of_thread(int i) const;
+  // Every CPU some thread is placed on, ascending.
+  std::vector<int> all_cpus() const;
 };
 
 // A CPU mask as llama.cpp's -C takes it: hexadecimal of any length, with or
@@ -28,6 +37,9 @@ Result<std::vector<int>> parse_cpu_mask(std::string_view text);
 std::string cpu_mask_text(const std::vector<int>& cpus);
 // "0-3,6": a CPU list as the kernel writes one (for messages).
 std::string cpu_list_text(const std::vector<int>& cpus);
+// The kernel's list format read back ("0-3,6", as sysfs cpulist files hold;
+// "" is no CPU): ascending and without repeats. Errors quote the text.
+Result<std::vector<int>> parse_cpu_list(std::string_view text);
 
 // ok when every CPU of `cpus` is among `allowed`; else an error naming the
 // CPUs outside it and the allowed ones ("CPU 4 is not among those this

@@ -144,15 +144,13 @@ void ThreadPool::wait_for_worker_ids() {
 }
 
 Status ThreadPool::place(const ThreadPlacement& placement) {
-  LLMPACK_RETURN_IF_ERROR(check_cpus_within(placement.cpus, created_cpus_));
+  LLMPACK_RETURN_IF_ERROR(check_cpus_within(placement.all_cpus(), created_cpus_));
   wait_for_worker_ids();
   worker_ids_[0] = this_thread_id();
   // Set first, so a placement that fails part way still puts the caller back.
-  placed_caller_ = placement.cpus.empty() ? 0 : worker_ids_[0];
+  placed_caller_ = placement.empty() ? 0 : worker_ids_[0];
   for (int i = 0; i < n_threads_; ++i) {
-    std::vector<int> cpus = placement.cpus.empty() ? created_cpus_ : placement.cpus;
-    if (placement.strict && !placement.cpus.empty())
-      cpus = {placement.cpus[static_cast<size_t>(i) % placement.cpus.size()]};
+    const std::vector<int> cpus = placement.empty() ? created_cpus_ : placement.cpus_of_thread(i);
     LLMPACK_RETURN_IF_ERROR(set_thread_cpus(worker_ids_[static_cast<size_t>(i)], cpus));
   }
   return ok_status();

@@ -72,9 +72,10 @@ class ThreadPool {
 
   // Places the threads (thread_placement.h) between calls: thread 0 is the
   // calling thread, which runs its share of each call and is placed too;
-  // workers 1..n-1 follow. Empty cpus puts every thread back on the CPUs the
-  // pool was created with (those of the thread that created it), which the
-  // mask must lie within: the error names the CPUs outside them. The pool's
+  // workers 1..n-1 follow. An empty placement puts every thread back on the
+  // CPUs the pool was created with (those of the thread that created it),
+  // which its CPUs (mask or groups) must lie within: the error names the CPUs
+  // outside them. The pool's
   // destructor, run on the thread it placed, puts that thread back too.
   Status place(const ThreadPlacement& placement);
   // Each thread's CPUs as the kernel has them now (thread 0: the calling

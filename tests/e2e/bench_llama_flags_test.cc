@@ -332,6 +332,24 @@ TEST(BenchLlamaFlags, EachPlacementValueRunsTheTestsWithItsThreadsPlaced) {
   EXPECT_NE(csv.out.find(",2,0x0,1,50,"), std::string::npos) << csv.out;
 }
 
+// --numa, as llama-bench takes it (one strategy): the threads on this
+// machine's NUMA nodes (one here, or none in sysfs: the process's CPUs), a
+// note saying where; cpu_mask is recorded as llama-bench does without -C.
+TEST(BenchLlamaFlags, NumaPlacesTheThreadsOnTheNodesAndSaysWhere) {
+  const std::vector<int> usable = llmpack::usable_cpu_list();
+  const std::string on = (usable.size() == 1 ? " on CPU " : " on CPUs ") + llmpack::cpu_list_text(usable);
+  for (const char* strategy : {"distribute", "isolate"}) {
+    auto r = bench(kSmall + "-p 4 -n 0 --numa " + strategy + " -o json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const auto rec = nlohmann::json::parse(r.out)[0];
+    EXPECT_EQ(rec["cpu_mask"], "0x0");
+    EXPECT_EQ(rec["cpu_strict"], false);
+    EXPECT_NE(r.err.find(std::string("--numa ") + strategy + ": thread 0" + on + ", thread 1" + on + "\n"),
+              std::string::npos)
+        << r.err;
+  }
+}
+
 // --prio: a lower priority is always allowed; a higher one where the process
 // may raise it (root, CAP_SYS_NICE), else refused saying what it needs.
 TEST(BenchLlamaFlags, PriorityLevelsRunOrSayWhatTheyNeed) {
@@ -457,7 +475,8 @@ TEST(BenchLlamaFlags, BadListsAndPairsGiveOneLine) {
       {"-mmp=0", 2, "-mmp: '0': llmpack always maps the model file"},
       {"-lm dio", 2, "-lm: 'dio': llmpack always maps the model file"},
       {"-oe xml", 2, "--output-err: xml not in {md,csv,json,jsonl,sql,none}"},
-      {"--numa distribute", 2, "--numa is a llama-bench flag that llmpack bench does not take: llmpack reads"},
+      {"--numa mirror", 2, "--numa: expected distribute, isolate or numactl, got 'mirror'"},
+      {"--numa distribute -C 0x1", 2, "--cpu-mask excludes --numa"},
       {"-C 0xg", 2, "-C: a CPU mask is hexadecimal digits (0x5: CPUs 0 and 2), got '0xg'"},
       {"-C 0x" + std::string(300, '1'), 2, "CPUs are numbered below"},
       {"-C 0x1" + std::string(200, '0'), 1, "-C 0x1" + std::string(200, '0') + ": CPU 800 is not among those"},

@@ -157,9 +157,22 @@ TEST(Cli, ThreadPlacementFlagsPlaceTheThreadsAndSayWhere) {
             std::string::npos)
       << open_end.err;
 
+  // --numa: on this machine's nodes (one, or none in sysfs: every CPU the
+  // process may run on), each thread on all of a node's CPUs.
+  const std::string on_usable = (usable.size() == 1 ? " on CPU " : " on CPUs ") + llmpack::cpu_list_text(usable);
+  for (const char* strategy : {"distribute", "isolate", "numactl"}) {
+    auto numa = run_cli(base + "--numa " + strategy);
+    ASSERT_EQ(numa.exit_code, 0) << numa.err;
+    EXPECT_NE(numa.err.find(std::string("note: --numa ") + strategy + ": thread 0" + on_usable + ", thread 1" +
+                            on_usable + ", thread 2" + on_usable + "\n"),
+              std::string::npos)
+        << numa.err;
+    EXPECT_EQ(numa.out.substr(0, numa.out.find("PyTorchObserver")), text) << strategy;
+  }
+
   for (const char* command : {"chat", "perplexity"}) {
     auto help = run_cli(std::string(command) + " --help");
-    for (const char* flag : {"--cpu-mask", "--cpu-range", "--cpu-strict", "--poll", "--prio"})
+    for (const char* flag : {"--cpu-mask", "--cpu-range", "--cpu-strict", "--poll", "--prio", "--numa"})
       EXPECT_NE(help.out.find(flag), std::string::npos) << command << " " << flag;
   }
 }
@@ -198,6 +211,8 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
       {"cpu range beyond the process's CPUs", "run -m " + gguf + " --cpu-range " + beyond + "-" + beyond,
        "is not among those this process may run on"},
       {"realtime priority", "run -m " + gguf + " --prio 3", "--prio: 3 (realtime) is refused"},
+      {"numa mirror", "run -m " + gguf + " --numa mirror", "--numa: expected distribute, isolate or numactl, got 'mirror'"},
+      {"numa beside a mask", "run -m " + gguf + " --numa isolate -C 0x1", "--cpu-mask excludes --numa"},
       {"poll level", "run -m " + gguf + " --poll 101", "--poll"},
       {"cpu strict level", "run -m " + gguf + " --cpu-strict 2", "--cpu-strict"},
   };
