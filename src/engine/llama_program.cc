@@ -30,9 +30,9 @@ Result<std::unique_ptr<LlamaProgram>> LlamaProgram::create(std::unique_ptr<Model
   if (options.priority != 0) LLMPACK_RETURN_IF_ERROR(set_this_thread_priority(options.priority));
   p->pool_ = std::make_unique<ThreadPool>(threads);
   if (options.spin) p->pool_->set_spin(*options.spin);
-  if (!options.placement.cpus.empty()) {
+  if (!options.placement.empty()) {
     // place() refuses CPUs outside those the pool was created with, naming them.
-    const std::string what = "placing the threads on CPUs " + cpu_list_text(options.placement.cpus);
+    const std::string what = "placing the threads on CPUs " + cpu_list_text(options.placement.all_cpus());
     LLMPACK_RETURN_IF_ERROR(p->pool_->place(options.placement).with_context(what));
   }
   ForwardPlan plan;

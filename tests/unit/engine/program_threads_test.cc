@@ -68,6 +68,28 @@ TEST(ProgramThreads, StrictPlacementPutsEachThreadOnItsCpuAndTheLogitsStayTheSam
   });
 }
 
+// Groups (--numa distribute's nodes): thread i on groups[i % n]; here each of
+// the process's first two CPUs is a group of its own.
+TEST(ProgramThreads, GroupPlacementPutsEachThreadOnItsGroup) {
+  on_a_thread_of_its_own([] {
+    const Cpus usable = usable_cpu_list();
+    ProgramOptions options;
+    options.placement.groups = usable.size() >= 2 ? std::vector<Cpus>{{usable[0]}, {usable[1]}}
+                                                   : std::vector<Cpus>{{usable[0]}};
+    auto placed = load_with_threads(options);
+    ASSERT_TRUE(placed.ok()) << placed.status().message();
+    const std::vector<Cpus> cpus = placed->program->thread_pool().thread_cpus_now();
+    ASSERT_EQ(cpus.size(), 3u);
+    const auto& groups = options.placement.groups;
+    for (size_t i = 0; i < cpus.size(); ++i) EXPECT_EQ(cpus[i], groups[i % groups.size()]) << "thread " << i;
+    options.placement.groups.push_back({usable.back() + 1});
+    auto refused = load_with_threads(options);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("placing the threads on CPUs "), std::string::npos)
+        << refused.status().message();
+  });
+}
+
 TEST(ProgramThreads, WithoutPlacementTheThreadsStayOnTheProcesssCpus) {
   on_a_thread_of_its_own([] {
     const Cpus usable = usable_cpu_list();
