@@ -31,10 +31,7 @@ Status apply_mode(const BenchMode& mode, ThreadPool& pool) {
 }
 
 std::string placement_note(const BenchMode& mode, ThreadPool& pool) {
-  const std::string given = mode.numa ? std::string("--numa ") + numa_strategy_name(*mode.numa)
-                                      : "-C " + cpu_mask_text(mode.placement.cpus) + " --cpu-strict " +
-                                            (mode.placement.strict ? "1" : "0");
-  return given + ": " + thread_cpus_text(pool);
+  return placement_flags_text(mode.numa, mode.placement) + ": " + thread_cpus_text(pool);
 }
 
 Status check_cpu_masks(const BenchOptions& o) {

@@ -135,6 +135,11 @@ std::chrono::microseconds spin_for_poll(int poll) {
   return std::chrono::microseconds(ThreadPool::kDefaultSpin.count() * std::clamp(poll, 0, 100) / 50);
 }
 
+std::string placement_flags_text(const std::optional<NumaStrategy>& numa, const ThreadPlacement& placement) {
+  if (numa) return std::string("--numa ") + numa_strategy_name(*numa);
+  return "-C " + cpu_mask_text(placement.cpus) + " --cpu-strict " + (placement.strict ? "1" : "0");
+}
+
 std::string thread_cpus_text(ThreadPool& pool) {
   std::string text;
   const std::vector<std::vector<int>> cpus = pool.thread_cpus_now();
@@ -147,10 +152,8 @@ std::string thread_cpus_text(ThreadPool& pool) {
 void note_thread_placement(LlamaProgram& program, const ModelOptions& flags, const ProgramOptions& options) {
   const ThreadPlacement& placement = options.placement;
   if (placement.empty()) return;
-  const std::string given = flags.numa ? std::string("--numa ") + numa_strategy_name(*flags.numa)
-                                       : "-C " + cpu_mask_text(placement.cpus) + " --cpu-strict " +
-                                             (placement.strict ? "1" : "0");
-  std::fprintf(stderr, "llmpack: note: %s: %s\n", given.c_str(), thread_cpus_text(program.thread_pool()).c_str());
+  std::fprintf(stderr, "llmpack: note: %s: %s\n", placement_flags_text(flags.numa, placement).c_str(),
+               thread_cpus_text(program.thread_pool()).c_str());
 }
 
 void add_model_options(CLI::App& app, ModelOptions& o) {

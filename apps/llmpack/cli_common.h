@@ -59,6 +59,10 @@ CLI::Option* add_numa_option(CLI::App& app, std::optional<NumaStrategy>& strateg
 // (ThreadPool::kDefaultSpin), 100 twice that; in proportion between.
 std::chrono::microseconds spin_for_poll(int poll);
 
+// The flags a placement came from, for notes: "--numa distribute", or
+// "-C 0x3 --cpu-strict 1" (the mask's CPUs, whichever flags named them).
+std::string placement_flags_text(const std::optional<NumaStrategy>& numa, const ThreadPlacement& placement);
+
 // "thread 0 on CPU 0, thread 1 on CPUs 0-1": where each of the pool's
 // threads may run, read back from the kernel.
 std::string thread_cpus_text(ThreadPool& pool);
