@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -213,6 +214,49 @@ size_t top_p_keep(std::vector<Candidate>& cands, int cut, float max_logit, doubl
                           static_cast<size_t>(cut_end - cands.begin()), target);
 }
 
+// Four floats as one value (GCC's and Clang's vector extension): loops over
+// them compile to the baseline's SIMD on every target, where the compiler
+// keeps a float max reduction scalar (it may not reorder NaN and signed-zero
+// cases). x > m ? x : m never takes a NaN x.
+typedef float Float4 __attribute__((vector_size(16)));
+
+// The largest value that is not NaN; -inf when there is none.
+float max_not_nan(std::span<const float> values) {
+  const size_t n = values.size();
+  Float4 acc[4];
+  for (Float4& a : acc) a = Float4{kNegInf, kNegInf, kNegInf, kNegInf};
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    for (size_t j = 0; j < 4; ++j) {
+      Float4 x;
+      std::memcpy(&x, values.data() + i + 4 * j, sizeof x);
+      acc[j] = x > acc[j] ? x : acc[j];
+    }
+  }
+  float best = kNegInf;
+  for (const Float4& a : acc) {
+    for (int lane = 0; lane < 4; ++lane) best = a[lane] > best ? a[lane] : best;
+  }
+  for (; i < n; ++i) best = values[i] > best ? values[i] : best;
+  return best;
+}
+
+// The sum of 256 weights in double, four lanes of four: the adds of one lane
+// do not wait on another's.
+double block_weight(const float* w) {
+  typedef double Double4 __attribute__((vector_size(32)));
+  Double4 acc[4] = {};
+  for (size_t i = 0; i < 256; i += 16) {
+    for (size_t j = 0; j < 4; ++j) {
+      Float4 x;
+      std::memcpy(&x, w + i + 4 * j, sizeof x);
+      acc[j] += __builtin_convertvector(x, Double4);
+    }
+  }
+  const Double4 s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  return (s[0] + s[1]) + (s[2] + s[3]);
+}
+
 double kept_weight(const std::vector<Candidate>& cands, size_t keep) {
   double sum = 0.0;
   for (size_t i = 0; i < keep; ++i) sum += cands[i].weight;
@@ -221,20 +265,22 @@ double kept_weight(const std::vector<Candidate>& cands, size_t keep) {
 
 }  // namespace
 
+// Two passes that compilers vectorize (one pass with a branch per value
+// stayed scalar: about 90 us over a 152k vocabulary): the largest value, then
+// the first index holding it, found a block at a time. All NaN: 0.
 int32_t argmax(std::span<const float> values) {
-  int32_t best = 0;
-  float best_value = kNegInf;
-  bool found = false;
-  for (size_t i = 0; i < values.size(); ++i) {
-    const float v = values[i];
-    if (std::isnan(v)) continue;
-    if (!found || v > best_value) {
-      best = static_cast<int32_t>(i);
-      best_value = v;
-      found = true;
+  const float best = max_not_nan(values);
+  constexpr size_t kBlock = 64;
+  for (size_t from = 0; from < values.size(); from += kBlock) {
+    const size_t to = std::min(values.size(), from + kBlock);
+    int hit = 0;
+    for (size_t k = from; k < to; ++k) hit |= static_cast<int>(values[k] == best);
+    if (!hit) continue;
+    for (size_t k = from; k < to; ++k) {
+      if (values[k] == best) return static_cast<int32_t>(k);
     }
   }
-  return best;
+  return 0;
 }
 
 Status validate_sampler_params(const SamplerParams& p) {
@@ -442,10 +488,9 @@ void Sampler::accept(int32_t token) {
 // the penalty when positive and multiplied when negative (both lower it).
 void Sampler::penalize(std::span<const float> logits) const {
   std::vector<float>& v = penalized_;
-  v.assign(logits.begin(), logits.end());
-  for (auto& x : v) {
-    if (std::isnan(x)) x = kNegInf;
-  }
+  v.resize(logits.size());
+  // x != x is NaN's test: a select the compiler vectorizes (std::isnan's branch kept it scalar)
+  std::transform(logits.begin(), logits.end(), v.begin(), [](float x) { return x != x ? kNegInf : x; });
   if (params_.repeat_penalty == 1.0f) return;
   std::vector<int32_t> ids(recent_.begin(), recent_.end());
   std::sort(ids.begin(), ids.end());
@@ -487,9 +532,23 @@ int32_t Sampler::draw(const Kept& k, double u) const {
   const double target = u * k.total;
   double cum = 0.0;
   if (k.dense) {
-    for (size_t i = 0; i < k.keep; ++i) {
-      cum += weights_[i];
-      if (target < cum) return static_cast<int32_t>(i);
+    // blocks whose weight the target lies past are skipped whole; the block
+    // that holds it is walked token by token (one add after another over a
+    // 152k vocabulary took about 60 us a token)
+    constexpr size_t kBlock = 256;
+    for (size_t from = 0; from < k.keep; from += kBlock) {
+      const size_t to = std::min(k.keep, from + kBlock);
+      if (to - from == kBlock) {
+        const double block = block_weight(weights_.data() + from);
+        if (target >= cum + block) {
+          cum += block;
+          continue;
+        }
+      }
+      for (size_t i = from; i < to; ++i) {
+        cum += weights_[i];
+        if (target < cum) return static_cast<int32_t>(i);
+      }
     }
     // rounding left the target above the total: the last token that can be drawn
     size_t last = k.keep - 1;

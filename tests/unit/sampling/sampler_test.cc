@@ -10,6 +10,9 @@
 #include <map>
 #include <vector>
 
+#include "kernels/kernels.h"
+#include "sampling/rng.h"
+
 namespace llmpack {
 namespace {
 
@@ -40,6 +43,47 @@ TEST(Sampler, ArgmaxTiesPickLowestIdAndSkipsNaN) {
   EXPECT_EQ(argmax(logits), 2);
   Sampler s(params_with(0.0f), 1);
   EXPECT_EQ(*s.sample(logits), 2);
+}
+
+// argmax reads its values in vectors and blocks: over lengths around the
+// vector (16) and block (64) sizes, NaN anywhere (on the maximum's slot too),
+// ties in different blocks and infinities, it agrees with a plain scan.
+int32_t argmax_by_scan(const std::vector<float>& v) {
+  int32_t best = -1;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!std::isnan(v[i]) && (best < 0 || v[i] > v[best])) best = static_cast<int32_t>(i);
+  }
+  return best < 0 ? 0 : best;
+}
+
+TEST(Sampler, ArgmaxAgreesWithAScanAcrossVectorsAndBlocks) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  uint32_t x = 99;
+  const auto next = [&] { return x = x * 1664525u + 1013904223u; };
+  for (size_t n : {1, 2, 15, 16, 17, 31, 63, 64, 65, 127, 128, 129, 1000, 4099}) {
+    for (int trial = 0; trial < 8; ++trial) {
+      std::vector<float> v(n);
+      for (float& f : v) f = static_cast<float>(next() >> 16) / 4096.0f - 8.0f;
+      if (trial % 2 == 1) {
+        for (size_t k = 0; k < 3; ++k) v[next() % n] = nan;
+      }
+      if (trial >= 2) {  // the same value twice, possibly in two blocks
+        const float top = 9.0f;
+        v[next() % n] = top;
+        v[next() % n] = top;
+      }
+      if (trial == 4) v[next() % n] = inf;
+      if (trial == 5) v[argmax_by_scan(v)] = nan;  // the maximum's slot NaN: the runner-up wins
+      if (trial == 6) std::fill(v.begin(), v.end(), -inf);
+      if (trial == 7) {
+        std::fill(v.begin(), v.end(), nan);
+        if (n > 2) v[n - 2] = -inf;  // all NaN but one -inf: that one
+      }
+      ASSERT_EQ(argmax(v), argmax_by_scan(v)) << "n " << n << ", trial " << trial;
+    }
+  }
+  EXPECT_EQ(argmax(std::vector<float>(100, nan)), 0);  // nothing to pick: 0
 }
 
 TEST(Sampler, EmptyLogitsAreAnError) {
@@ -196,6 +240,42 @@ TEST(Sampler, DrawFrequenciesFollowTheFilteredDistribution) {
                                                     << f.top_p << ", min_p " << f.min_p;
     }
   }
+}
+
+// Where nothing is filtered, the draw walks the whole vocabulary's weights
+// and skips blocks of them at once: on a vocabulary whose mass is spread over
+// every block (and a tail shorter than one), each draw is the token where the
+// running weight, added one token at a time, first passes u x total, u being
+// the sampler's next uniform number.
+TEST(Sampler, UnfilteredDrawOverABigVocabularyPicksWhereTheRunningWeightPassesTheDraw) {
+  const size_t n = 5000;  // 19 blocks of 256 and a tail of 136
+  std::vector<float> logits(n);
+  uint32_t x = 7;
+  for (float& f : logits) {
+    x = x * 1664525u + 1013904223u;
+    f = static_cast<float>(x >> 8) / 16777216.0f * 6.0f;
+  }
+  logits[4990] = 9.0f;  // some mass in the tail
+  std::vector<float> weights(n);
+  const kernels::ExpWeights w = kernels::exp_weights(logits.data(), 1.0f, weights.data(), static_cast<int64_t>(n));
+  Sampler s(params_with(1.0f), 31);
+  Rng rng(31);
+  std::vector<int> blocks_drawn(n / 256 + 1, 0);
+  for (int draw = 0; draw < 3000; ++draw) {
+    const double target = rng.next_double() * w.sum;
+    double cum = 0.0;
+    size_t want = n - 1;
+    for (size_t i = 0; i < n; ++i) {
+      cum += weights[i];
+      if (target < cum) {
+        want = i;
+        break;
+      }
+    }
+    ASSERT_EQ(*s.sample(logits), static_cast<int32_t>(want)) << "draw " << draw;
+    ++blocks_drawn[want / 256];
+  }
+  for (size_t b = 0; b < blocks_drawn.size(); ++b) EXPECT_GT(blocks_drawn[b], 0) << "block " << b;
 }
 
 TEST(Sampler, MaskedLogitsAreNeverDrawn) {
