@@ -89,8 +89,10 @@ class Sampler {
     int bin = 0;
     size_t tokens_down_to_cut = 0;
   };
-  TopPCut dense_top_p_cut(float inv_t, float max_logit, double target) const;
-  size_t split_at_cut(float inv_t, float max_logit, int cut) const;
+  // top_p_bin of every token's scaled logit into bins_.
+  void bin_vocabulary(float inv_t, float max_logit) const;
+  TopPCut dense_top_p_cut(double target) const;
+  size_t split_at_cut(float inv_t, int cut) const;
   template <typename Keep>
   void gather_candidates(float inv_t, size_t expected, const Keep& keep) const;
   int32_t draw(const Kept& k, double u) const;
@@ -105,6 +107,7 @@ class Sampler {
   mutable std::vector<float> penalized_;
   mutable std::vector<float> weights_;  // [vocab] exp(logit - max) when no top-k
   mutable std::vector<sampling_detail::Candidate> candidates_;
+  mutable std::vector<uint8_t> bins_;  // [vocab] top-p's bin of each token (top_p < 1, no top-k)
 };
 
 // Index of the largest value (the lowest index among ties); NaN never wins.

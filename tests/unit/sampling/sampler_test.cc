@@ -452,5 +452,36 @@ TEST(Sampler, G5_FiltersOnABigVocabularyMatchAFullSort) {
   }
 }
 
+// A trained model's shape: a few tokens far above a bulk that lies 15-40
+// logits below them, so the bulk straddles the last top-p bin's edge (the
+// tokens there are binned in vectors, clamped at the last bin). Cuts among
+// the top tokens and deep in the bulk keep what the full sort keeps.
+TEST(Sampler, TopPOnATrainedModelsShapeMatchesAFullSort) {
+  std::vector<float> logits(40000);
+  uint32_t x = 4242;
+  for (float& f : logits) {
+    x = x * 1664525u + 1013904223u;
+    f = (static_cast<float>(x >> 8) / 16777216.0f - 0.5f) * 18.0f;  // the bulk: -9..9
+  }
+  logits[31] = 22.0f;
+  logits[20000] = 21.5f;
+  logits[39990] = 21.0f;
+  logits[7] = -std::numeric_limits<float>::infinity();
+  for (float temperature : {0.6f, 0.8f, 1.0f}) {
+    for (float top_p : {0.5f, 0.9f, 0.999f, 0.99999f, 0.9999999f}) {
+      SamplerParams p = params_with(temperature);
+      p.top_p = top_p;
+      const auto got = Sampler(p, 1).distribution(logits);
+      const auto want = chain_by_full_sort(logits, p);
+      const std::string where = "temperature " + std::to_string(temperature) + ", top_p " + std::to_string(top_p);
+      ASSERT_EQ(got.size(), want.size()) << where;
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(got[i].id, want[i].id) << where << ", rank " << i;
+        ASSERT_NEAR(got[i].prob, want[i].prob, 1e-12 + 2e-6 * want[i].prob) << where << ", rank " << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace llmpack
