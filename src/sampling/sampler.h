@@ -2,6 +2,10 @@
 // temperature (0 = argmax), top-k, top-p, min-p, then a draw from the softmax
 // with a seeded Rng. One Sampler lives as long as a conversation: its Rng
 // stream and its window of recent tokens persist between calls.
+// NaN logits are never drawn (nor -inf ones) while any other is left; +inf
+// ones share all the probability. Logits are divided by the temperature in
+// float, so one pushed past float's range by it (|logit| above about 3.4e38
+// times the temperature) counts as infinite too.
 #pragma once
 
 #include <cstdint>

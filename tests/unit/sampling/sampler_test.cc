@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -479,6 +480,89 @@ TEST(Sampler, TopPOnATrainedModelsShapeMatchesAFullSort) {
         ASSERT_EQ(got[i].id, want[i].id) << where << ", rank " << i;
         ASSERT_NEAR(got[i].prob, want[i].prob, 1e-12 + 2e-6 * want[i].prob) << where << ", rank " << i;
       }
+    }
+  }
+}
+
+// Logits a broken or extreme model can produce (NaN, +-inf, +-3e38, denormals,
+// long runs of one value) under settings from greedy to extreme temperatures:
+// every draw is a token of the vocabulary, one the chain kept
+// (distribution()), never a masked one (NaN, or -inf after the penalty) while
+// any other is left, and greedy or top-k 1 draws the argmax. Deterministic
+// pseudo-random cases, so a failure names one that can be replayed.
+TEST(Sampler, ExtremeLogitsAndSettingsAlwaysDrawAKeptToken) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  const float specials[] = {nan, inf, -inf, 3e38f, -3e38f, 1e-40f, -1e-40f, 0.0f, 88.0f, -88.0f};
+  const float temperatures[] = {0.0f, 1e-30f, 0.01f, 0.8f, 2.0f, 1e30f};
+  const int32_t top_ks[] = {0, 0, 1, 5, 40};
+  const float top_ps[] = {1.0f, 1.0f, 0.9f, 0.5f, 1e-6f};
+  const float min_ps[] = {0.0f, 0.0f, 0.05f, 1.0f};
+  const float penalties[] = {1.0f, 1.3f, 100.0f, 0.01f};
+  uint32_t x = 2026;
+  const auto next = [&] { return x = x * 1664525u + 1013904223u; };
+  for (int c = 0; c < 1500; ++c) {
+    const size_t n = 1 + next() % (c % 10 == 0 ? 40000 : 300);
+    std::vector<float> logits(n);
+    const uint32_t mode = next() % 4;  // 0 normal-ish, 1 with specials, 2 one repeated value, 3 mostly specials
+    const float repeated = specials[next() % 10];
+    for (float& f : logits) {
+      const float plain = (static_cast<float>(next() >> 8) / 16777216.0f - 0.5f) * 40.0f;
+      const bool special = mode == 3 ? next() % 4 != 0 : mode == 1 && next() % 8 == 0;
+      f = mode == 2 ? repeated : special ? specials[next() % 10] : plain;
+    }
+    SamplerParams p;
+    p.temperature = temperatures[next() % 6];
+    p.top_k = top_ks[next() % 5];
+    p.top_p = top_ps[next() % 5];
+    p.min_p = min_ps[next() % 4];
+    p.repeat_penalty = penalties[next() % 4];
+    p.repeat_last_n = 8;
+    Sampler s(p, c);
+    std::vector<int32_t> recent;
+    for (int k = 0; k < 3; ++k) {
+      recent.push_back(static_cast<int32_t>(next() % n));
+      s.accept(recent.back());
+    }
+    // the penalty as specified: each distinct recent token's logit divided by it when positive, multiplied when not
+    std::vector<float> penalized = logits;
+    std::sort(recent.begin(), recent.end());
+    recent.erase(std::unique(recent.begin(), recent.end()), recent.end());
+    for (int32_t id : recent) {
+      float& v = penalized[id];
+      v = v > 0.0f ? v / p.repeat_penalty : v * p.repeat_penalty;
+    }
+    const auto drawable = [](float v) { return !std::isnan(v) && v != -std::numeric_limits<float>::infinity(); };
+    const bool any_drawable = std::any_of(penalized.begin(), penalized.end(), drawable);
+    const std::string where = "case " + std::to_string(c) + " (n " + std::to_string(n) + ", mode " +
+                              std::to_string(mode) + ", temperature " + std::to_string(p.temperature) + ", top_k " +
+                              std::to_string(p.top_k) + ", top_p " + std::to_string(p.top_p) + ", min_p " +
+                              std::to_string(p.min_p) + ", penalty " + std::to_string(p.repeat_penalty) + ")";
+    const auto dist = s.distribution(logits);
+    ASSERT_FALSE(dist.empty()) << where;
+    double total = 0.0;
+    std::vector<bool> kept(n, false);
+    for (const TokenProb& t : dist) {
+      ASSERT_TRUE(t.id >= 0 && static_cast<size_t>(t.id) < n) << where << ": id " << t.id;
+      ASSERT_FALSE(kept[t.id]) << where << ": id " << t.id << " twice";
+      kept[t.id] = true;
+      ASSERT_TRUE(t.prob >= 0.0 && t.prob <= 1.0) << where << ": prob " << t.prob;
+      if (any_drawable) {
+        ASSERT_TRUE(drawable(penalized[t.id])) << where << ": kept masked id " << t.id;
+      }
+      total += t.prob;
+    }
+    ASSERT_NEAR(total, 1.0, 1e-5) << where;
+    auto token = s.sample(logits);
+    ASSERT_TRUE(token.ok()) << where << ": " << token.status().message();
+    ASSERT_TRUE(*token >= 0 && static_cast<size_t>(*token) < n) << where << ": token " << *token;
+    ASSERT_TRUE(kept[*token]) << where << ": drew " << *token << ", which the chain did not keep";
+    if (p.temperature == 0.0f) {
+      ASSERT_EQ(*token, argmax(penalized)) << where;
+    } else if (p.top_k == 1) {  // the most likely after scaling: a product past float's range ties with +inf
+      std::vector<float> scaled = penalized;
+      for (float& v : scaled) v *= 1.0f / p.temperature;
+      ASSERT_EQ(*token, argmax(scaled)) << where;
     }
   }
 }
