@@ -553,15 +553,25 @@ TEST(Sampler, ExtremeLogitsAndSettingsAlwaysDrawAKeptToken) {
       total += t.prob;
     }
     ASSERT_NEAR(total, 1.0, 1e-5) << where;
+    // an infinite scaled logit leaves no probability to finite ones
+    std::vector<float> scaled = penalized;
+    for (float& v : scaled) v *= p.temperature > 0.0f ? 1.0f / p.temperature : 1.0f;
+    const bool infinite = p.temperature > 0.0f && std::find(scaled.begin(), scaled.end(), inf) != scaled.end();
+    for (const TokenProb& t : dist) {
+      if (infinite && t.prob > 0.0) {
+        ASSERT_EQ(scaled[t.id], inf) << where << ": finite id " << t.id << " kept";
+      }
+    }
     auto token = s.sample(logits);
     ASSERT_TRUE(token.ok()) << where << ": " << token.status().message();
     ASSERT_TRUE(*token >= 0 && static_cast<size_t>(*token) < n) << where << ": token " << *token;
     ASSERT_TRUE(kept[*token]) << where << ": drew " << *token << ", which the chain did not keep";
+    if (infinite) {
+      ASSERT_EQ(scaled[*token], inf) << where << ": drew finite " << *token;
+    }
     if (p.temperature == 0.0f) {
       ASSERT_EQ(*token, argmax(penalized)) << where;
     } else if (p.top_k == 1) {  // the most likely after scaling: a product past float's range ties with +inf
-      std::vector<float> scaled = penalized;
-      for (float& v : scaled) v *= 1.0f / p.temperature;
       ASSERT_EQ(*token, argmax(scaled)) << where;
     }
   }
