@@ -42,7 +42,9 @@ constexpr int kFitLanes = 8;
 using FitLanes = std::array<float, kFitLanes>;
 
 double fit_lanes_total(const FitLanes& s) {
-  return (double(s[0]) + s[4]) + (double(s[1]) + s[5]) + ((double(s[2]) + s[6]) + (double(s[3]) + s[7]));
+  typedef double Double2 __attribute__((vector_size(16)));
+  const Double2 lo = Double2{s[0], s[1]} + Double2{s[4], s[5]}, hi = Double2{s[2], s[3]} + Double2{s[6], s[7]};
+  return (lo[0] + lo[1]) + (hi[0] + hi[1]);  // (s0 + s4) + (s1 + s5) + ((s2 + s6) + (s3 + s7))
 }
 
 void quantize_q8_0(const float* x, int64_t n_blocks, BlockQ8_0* out) {
@@ -125,9 +127,50 @@ void quantize_with_min(const float* x, int64_t n_blocks, Block* out) {
   }
 }
 
-// Best (scale, min) for x[32] ~ scale * q - min, q in 0..top (15 for Q4_K,
-// 31 for Q5_K), min >= 0: tries scales around (max - min) / top with min
-// fixed at -min(x, 0), then refits both by least squares for the chosen q.
+// One candidate scale of fit_scale_min: its refit and the refit's error.
+struct ScaleCandidate {
+  float s = 0, inv_s = 0;      // the scale tried
+  FitLanes lq{}, lqq{}, lqx{};  // sums of q, q^2 and q x over the sub-block, by lane
+  float fs = 0, fm = 0, inv_fs = 0;  // the least-squares refit
+  FitLanes lerr{};              // its squared error, by lane
+
+  // Lanes i..i + kFitLanes - 1: the levels the scale tried picks, into the sums.
+  void add_levels(const float* x, float lo, float levels) {
+    for (int l = 0; l < kFitLanes; ++l) {
+      const float q = round_clamped((x[l] - lo) * inv_s, 0.0f, levels);
+      lq[l] += q, lqq[l] += q * q, lqx[l] += q * x[l];
+    }
+  }
+  // The refit of (scale, min) for those levels (the sums of q and q^2 are
+  // integers, exact in floats); fs <= 0 leaves no candidate.
+  void refit(int n, double sx, float lo) {
+    const double sq = fit_lanes_total(lq), sqq = fit_lanes_total(lqq), sqx = fit_lanes_total(lqx);
+    const double det = n * sqq - sq * sq;
+    fs = s, fm = -lo;
+    if (det > 0) {
+      fs = static_cast<float>((n * sqx - sq * sx) / det);
+      fm = static_cast<float>(-(sx * sqq - sq * sqx) / det);
+    }
+    if (fm < 0.0f) fm = 0.0f;  // the format subtracts a non-negative min
+    inv_fs = fs > 0.0f ? 1.0f / fs : 0.0f;
+  }
+  void add_error(const float* x, float levels) {
+    for (int l = 0; l < kFitLanes; ++l) {
+      const float q = round_clamped((x[l] + fm) * inv_fs, 0.0f, levels);
+      const float e = fs * q - fm - x[l];
+      lerr[l] += e * e;
+    }
+  }
+};
+
+// Best (scale, min) for x[n] ~ scale * q - min, q in 0..top (15 for Q4_K,
+// 31 for Q5_K, 3 for Q2_K), min >= 0: tries scales around (max - min) / top
+// with min fixed at -min(x, 0), refits both by least squares for the levels
+// q each picks, and keeps the refit with the least squared error.
+// The candidates go through the loops two at a time: each one's arithmetic is
+// what it would be alone, so the result is too, but the two chains of
+// dependent steps (a division, the lane sums and their totals, the refit's
+// divisions, the error pass) can overlap.
 void fit_scale_min(const float* x, int n, int top, float* scale, float* min) {
   const float levels = static_cast<float>(top);
   float lo = 0.0f, hi = 0.0f;
@@ -144,36 +187,21 @@ void fit_scale_min(const float* x, int n, int top, float* scale, float* min) {
   float best_scale = (hi - lo) / levels, best_min = -lo;
   double sx = 0;
   for (int i = 0; i < n; ++i) sx += x[i];
-  for (int k = -4; k <= 12; ++k) {
-    const float s = (hi - lo) / (levels * (1.0f + static_cast<float>(k) / 60.0f));
-    const float inv_s = 1.0f / s;
-    // least-squares refit of (scale, min) given the levels q this scale picks
-    // (the sums of q and q^2 are integers, exact in floats)
-    FitLanes lq{}, lqq{}, lqx{};
-    for (int i = 0; i < n; i += kFitLanes)
-      for (int l = 0; l < kFitLanes; ++l) {
-        const float q = round_clamped((x[i + l] - lo) * inv_s, 0.0f, levels);
-        lq[l] += q, lqq[l] += q * q, lqx[l] += q * x[i + l];
-      }
-    const double sq = fit_lanes_total(lq), sqq = fit_lanes_total(lqq), sqx = fit_lanes_total(lqx);
-    const double det = n * sqq - sq * sq;
-    float fs = s, fm = -lo;
-    if (det > 0) {
-      fs = static_cast<float>((n * sqx - sq * sx) / det);
-      fm = static_cast<float>(-(sx * sqq - sq * sqx) / det);
+  constexpr int kFirst = -4, kLast = 12;  // scales (max - min) / (top (1 + k / 60))
+  for (int k = kFirst; k <= kLast; k += 2) {
+    ScaleCandidate a, b;
+    a.s = (hi - lo) / (levels * (1.0f + static_cast<float>(k) / 60.0f));
+    b.s = (hi - lo) / (levels * (1.0f + static_cast<float>(k + 1) / 60.0f));
+    a.inv_s = 1.0f / a.s, b.inv_s = 1.0f / b.s;
+    for (int i = 0; i < n; i += kFitLanes) a.add_levels(x + i, lo, levels), b.add_levels(x + i, lo, levels);
+    a.refit(n, sx, lo), b.refit(n, sx, lo);
+    for (int i = 0; i < n; i += kFitLanes) a.add_error(x + i, levels), b.add_error(x + i, levels);
+    for (const ScaleCandidate* c : {&a, &b}) {  // in k order, as one at a time
+      if (c == &b && k + 1 > kLast) break;
+      if (c->fs <= 0.0f) continue;
+      const double err = fit_lanes_total(c->lerr);
+      if (err < best_err) best_err = static_cast<float>(err), best_scale = c->fs, best_min = c->fm;
     }
-    if (fs <= 0.0f) continue;
-    if (fm < 0.0f) fm = 0.0f;  // the format subtracts a non-negative min
-    const float inv_fs = 1.0f / fs;
-    FitLanes lerr{};
-    for (int i = 0; i < n; i += kFitLanes)
-      for (int l = 0; l < kFitLanes; ++l) {
-        const float q = round_clamped((x[i + l] + fm) * inv_fs, 0.0f, levels);
-        const float e = fs * q - fm - x[i + l];
-        lerr[l] += e * e;
-      }
-    const double err = fit_lanes_total(lerr);
-    if (err < best_err) best_err = static_cast<float>(err), best_scale = fs, best_min = fm;
   }
   *scale = best_scale;
   *min = best_min;
