@@ -246,35 +246,56 @@ void quantize_k45(const float* x, int64_t n_blocks, Block* out) {
   }
 }
 
+// One candidate scale of fit_scale_signed: its least-squares refit and error.
+struct SignedCandidate {
+  float s = 0, inv_s = 0;  // the scale tried
+  FitLanes lqx{}, lqq{};   // sums of q x and q^2, by lane
+  float fs = 0, inv_fs = 0;  // the refit
+  FitLanes lerr{};         // its squared error, by lane
+
+  void add_levels(const float* x, float qlo, float qhi) {
+    for (int l = 0; l < kFitLanes; ++l) {
+      const float q = round_clamped(x[l] * inv_s, qlo, qhi);
+      lqx[l] += q * x[l], lqq[l] += q * q;
+    }
+  }
+  void refit() {
+    const double sqx = fit_lanes_total(lqx), sqq = fit_lanes_total(lqq);
+    fs = sqq > 0 ? static_cast<float>(sqx / sqq) : s;
+    inv_fs = 1.0f / fs;
+  }
+  void add_error(const float* x, float qlo, float qhi) {
+    for (int l = 0; l < kFitLanes; ++l) {
+      const float e = fs * round_clamped(x[l] * inv_fs, qlo, qhi) - x[l];
+      lerr[l] += e * e;
+    }
+  }
+};
+
 // Best scale for x[n] ~ scale * q, q in lo..hi (lo < 0 < hi; the value of
 // largest magnitude maps to lo): candidates (signed max) / (lo + step k),
 // each refit by least squares for its levels. Q6_K: -32..31, Q3_K: -4..3.
+// Two candidates at a time, as in fit_scale_min (the same result).
 float fit_scale_signed(const float* x, int n, int lo, int hi, float step) {
   const float vmax = signed_max(x, n);
   if (vmax == 0.0f) return 0.0f;
   float best = vmax / static_cast<float>(lo);
   double best_err = INFINITY;
   const float qlo = static_cast<float>(lo), qhi = static_cast<float>(hi);
-  for (int k = -6; k <= 6; ++k) {
-    const float s = vmax / (qlo + step * static_cast<float>(k));
-    const float inv_s = 1.0f / s;
-    FitLanes lqx{}, lqq{};
-    for (int i = 0; i < n; i += kFitLanes)
-      for (int l = 0; l < kFitLanes; ++l) {
-        const float q = round_clamped(x[i + l] * inv_s, qlo, qhi);
-        lqx[l] += q * x[i + l], lqq[l] += q * q;
-      }
-    const double sqx = fit_lanes_total(lqx), sqq = fit_lanes_total(lqq);
-    const float fs = sqq > 0 ? static_cast<float>(sqx / sqq) : s;
-    const float inv_fs = 1.0f / fs;
-    FitLanes lerr{};
-    for (int i = 0; i < n; i += kFitLanes)
-      for (int l = 0; l < kFitLanes; ++l) {
-        const float e = fs * round_clamped(x[i + l] * inv_fs, qlo, qhi) - x[i + l];
-        lerr[l] += e * e;
-      }
-    const double err = fit_lanes_total(lerr);
-    if (err < best_err) best_err = err, best = fs;
+  constexpr int kFirst = -6, kLast = 6;
+  for (int k = kFirst; k <= kLast; k += 2) {
+    SignedCandidate a, b;
+    a.s = vmax / (qlo + step * static_cast<float>(k));
+    b.s = vmax / (qlo + step * static_cast<float>(k + 1));
+    a.inv_s = 1.0f / a.s, b.inv_s = 1.0f / b.s;
+    for (int i = 0; i < n; i += kFitLanes) a.add_levels(x + i, qlo, qhi), b.add_levels(x + i, qlo, qhi);
+    a.refit(), b.refit();
+    for (int i = 0; i < n; i += kFitLanes) a.add_error(x + i, qlo, qhi), b.add_error(x + i, qlo, qhi);
+    for (const SignedCandidate* c : {&a, &b}) {  // in k order, as one at a time
+      if (c == &b && k + 1 > kLast) break;
+      const double err = fit_lanes_total(c->lerr);
+      if (err < best_err) best_err = err, best = c->fs;
+    }
   }
   return best;
 }
