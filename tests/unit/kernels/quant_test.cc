@@ -67,6 +67,44 @@ TEST(QuantizeTest, ErrorWithinBoundPerType) {
   }
 }
 
+// The quantizers' output bytes for a fixed input, recorded: every machine
+// (any x86 CPU, whatever vector width the compiler used; aarch64, where CI
+// runs this suite under qemu) and every rewrite of a search must write the
+// same bytes, as a package exported twice must be the same file. The input
+// is built with exact float operations (sums of 24-bit fractions), so it is
+// the same everywhere. A deliberate change of a quantizer updates its hash.
+uint64_t fnv1a(const std::vector<uint8_t>& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint8_t b : bytes) h = (h ^ b) * 1099511628211ull;
+  return h;
+}
+
+TEST(QuantizeTest, EachTypeWritesTheRecordedBytes) {
+  std::vector<float> x(64 * 512);
+  uint32_t state = 77;
+  const auto uniform = [&] {
+    state = state * 1664525u + 1013904223u;
+    return static_cast<float>(state >> 8) / 16777216.0f;
+  };
+  for (float& v : x) v = (((uniform() + uniform()) + (uniform() + uniform())) - 2.0f) * 0.05f;
+  x[100] = 0.9f;  // an outlier, as real weights have
+  const struct {
+    DType dtype;
+    uint64_t hash;
+  } kRecorded[] = {
+      {DType::kQ8_0, 0xcfe80f30b79487c7},   {DType::kQ4_0, 0x9f17d5626a292d47},
+      {DType::kQ4_1, 0x352f7738d17faf77},   {DType::kQ5_0, 0x85bf83d19d802591},
+      {DType::kQ5_1, 0x0e763b1d0455747a},   {DType::kQ2_K, 0xd15c23d0cea072ff},
+      {DType::kQ3_K, 0x08b8b66f8eef0d68},   {DType::kQ4_K, 0xde5c24ceb213ef01},
+      {DType::kQ5_K, 0x3ac83fed8e0bfd84},   {DType::kQ6_K, 0x1ab396404fa94d37},
+      {DType::kIQ4_NL, 0x5f7ac851fb5a2934}, {DType::kIQ4_XS, 0x7d70941ec73ec630},
+  };
+  for (const auto& r : kRecorded) {
+    EXPECT_EQ(fnv1a(quantize(r.dtype, x)), r.hash) << dtype_name(r.dtype) << ": 0x" << std::hex
+                                                   << fnv1a(quantize(r.dtype, x));
+  }
+}
+
 TEST(QuantizeTest, RejectsUnsupportedAndPartialBlocks) {
   std::vector<float> x(48, 1.0f);
   std::vector<uint8_t> out(1024);
