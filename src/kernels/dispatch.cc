@@ -482,6 +482,7 @@ void softmax(float* x, int64_t n) {
 
 ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n) {
   if (use_neon()) return neon::exp_weights(x, scale, out, n);
+  if (use_avx512()) return avx512::exp_weights(x, scale, out, n);
   if (use_avx2()) return avx2::exp_weights(x, scale, out, n);
   return ref::exp_weights(x, scale, out, n);
 }

@@ -95,6 +95,7 @@ void attention_head_q8_0(const float*, const void*, const void*, int64_t, int64_
 void attention_query_group(const float*, int64_t, const KvHead&, int64_t, int64_t, float, float*, float*) {
   no_simd_path("avx512::attention_query_group");
 }
+ExpWeights exp_weights(const float*, float, float*, int64_t) { no_simd_path("avx512::exp_weights"); }
 
 }  // namespace avx512
 

@@ -49,4 +49,7 @@ void attention_head_q8_0(const float* q, const void* k, const void* v, int64_t r
 void attention_query_group(const float* q, int64_t n_queries, const KvHead& kv, int64_t n_ctx, int64_t head_dim,
                            float scale, float* scores, float* out);
 
+// kernels.h exp_weights on zmm (x86/elementwise_avx512.cc).
+ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n);
+
 }  // namespace llmpack::kernels::avx512
