@@ -16,6 +16,15 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 using sampling_detail::Candidate;
 
+// Four floats as one value (GCC's and Clang's vector extension): loops over
+// them compile to the baseline's SIMD on every target, where the compiler
+// keeps a float max reduction or an any-of test scalar (it may not reorder NaN
+// and signed-zero cases, or reads past an early exit). x > m ? x : m never
+// takes a NaN x.
+typedef float Float4 __attribute__((vector_size(16)));
+typedef int32_t Int4 __attribute__((vector_size(16)));
+
+
 bool more_likely(const Candidate& a, const Candidate& b) {
   return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
 }
@@ -48,9 +57,14 @@ void top_k_candidates(const std::vector<float>& logits, float inv_t, size_t k, s
     // (a later token ties and loses) is skipped in one vectorized test.
     if (heap.size() == k && i % kBlock == 0 && i + kBlock <= n) {
       const float least = heap.front().logit;
-      int any = 0;
-      for (size_t j = 0; j < kBlock; ++j) any |= static_cast<int>(logits[i + j] * inv_t > least);
-      if (!any) {
+      const Float4 least4 = {least, least, least, least};
+      Int4 beats{};
+      for (size_t j = 0; j < kBlock; j += 4) {
+        Float4 x;
+        std::memcpy(&x, logits.data() + i + j, sizeof x);
+        beats |= x * inv_t > least4;
+      }
+      if (!(beats[0] | beats[1] | beats[2] | beats[3])) {
         i += kBlock - 1;
         continue;
       }
@@ -221,12 +235,6 @@ size_t top_p_keep(std::vector<Candidate>& cands, int cut, float max_logit, doubl
   return top_p_keep_split(cands, static_cast<size_t>(above_end - cands.begin()),
                           static_cast<size_t>(cut_end - cands.begin()), target);
 }
-
-// Four floats as one value (GCC's and Clang's vector extension): loops over
-// them compile to the baseline's SIMD on every target, where the compiler
-// keeps a float max reduction scalar (it may not reorder NaN and signed-zero
-// cases). x > m ? x : m never takes a NaN x.
-typedef float Float4 __attribute__((vector_size(16)));
 
 // The largest value that is not NaN; -inf when there is none.
 float max_not_nan(std::span<const float> values) {
@@ -409,7 +417,6 @@ void Sampler::gather_candidates(float inv_t, size_t expected, const Keep& keep) 
 // top_p_bin of each token, four at a time in vectors (see top_p_bin: lanes
 // cannot branch). The same arithmetic, so the same bins.
 void Sampler::bin_vocabulary(float inv_t, float max_logit) const {
-  typedef int32_t Int4 __attribute__((vector_size(16)));
   const size_t n = penalized_.size();
   bins_.resize(n);
   const Float4 top = {max_logit, max_logit, max_logit, max_logit};
