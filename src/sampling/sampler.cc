@@ -17,10 +17,10 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 using sampling_detail::Candidate;
 
 // Four floats as one value (GCC's and Clang's vector extension): loops over
-// them compile to the baseline's SIMD on every target, where the compiler
-// keeps a float max reduction or an any-of test scalar (it may not reorder NaN
-// and signed-zero cases, or reads past an early exit). x > m ? x : m never
-// takes a NaN x.
+// them compile to the baseline's SIMD on every target. Written plainly, GCC
+// kept argmax's float max reduction scalar (it may not reorder NaN and
+// signed-zero cases) and top-k's any-of test over 16 logits scalar too.
+// x > m ? x : m never takes a NaN x.
 typedef float Float4 __attribute__((vector_size(16)));
 typedef int32_t Int4 __attribute__((vector_size(16)));
 
