@@ -27,12 +27,20 @@ bool decode_supports(DType dtype, int64_t n_tokens);
 void matmul_rows_decode(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,
                         int64_t row_begin, int64_t row_end);
 
-// The codebook types (IQ2_XXS ... IQ1_M), prefill only (from
-// avx2::kIqRegisterDecodeBelow tokens; decode stays on the AVX2 register
-// kernel), against the activations with a scale per 256 that
-// avx2::prepare_activations writes for them (x86/matmul_iq_avx512.cc).
+// The codebook types (IQ2_XXS ... IQ1_M) against the activations with a
+// scale per 256 that avx2::prepare_activations writes for them
+// (x86/matmul_iq_avx512.cc): prefill from avx2::kIqRegisterDecodeBelow
+// tokens, and decode where iq_vbmi_decode_supports; other decodes stay on the
+// AVX2 register kernel.
 bool iq_supports(DType dtype, int64_t n_tokens);
 void matmul_rows_iq(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,
                     int64_t row_begin, int64_t row_end);
+
+// Decode (one token's rows [row_begin, row_end) into y) of the codebook types
+// with a kernel built on AVX-512 VBMI's byte permutes, where the CPU has VBMI
+// (Zen 4 and 5, Intel Ice Lake and later): IQ2_XXS (x86/iq_decode_vbmi_avx512.cc).
+bool iq_vbmi_decode_supports(DType dtype);
+void iq_vbmi_decode_rows(const WeightMatrix& w, const avx2::ActSuper* token, float* y, int64_t row_begin,
+                         int64_t row_end);
 
 }  // namespace llmpack::kernels::avx512

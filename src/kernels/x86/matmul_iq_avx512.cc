@@ -5,8 +5,9 @@
 // pairs in int16), and the pairs times their group's integer scale added
 // into int32 lanes by one vpdpwssd. Per 64 weights and token that is two
 // instructions where the AVX2 kernel spends six on two blocks of 32. Decode
-// (fewer than kIqRegisterDecodeBelow tokens) stays on the AVX2 register
-// kernel, bound by memory either way.
+// (fewer than kIqRegisterDecodeBelow tokens) takes the VBMI kernel where
+// iq_vbmi_decode_supports (x86/iq_decode_vbmi_avx512.cc), else stays on the
+// AVX2 register kernel.
 #include "kernels/x86/avx512_internal.h"
 #include "kernels/x86/iq_unpack_x86.h"
 
@@ -60,13 +61,19 @@ void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActSuper* acts, i
 }  // namespace
 
 bool iq_supports(DType dtype, int64_t n_tokens) {
-  return is_codebook_type(dtype) && n_tokens >= avx2::kIqRegisterDecodeBelow;
+  if (n_tokens < avx2::kIqRegisterDecodeBelow) return iq_vbmi_decode_supports(dtype);
+  return is_codebook_type(dtype);
 }
 
 void matmul_rows_iq(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,
                     int64_t row_begin, int64_t row_end) {
   const ActSuper* acts = avx2::super_acts(act, n_tokens, w.cols / 32);
   const int64_t n_super = w.cols / kQKK;
+  if (n_tokens < avx2::kIqRegisterDecodeBelow) {
+    for (int64_t t = 0; t < n_tokens; ++t)
+      iq_vbmi_decode_rows(w, acts + t * n_super, y + t * w.rows, row_begin, row_end);
+    return;
+  }
   iq_prefill_rows(w, n_tokens, y, row_begin, row_end,
                   [&](auto tokens, const IqUnpacked& u, int64_t n_blocks, int64_t s0, int64_t t, float* sums) {
                     iq_dot_chunk<decltype(tokens)::value>(u, n_blocks, acts, n_super, s0, t, sums);
