@@ -41,29 +41,101 @@ namespace {
 
 using avx2::ActSuper;
 
-// Byte tables, 64-byte aligned for zmm loads.
-struct alignas(64) IqByteTables {
-  std::array<uint8_t, 256> code_low, code_high;  // kIq2xxsCodes[i] & 0xFF, >> 8
-  std::array<uint8_t, 128> even_signs;            // 7 sign bits | their parity << 7
-  std::array<uint8_t, 64> magnitude;              // level (i & 3) -> 8, 25, 43 (3 never occurs)
+inline __m512i load64(const void* p) { return _mm512_load_si512(p); }
+
+// A codebook's level codes (kIq2xxsCodes: 8 levels of 2 bits; kIq3xxsCodes:
+// 4 levels of 3 bits) as two byte tables, 64-byte aligned for zmm loads.
+struct alignas(64) CodeTables {
+  std::array<uint8_t, 256> low, high;
 };
 
-constexpr IqByteTables make_tables() {
-  IqByteTables t{};
+constexpr CodeTables make_code_tables(const uint16_t (&codes)[256]) {
+  CodeTables t{};
   for (int i = 0; i < 256; ++i) {
-    t.code_low[i] = static_cast<uint8_t>(kIq2xxsCodes[i] & 0xFF);
-    t.code_high[i] = static_cast<uint8_t>(kIq2xxsCodes[i] >> 8);
+    t.low[i] = static_cast<uint8_t>(codes[i] & 0xFF);
+    t.high[i] = static_cast<uint8_t>(codes[i] >> 8);
   }
+  return t;
+}
+constexpr CodeTables kIq2xxsTables = make_code_tables(kIq2xxsCodes);
+constexpr CodeTables kIq3xxsTables = make_code_tables(kIq3xxsCodes);
+
+// The codes' bytes of 64 indices at once: vpermi2b on 128-entry tables held
+// in registers, each index's top bit choosing the half.
+struct CodeLookup {
+  __m512i low[4], high[4];
+  explicit CodeLookup(const CodeTables& t) {
+    for (int i = 0; i < 4; ++i) {
+      low[i] = load64(t.low.data() + 64 * i);
+      high[i] = load64(t.high.data() + 64 * i);
+    }
+  }
+  // Lane i of low_out / high_out: the low / high byte of the code of index byte i.
+  void operator()(__m512i index, __m512i& low_out, __m512i& high_out) const {
+    const __mmask64 upper = _mm512_movepi8_mask(index);  // entries 128..255
+    low_out = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(low[0], index, low[1]),
+                                     _mm512_permutex2var_epi8(low[2], index, low[3]));
+    high_out = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(high[0], index, high[1]),
+                                      _mm512_permutex2var_epi8(high[2], index, high[3]));
+  }
+};
+
+// Tables and controls the types share.
+struct alignas(64) SharedTables {
+  std::array<uint8_t, 128> even_signs;       // 7 sign bits | their parity << 7
+  std::array<uint8_t, 64> iq2_magnitude;     // level (i & 3) -> 8, 25, 43 (3 never occurs)
+  std::array<uint8_t, 64> iq3_magnitude;     // level (i & 7) -> 4, 12, ..., 52, 62
+  // per qword (one group of 32), for the sign word at bit 32 (IQ2_XXS) or 0
+  // (IQ3_XXS): bytes j < 4 start at the word's bit 7j, the sign field of its
+  // group of 8 number j in their low 7 bits
+  std::array<uint8_t, 64> sign_shift_at32, sign_shift_at0;
+  // for zmm m, per qword: byte e ends at bit 8m + e, sign e of sign byte m
+  // (of that qword's 4) in its top bit
+  std::array<std::array<uint8_t, 64>, 4> sign_bit_to_top;
+  // IQ2_XXS, per qword: word j = the code of group of 8 j of group g, its
+  // low byte from lane 8g + j of the first vpermi2b operand (the codes' low
+  // bytes), its high byte from that lane of the second (+64)
+  std::array<uint8_t, 64> iq2_join_codes;
+  // IQ2_XXS, for zmm m, per qword: byte e starts at bit 16m + 2e, level e of
+  // code m (of that qword's 4) in its low 2 bits
+  std::array<std::array<uint8_t, 64>, 4> iq2_level_shift;
+  // IQ3_XXS, for zmm m, per qword g: words 0 and 1 = the codes of indices
+  // 8g + 2m and 8g + 2m + 1 (group of 8 m of group g), low bytes from the
+  // first operand, high from the second
+  std::array<std::array<uint8_t, 64>, 4> iq3_place_codes;
+  // IQ3_XXS, per qword: byte e starts at bit 3e (e < 4) or 16 + 3 (e - 4),
+  // level e in its low 3 bits
+  std::array<uint8_t, 64> iq3_level_shift;
+};
+
+constexpr SharedTables make_shared_tables() {
+  SharedTables t{};
   for (int s = 0; s < 128; ++s) {
     int parity = 0;
     for (int j = 0; j < 7; ++j) parity ^= (s >> j) & 1;
     t.even_signs[s] = static_cast<uint8_t>(s | (parity << 7));
   }
-  constexpr uint8_t kLevels[4] = {8, 25, 43, 0};
-  for (int i = 0; i < 64; ++i) t.magnitude[i] = kLevels[i & 3];
+  constexpr uint8_t kIq2Levels[4] = {8, 25, 43, 0};
+  constexpr uint8_t kIq3Levels[8] = {4, 12, 20, 28, 36, 44, 52, 62};
+  for (int i = 0; i < 64; ++i) {
+    t.iq2_magnitude[i] = kIq2Levels[i & 3];
+    t.iq3_magnitude[i] = kIq3Levels[i & 7];
+    const int e = i % 8, g = i / 8;
+    t.sign_shift_at32[i] = static_cast<uint8_t>(e < 4 ? 32 + 7 * e : 0);
+    t.sign_shift_at0[i] = static_cast<uint8_t>(e < 4 ? 7 * e : 0);
+    const int word = i / 2;
+    t.iq2_join_codes[i] = static_cast<uint8_t>(8 * (word / 4) + word % 4 + (i % 2 ? 64 : 0));
+    t.iq3_level_shift[i] = static_cast<uint8_t>(e < 4 ? 3 * e : 16 + 3 * (e - 4));
+    for (int m = 0; m < 4; ++m) {
+      t.sign_bit_to_top[m][i] = static_cast<uint8_t>((8 * m + e - 7) & 63);
+      t.iq2_level_shift[m][i] = static_cast<uint8_t>(16 * m + 2 * e);
+      const int index = 8 * g + 2 * m + e / 2;  // bytes 0, 1: index 2m; 2, 3: index 2m + 1
+      t.iq3_place_codes[m][i] = static_cast<uint8_t>(e < 4 ? index + (e % 2 ? 64 : 0) : 0);
+    }
+  }
   return t;
 }
-constexpr IqByteTables kTables = make_tables();
+constexpr SharedTables kShared = make_shared_tables();
 
 // The kernel's order of a super-block's 256 weights: zmm m holds, in qword
 // g, group of 8 number m of group of 32 g (weights 32g + 8m .. 32g + 8m + 7).
@@ -81,83 +153,85 @@ void permute_activations(const ActSuper* token, int64_t n_super, PermutedActs* o
       for (int g = 0; g < 8; ++g) std::memcpy(out[sb].q + 64 * m + 8 * g, token[sb].q + 32 * g + 8 * m, 8);
 }
 
-// Control vectors, built once.
-struct alignas(64) Controls {
-  // per qword (one group of 32): bytes j < 4 start at bit 32 + 7j, the sign
-  // field of its group of 8 number j in their low 7 bits
-  std::array<uint8_t, 64> sign_shift;
-  // word 4g + j: the code of group of 8 j of group g, its low byte from
-  // lane 8g + j of the first vpermi2b operand (the codes' low bytes), its
-  // high byte from the same lane of the second (+64)
-  std::array<uint8_t, 64> join_codes;
-  // for zmm m, per qword: byte e starts at bit 16m + 2e, level e of code m
-  // (of that qword's 4 codes) in its low 2 bits
-  std::array<std::array<uint8_t, 64>, 4> level_shift;
-  // for zmm m, per qword: byte e ends at bit 8m + e, sign e of sign byte m
-  // (of that qword's 4) in its top bit
-  std::array<std::array<uint8_t, 64>, 4> sign_bit_to_top;
+// Each type: `parts(b)` does a super-block's per-block work (its codes, and
+// `words`: qword g holds group of 32 g's uint32 of 4 x 7 sign bits and the
+// scale in its top 4 bits, at bit kWordAt); `magnitudes(parts, m)` the 64
+// unsigned weights of zmm m. Weight = d x kFactor x (2s + 1) x magnitude x sign.
+struct Iq2xxsVbmi {
+  using Block = BlockIQ2_XXS;
+  static constexpr float kFactor = 0.125f;  // d (0.5 + s) / 4
+  static constexpr int kWordAt = 32;        // the uint32 after each group's 4 grid indices
+  CodeLookup lookup{kIq2xxsTables};
+  __m512i join = load64(kShared.iq2_join_codes.data()), magnitude = load64(kShared.iq2_magnitude.data());
+  struct Parts {
+    __m512i codes;  // word 4g + j: the code of group of 8 j of group g
+    __m512i words;
+  };
+  Parts parts(const Block& b) const {
+    const __m512i qs = _mm512_loadu_si512(b.qs);  // qword g: 4 grid indices, then the uint32
+    __m512i low, high;
+    lookup(qs, low, high);
+    return {_mm512_permutex2var_epi8(low, join, high), qs};
+  }
+  __m512i magnitudes(const Parts& p, int m) const {
+    const __m512i levels = _mm512_multishift_epi64_epi8(load64(kShared.iq2_level_shift[m].data()), p.codes);
+    return _mm512_permutexvar_epi8(levels, magnitude);
+  }
 };
 
-constexpr Controls make_controls() {
-  Controls c{};
-  for (int i = 0; i < 64; ++i) {
-    const int j = i % 8;
-    c.sign_shift[i] = static_cast<uint8_t>(j < 4 ? 32 + 7 * j : 0);
-    const int word = i / 2, g = word / 4, part = word % 4;
-    c.join_codes[i] = static_cast<uint8_t>(8 * g + part + (i % 2 ? 64 : 0));
-    for (int m = 0; m < 4; ++m) c.level_shift[m][i] = static_cast<uint8_t>(16 * m + 2 * j);
-    for (int m = 0; m < 4; ++m) c.sign_bit_to_top[m][i] = static_cast<uint8_t>((8 * m + j - 7) & 63);
+struct Iq3xxsVbmi {
+  using Block = BlockIQ3_XXS;
+  static constexpr float kFactor = 0.25f;  // d (0.5 + s) / 2
+  static constexpr int kWordAt = 0;
+  CodeLookup lookup{kIq3xxsTables};
+  __m512i level_shift = load64(kShared.iq3_level_shift.data()), magnitude = load64(kShared.iq3_magnitude.data());
+  struct Parts {
+    __m512i low, high;  // lane i: the code bytes of grid index i (group of 32 i / 8)
+    __m512i words;
+  };
+  Parts parts(const Block& b) const {
+    Parts p;
+    lookup(_mm512_loadu_si512(b.qs), p.low, p.high);
+    p.words = _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 64)));
+    return p;
   }
-  return c;
-}
-constexpr Controls kControls = make_controls();
-
-inline __m512i load64(const void* p) { return _mm512_load_si512(p); }
+  __m512i magnitudes(const Parts& p, int m) const {
+    const __m512i codes = _mm512_permutex2var_epi8(p.low, load64(kShared.iq3_place_codes[m].data()), p.high);
+    return _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(level_shift, codes), magnitude);
+  }
+};
 
 // One row's dot with the token: per super-block, four zmm of 64 weights, their
-// int32 sums times the group scales, one convert and FMA by d / 8 times the
-// activations' scale.
-float iq2xxs_row(const BlockIQ2_XXS* blocks, int64_t n_super, const ActSuper* token, const PermutedActs* acts) {
-  const __m512i code_low0 = load64(kTables.code_low.data()), code_low1 = load64(kTables.code_low.data() + 64);
-  const __m512i code_low2 = load64(kTables.code_low.data() + 128), code_low3 = load64(kTables.code_low.data() + 192);
-  const __m512i code_high0 = load64(kTables.code_high.data()), code_high1 = load64(kTables.code_high.data() + 64);
-  const __m512i code_high2 = load64(kTables.code_high.data() + 128);
-  const __m512i code_high3 = load64(kTables.code_high.data() + 192);
-  const __m512i signs0 = load64(kTables.even_signs.data()), signs1 = load64(kTables.even_signs.data() + 64);
-  const __m512i magnitude = load64(kTables.magnitude.data());
-  const __m512i sign_shift = load64(kControls.sign_shift.data());
-  const __m512i join_codes = load64(kControls.join_codes.data());
+// int32 sums times the group scales, one convert and FMA by d x kFactor times
+// the activations' scale.
+template <class Type>
+float iq_row(const Type& type, const typename Type::Block* blocks, int64_t n_super, const ActSuper* token,
+             const PermutedActs* acts) {
+  const __m512i signs0 = load64(kShared.even_signs.data()), signs1 = load64(kShared.even_signs.data() + 64);
+  const __m512i sign_shift = load64(Type::kWordAt ? kShared.sign_shift_at32.data() : kShared.sign_shift_at0.data());
   const __m512i one = _mm512_set1_epi64(1), zero = _mm512_setzero_si512();
   __m512 acc = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < n_super; ++sb) {
-    const BlockIQ2_XXS& b = blocks[sb];
-    // qword g: group of 32 g (4 grid indices, then its signs and scale)
-    const __m512i qs = _mm512_loadu_si512(b.qs);
-    // lanes 8g + j (j < 4): the codes' low and high bytes of the grid indices
-    const __mmask64 upper = _mm512_movepi8_mask(qs);  // entries 128..255
-    const __m512i code_low = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(code_low0, qs, code_low1),
-                                                    _mm512_permutex2var_epi8(code_low2, qs, code_low3));
-    const __m512i code_high = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(code_high0, qs, code_high1),
-                                                     _mm512_permutex2var_epi8(code_high2, qs, code_high3));
-    const __m512i codes = _mm512_permutex2var_epi8(code_low, join_codes, code_high);  // word 4g + j
+    const typename Type::Block& b = blocks[sb];
+    const typename Type::Parts parts = type.parts(b);
     // lanes 8g + j (j < 4): the sign byte of group of 8 j of group g (bit e set: weight e negative)
-    const __m512i fields = _mm512_multishift_epi64_epi8(sign_shift, qs);
+    const __m512i fields = _mm512_multishift_epi64_epi8(sign_shift, parts.words);
     const __m512i signs = _mm512_permutex2var_epi8(signs0, fields, signs1);
-    // every word of qword g: 2s + 1 for group of 32 g (s in bits 60..63)
-    const __m512i scale = _mm512_or_si512(_mm512_slli_epi64(_mm512_srli_epi64(qs, 60), 1), one);
+    // every word of qword g: 2s + 1 for group of 32 g
+    const __m512i s = _mm512_srli_epi64(parts.words, Type::kWordAt + 28);
+    const __m512i scale = _mm512_or_si512(_mm512_slli_epi64(s, 1), one);
     const __m512i scale2 = _mm512_or_si512(scale, _mm512_slli_epi64(scale, 16));
     const __m512i scales = _mm512_or_si512(scale2, _mm512_slli_epi64(scale2, 32));
     __m512i sums = zero;
 #pragma GCC unroll 4
     for (int m = 0; m < 4; ++m) {
-      const __m512i levels = _mm512_multishift_epi64_epi8(load64(kControls.level_shift[m].data()), codes);
-      const __m512i weights = _mm512_permutexvar_epi8(levels, magnitude);
       const __m512i x = _mm512_load_si512(acts[sb].q + 64 * m);
-      const __m512i sign_bits = _mm512_multishift_epi64_epi8(load64(kControls.sign_bit_to_top[m].data()), signs);
+      const __m512i sign_bits = _mm512_multishift_epi64_epi8(load64(kShared.sign_bit_to_top[m].data()), signs);
       const __m512i signed_x = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(sign_bits), zero, x);
-      sums = _mm512_dpwssd_epi32(sums, _mm512_maddubs_epi16(weights, signed_x), scales);
+      sums = _mm512_dpwssd_epi32(sums, _mm512_maddubs_epi16(type.magnitudes(parts, m), signed_x), scales);
     }
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(_cvtsh_ss(b.d) * 0.125f * token[sb].d), acc);
+    const float factor = _cvtsh_ss(b.d) * Type::kFactor * token[sb].d;
+    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(factor), acc);
   }
   alignas(64) float lanes[16];  // summed through memory: GCC 12's reduce intrinsics warn (see CMakeLists.txt)
   _mm512_store_ps(lanes, acc);
@@ -166,21 +240,30 @@ float iq2xxs_row(const BlockIQ2_XXS* blocks, int64_t n_super, const ActSuper* to
   return total;
 }
 
+template <class Type>
+void iq_rows(const WeightMatrix& w, const ActSuper* token, const PermutedActs* acts, float* y, int64_t row_begin,
+             int64_t row_end) {
+  const Type type;
+  const int64_t n_super = w.cols / kQKK;
+  const auto* data = static_cast<const typename Type::Block*>(w.data);
+  for (int64_t r = row_begin; r < row_end; ++r) y[r] = iq_row(type, data + r * n_super, n_super, token, acts);
+}
+
 }  // namespace
 
 bool iq_vbmi_decode_supports(DType dtype) {
   static const bool has_vbmi = __builtin_cpu_supports("avx512vbmi");
-  return dtype == DType::kIQ2_XXS && has_vbmi;
+  return (dtype == DType::kIQ2_XXS || dtype == DType::kIQ3_XXS) && has_vbmi;
 }
 
 void iq_vbmi_decode_rows(const WeightMatrix& w, const ActSuper* token, float* y, int64_t row_begin,
                          int64_t row_end) {
   const int64_t n_super = w.cols / kQKK;
-  const auto* data = static_cast<const BlockIQ2_XXS*>(w.data);
   thread_local std::vector<PermutedActs> acts;
   if (acts.size() < static_cast<size_t>(n_super)) acts.resize(static_cast<size_t>(n_super));
   permute_activations(token, n_super, acts.data());
-  for (int64_t r = row_begin; r < row_end; ++r) y[r] = iq2xxs_row(data + r * n_super, n_super, token, acts.data());
+  if (w.dtype == DType::kIQ2_XXS) return iq_rows<Iq2xxsVbmi>(w, token, acts.data(), y, row_begin, row_end);
+  if (w.dtype == DType::kIQ3_XXS) return iq_rows<Iq3xxsVbmi>(w, token, acts.data(), y, row_begin, row_end);
 }
 
 }  // namespace llmpack::kernels::avx512

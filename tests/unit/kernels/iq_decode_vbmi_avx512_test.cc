@@ -1,4 +1,4 @@
-// The AVX-512 VBMI decode of IQ2_XXS (x86/iq_decode_vbmi_avx512.cc): where
+// The AVX-512 VBMI decode of IQ2_XXS and IQ3_XXS (x86/iq_decode_vbmi_avx512.cc): where
 // the AVX-512 path sends it, and its sums against the AVX2 register kernel's
 // (x86/iq_decode_avx2.cc) on the same int8 activations. Both sum integers
 // exactly over a super-block, so they may differ only by float rounding.
@@ -22,18 +22,19 @@ bool vbmi_kernel_runs() {
          __builtin_cpu_supports("avx512vbmi");
 }
 
-// Decode (1 to 3 tokens) of IQ2_XXS only; prefill (4 tokens and more) of
-// every codebook type, as before.
-TEST(IqDecodeVbmi, TheAvx512PathDecodesIq2xxsWithItWhereTheCpuHasVbmi) {
+// Decode (1 to 3 tokens) of IQ2_XXS and IQ3_XXS only; prefill (4 tokens and
+// more) of every codebook type, as before.
+TEST(IqDecodeVbmi, TheAvx512PathDecodesIq2xxsAndIq3xxsWithItWhereTheCpuHasVbmi) {
   if (!vbmi_kernel_runs()) GTEST_SKIP() << "this CPU lacks AVX-512 VBMI, or the build forces scalar kernels";
   for (int64_t tokens : {1, 2, 3}) {
     EXPECT_TRUE(avx512::iq_supports(DType::kIQ2_XXS, tokens)) << tokens;
-    EXPECT_FALSE(avx512::iq_supports(DType::kIQ2_XS, tokens)) << tokens;
-    EXPECT_FALSE(avx512::iq_supports(DType::kIQ1_M, tokens)) << tokens;
+    EXPECT_TRUE(avx512::iq_supports(DType::kIQ3_XXS, tokens)) << tokens;
+    for (DType other : {DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_S, DType::kIQ1_S, DType::kIQ1_M}) {
+      EXPECT_FALSE(avx512::iq_supports(other, tokens)) << dtype_name(other) << " " << tokens;
+      EXPECT_FALSE(avx512::iq_vbmi_decode_supports(other)) << dtype_name(other);
+    }
   }
-  EXPECT_TRUE(avx512::iq_supports(DType::kIQ2_XXS, 4));
-  EXPECT_TRUE(avx512::iq_vbmi_decode_supports(DType::kIQ2_XXS));
-  EXPECT_FALSE(avx512::iq_vbmi_decode_supports(DType::kIQ3_XXS));
+  EXPECT_TRUE(avx512::iq_supports(DType::kIQ2_XS, 4));
 }
 
 // Random blocks (every index, sign field and scale occurs), activations at
@@ -41,25 +42,31 @@ TEST(IqDecodeVbmi, TheAvx512PathDecodesIq2xxsWithItWhereTheCpuHasVbmi) {
 // that starts inside the matrix.
 TEST(IqDecodeVbmi, AgreesWithTheAvx2RegisterKernel) {
   if (!vbmi_kernel_runs()) GTEST_SKIP() << "this CPU lacks AVX-512 VBMI, or the build forces scalar kernels";
-  for (int64_t cols : {256, 768, 2048, 33 * 256}) {
-    const int64_t rows = 9, n_super = cols / 256;
-    const auto packed = testing::random_iq_rows(DType::kIQ2_XXS, rows, cols, static_cast<uint32_t>(cols));
-    const WeightMatrix w{DType::kIQ2_XXS, rows, cols, packed.data()};
-    auto x = testing::random_floats(static_cast<size_t>(cols), static_cast<uint32_t>(cols + 1), 2.0f);
-    for (int64_t c = 0; c < cols; c += 37) x[static_cast<size_t>(c)] = c % 2 ? 50.0f : -50.0f;  // +/-127 after rounding
-    std::vector<avx2::ActSuper> acts(static_cast<size_t>(n_super));
-    avx2::quantize_activations_super(x.data(), cols, false, acts.data());
-    std::vector<float> expected(rows, 0.0f), got(rows, -1.0f);
-    avx2::iq_decode_rows(w, acts.data(), expected.data(), 2, rows);
-    avx512::iq_vbmi_decode_rows(w, acts.data(), got.data(), 2, rows);
-    EXPECT_EQ(got[0], -1.0f);  // rows before row_begin untouched
-    EXPECT_EQ(got[1], -1.0f);
-    for (int64_t r = 2; r < rows; ++r) {
-      double scale = 0.0;  // the row's sum of |weight x activation|, bounding float rounding
-      std::vector<float> wd(static_cast<size_t>(cols));
-      dequantize_row(w, r, wd.data());
-      for (int64_t c = 0; c < cols; ++c) scale += std::fabs(double(wd[c]) * acts[c / 256].d * acts[c / 256].q[c % 256]);
-      EXPECT_NEAR(got[r], expected[r], 1e-5 * scale + 1e-6) << "cols=" << cols << " r=" << r;
+  for (DType dtype : {DType::kIQ2_XXS, DType::kIQ3_XXS}) {
+    for (int64_t cols : {256, 768, 2048, 33 * 256}) {
+      const int64_t rows = 9, n_super = cols / 256;
+      const auto packed = testing::random_iq_rows(dtype, rows, cols, static_cast<uint32_t>(cols));
+      const WeightMatrix w{dtype, rows, cols, packed.data()};
+      auto x = testing::random_floats(static_cast<size_t>(cols), static_cast<uint32_t>(cols + 1), 2.0f);
+      // +/-127 after rounding
+      for (int64_t c = 0; c < cols; c += 37) x[static_cast<size_t>(c)] = c % 2 ? 50.0f : -50.0f;
+      std::vector<avx2::ActSuper> acts(static_cast<size_t>(n_super));
+      avx2::quantize_activations_super(x.data(), cols, false, acts.data());
+      std::vector<float> expected(rows, 0.0f), got(rows, -1.0f);
+      avx2::iq_decode_rows(w, acts.data(), expected.data(), 2, rows);
+      avx512::iq_vbmi_decode_rows(w, acts.data(), got.data(), 2, rows);
+      EXPECT_EQ(got[0], -1.0f);  // rows before row_begin untouched
+      EXPECT_EQ(got[1], -1.0f);
+      for (int64_t r = 2; r < rows; ++r) {
+        double scale = 0.0;  // the row's sum of |weight x activation|, bounding float rounding
+        std::vector<float> wd(static_cast<size_t>(cols));
+        dequantize_row(w, r, wd.data());
+        for (int64_t c = 0; c < cols; ++c) {
+          const avx2::ActSuper& a = acts[static_cast<size_t>(c / 256)];
+          scale += std::fabs(double(wd[static_cast<size_t>(c)]) * a.d * a.q[c % 256]);
+        }
+        EXPECT_NEAR(got[r], expected[r], 1e-5 * scale + 1e-6) << dtype_name(dtype) << " cols=" << cols << " r=" << r;
+      }
     }
   }
 }
