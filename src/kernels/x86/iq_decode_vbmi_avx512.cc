@@ -1,26 +1,27 @@
-// AVX-512 VBMI decode of IQ2_XXS, a token at a time (1 to 3 tokens): a
-// super-block's 256 weights are built in four zmm registers from its 64 bytes
-// of indices, signs and scales by byte permutes, with no table read through
+// AVX-512 VBMI decode of IQ2_XXS and IQ3_XXS, a token at a time (1 to 3
+// tokens): a super-block's 256 weights are built in four zmm registers from
+// its indices, signs and scales by byte permutes, with no table read through
 // memory per group of weights.
 //
 // The AVX2 register kernel (x86/iq_decode_avx2.cc) loads each group of 8
-// weights' codebook entry and sign bytes from tables one at a time (64 scalar
-// loads and the inserts that put them in vectors, a super-block) and was bound
-// by that, not by memory. Here every lookup is a permute:
-//   - the 32 grid indices (bytes 0..3 of each 8-byte group of 32) look up
-//     their codebook entry's level code (2 bits a weight, kIq2xxsCodes) in
-//     byte tables held in registers: vpermi2b on 128 entries, the index's top
-//     bit choosing the half, for the code's low and its high byte; one more
-//     vpermi2b joins them into 16-bit codes;
-//   - vpmultishiftqb spreads a code's 8 two-bit levels over the 8 bytes of a
-//     qword, and vpermb maps each level to its magnitude 8, 25 or 43;
-//   - vpmultishiftqb also cuts the 7-bit sign fields out of each group's
-//     uint32, and vpermi2b on a 128-entry table adds the eighth sign (the
-//     count of negative weights is even); a third vpmultishiftqb lifts each
-//     weight's sign bit to the top of its byte, and vpmovb2m makes that the
-//     mask that negates its activation;
+// weights' codebook entries and sign bytes from tables one at a time (64 or
+// 96 scalar loads and the inserts that put them in vectors, a super-block)
+// and was bound by that, not by memory. Here every lookup is a permute:
+//   - the grid indices (32 of IQ2_XXS, one per 8 weights; 64 of IQ3_XXS, one
+//     per 4) look up their codebook entry's level code (kIq2xxsCodes: 2 bits
+//     a weight; kIq3xxsCodes: 3) in byte tables held in registers: vpermi2b
+//     on 128 entries, the index's top bit choosing the half, for the code's
+//     low and its high byte; one more vpermi2b puts the two bytes together;
+//   - vpmultishiftqb spreads a qword's codes over its 8 bytes, one level in
+//     the low bits of each, and vpermb maps the levels to their magnitudes
+//     (8, 25, 43; or 4, 12, ..., 52, 62);
+//   - vpmultishiftqb also cuts the 7-bit sign fields out of each group of
+//     32's uint32, and vpermi2b on a 128-entry table adds the eighth sign
+//     (the count of negative weights is even); a third vpmultishiftqb lifts
+//     each weight's sign bit to the top of its byte, and vpmovb2m makes that
+//     the mask that negates its activation;
 //   - magnitudes times signed activations by vpmaddubsw (pairs in int16,
-//     <= 2 x 43 x 127), and vpdpwssd multiplies the pairs by their group's
+//     <= 2 x 62 x 127), and vpdpwssd multiplies the pairs by their group's
 //     scale 2s + 1 into int32 lanes; one convert and FMA a super-block.
 // The sums are exact integers, as the AVX2 kernel's: the two agree to float
 // rounding (MatmulIqTest holds both to the exact dot of the activations).
@@ -37,7 +38,7 @@
 namespace llmpack::kernels::avx512 {
 namespace {
 
-#include "kernels/iq_grids_data.inc"  // kIq2xxsCodes: each entry's 8 levels, 2 bits each
+#include "kernels/iq_grids_data.inc"  // kIq2xxsCodes, kIq3xxsCodes: each entry's levels
 
 using avx2::ActSuper;
 
