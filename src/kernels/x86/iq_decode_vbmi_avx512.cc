@@ -38,7 +38,7 @@
 namespace llmpack::kernels::avx512 {
 namespace {
 
-#include "kernels/iq_grids_data.inc"  // kIq2xxsCodes, kIq3xxsCodes: each entry's levels
+#include "kernels/iq_grids_data.inc"  // kIq2xxsCodes, kIq2xsCodes, kIq3xxsCodes: each entry's levels
 
 using avx2::ActSuper;
 
@@ -60,6 +60,17 @@ constexpr CodeTables make_code_tables(const uint16_t (&codes)[256]) {
 }
 constexpr CodeTables kIq2xxsTables = make_code_tables(kIq2xxsCodes);
 constexpr CodeTables kIq3xxsTables = make_code_tables(kIq3xxsCodes);
+
+// IQ2_XS's 512 codes as 16-bit words, for vpermi2w (64 entries a lookup).
+struct alignas(64) WordCodeTable {
+  std::array<uint16_t, 512> codes;
+};
+constexpr WordCodeTable make_word_code_table(const uint16_t (&codes)[512]) {
+  WordCodeTable t{};
+  for (int i = 0; i < 512; ++i) t.codes[i] = codes[i];
+  return t;
+}
+constexpr WordCodeTable kIq2xsTable = make_word_code_table(kIq2xsCodes);
 
 // The codes' bytes of 64 indices at once: vpermi2b on 128-entry tables held
 // in registers, each index's top bit choosing the half.
@@ -90,6 +101,9 @@ struct alignas(64) SharedTables {
   // (IQ3_XXS): bytes j < 4 start at the word's bit 7j, the sign field of its
   // group of 8 number j in their low 7 bits
   std::array<uint8_t, 64> sign_shift_at32, sign_shift_at0;
+  // IQ2_XS, per qword (4 uint16, one a group of 8): byte j < 4 starts at bit
+  // 16j + 9, the 7 sign bits of uint16 j
+  std::array<uint8_t, 64> sign_shift_iq2xs;
   // for zmm m, per qword: byte e ends at bit 8m + e, sign e of sign byte m
   // (of that qword's 4) in its top bit
   std::array<std::array<uint8_t, 64>, 4> sign_bit_to_top;
@@ -124,6 +138,7 @@ constexpr SharedTables make_shared_tables() {
     const int e = i % 8, g = i / 8;
     t.sign_shift_at32[i] = static_cast<uint8_t>(e < 4 ? 32 + 7 * e : 0);
     t.sign_shift_at0[i] = static_cast<uint8_t>(e < 4 ? 7 * e : 0);
+    t.sign_shift_iq2xs[i] = static_cast<uint8_t>(e < 4 ? 16 * e + 9 : 0);
     const int word = i / 2;
     t.iq2_join_codes[i] = static_cast<uint8_t>(8 * (word / 4) + word % 4 + (i % 2 ? 64 : 0));
     t.iq3_level_shift[i] = static_cast<uint8_t>(e < 4 ? 3 * e : 16 + 3 * (e - 4));
@@ -154,25 +169,48 @@ void permute_activations(const ActSuper* token, int64_t n_super, PermutedActs* o
       for (int g = 0; g < 8; ++g) std::memcpy(out[sb].q + 64 * m + 8 * g, token[sb].q + 32 * g + 8 * m, 8);
 }
 
+// 2s + 1 in every int16 of qword g, from s in the qword's low 4 bits (and
+// zeros above them).
+inline __m512i odd_scales(__m512i s) {
+  const __m512i scale = _mm512_or_si512(_mm512_slli_epi64(s, 1), _mm512_set1_epi64(1));
+  const __m512i scale2 = _mm512_or_si512(scale, _mm512_slli_epi64(scale, 16));
+  return _mm512_or_si512(scale2, _mm512_slli_epi64(scale2, 32));
+}
+
+// What every type's parts hold besides its codes: lanes 8g + j (j < 4) the
+// 7 sign bits of group of 8 j of group of 32 g (the top bit not read), and
+// the scales 2s + 1 of zmm 0, 1 and of zmm 2, 3 (the two halves of each group
+// of 32; the same vector where a group of 32 has one scale).
+struct SignsAndScales {
+  __m512i fields, scales_low, scales_high;
+};
+
+// IQ2_XXS and IQ3_XXS: qword g of `words` holds group of 32 g's uint32 of
+// 4 x 7 sign bits and the scale in its top 4 bits, at bit kWordAt.
+template <int kWordAt>
+SignsAndScales from_sign_words(__m512i words) {
+  const __m512i shift = load64(kWordAt ? kShared.sign_shift_at32.data() : kShared.sign_shift_at0.data());
+  const __m512i scales = odd_scales(_mm512_srli_epi64(words, kWordAt + 28));
+  return {_mm512_multishift_epi64_epi8(shift, words), scales, scales};
+}
+
 // Each type: `parts(b)` does a super-block's per-block work (its codes, and
-// `words`: qword g holds group of 32 g's uint32 of 4 x 7 sign bits and the
-// scale in its top 4 bits, at bit kWordAt); `magnitudes(parts, m)` the 64
-// unsigned weights of zmm m. Weight = d x kFactor x (2s + 1) x magnitude x sign.
+// its SignsAndScales); `magnitudes(parts, m)` the 64 unsigned weights of zmm
+// m. Weight = d x kFactor x (2s + 1) x magnitude x sign.
 struct Iq2xxsVbmi {
   using Block = BlockIQ2_XXS;
   static constexpr float kFactor = 0.125f;  // d (0.5 + s) / 4
-  static constexpr int kWordAt = 32;        // the uint32 after each group's 4 grid indices
   CodeLookup lookup{kIq2xxsTables};
   __m512i join = load64(kShared.iq2_join_codes.data()), magnitude = load64(kShared.iq2_magnitude.data());
   struct Parts {
     __m512i codes;  // word 4g + j: the code of group of 8 j of group g
-    __m512i words;
+    SignsAndScales signs;
   };
   Parts parts(const Block& b) const {
     const __m512i qs = _mm512_loadu_si512(b.qs);  // qword g: 4 grid indices, then the uint32
     __m512i low, high;
     lookup(qs, low, high);
-    return {_mm512_permutex2var_epi8(low, join, high), qs};
+    return {_mm512_permutex2var_epi8(low, join, high), from_sign_words<32>(qs)};
   }
   __m512i magnitudes(const Parts& p, int m) const {
     const __m512i levels = _mm512_multishift_epi64_epi8(load64(kShared.iq2_level_shift[m].data()), p.codes);
@@ -183,22 +221,59 @@ struct Iq2xxsVbmi {
 struct Iq3xxsVbmi {
   using Block = BlockIQ3_XXS;
   static constexpr float kFactor = 0.25f;  // d (0.5 + s) / 2
-  static constexpr int kWordAt = 0;
   CodeLookup lookup{kIq3xxsTables};
   __m512i level_shift = load64(kShared.iq3_level_shift.data()), magnitude = load64(kShared.iq3_magnitude.data());
   struct Parts {
     __m512i low, high;  // lane i: the code bytes of grid index i (group of 32 i / 8)
-    __m512i words;
+    SignsAndScales signs;
   };
   Parts parts(const Block& b) const {
     Parts p;
     lookup(_mm512_loadu_si512(b.qs), p.low, p.high);
-    p.words = _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 64)));
+    // qword g: the uint32 of group of 32 g (they follow the 64 indices)
+    p.signs = from_sign_words<0>(
+        _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 64))));
     return p;
   }
   __m512i magnitudes(const Parts& p, int m) const {
     const __m512i codes = _mm512_permutex2var_epi8(p.low, load64(kShared.iq3_place_codes[m].data()), p.high);
     return _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(level_shift, codes), magnitude);
+  }
+};
+
+// IQ2_XS: qword g of qs is group of 32 g's 4 uint16, each a 9-bit index
+// (512 entries: 8 vpermi2w of 64 words, selected by index bits 6, 7 and 8)
+// and 7 sign bits; scales[g] holds the scales of its two halves.
+struct Iq2xsVbmi {
+  using Block = BlockIQ2_XS;
+  static constexpr float kFactor = 0.125f;  // d (0.5 + s) / 4
+  __m512i magnitude = load64(kShared.iq2_magnitude.data()), sign_shift = load64(kShared.sign_shift_iq2xs.data());
+  struct Parts {
+    __m512i codes;  // word 4g + j: the code of group of 8 j of group g
+    SignsAndScales signs;
+  };
+  static __m512i lookup64(__m512i index, int first) {  // entries first .. first + 63
+    const uint16_t* t = kIq2xsTable.codes.data() + first;
+    return _mm512_permutex2var_epi16(load64(t), index, load64(t + 32));
+  }
+  Parts parts(const Block& b) const {
+    const __m512i qs = _mm512_loadu_si512(b.qs);
+    const __mmask32 bit6 = _mm512_test_epi16_mask(qs, _mm512_set1_epi16(64));
+    const __mmask32 bit7 = _mm512_test_epi16_mask(qs, _mm512_set1_epi16(128));
+    const __mmask32 bit8 = _mm512_test_epi16_mask(qs, _mm512_set1_epi16(256));
+    __m512i quarter[4];
+    for (int q = 0; q < 4; ++q)
+      quarter[q] = _mm512_mask_blend_epi16(bit6, lookup64(qs, 128 * q), lookup64(qs, 128 * q + 64));
+    const __m512i low = _mm512_mask_blend_epi16(bit7, quarter[0], quarter[1]);
+    const __m512i high = _mm512_mask_blend_epi16(bit7, quarter[2], quarter[3]);
+    const __m512i scales = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales)));
+    return {_mm512_mask_blend_epi16(bit8, low, high),
+            {_mm512_multishift_epi64_epi8(sign_shift, qs), odd_scales(_mm512_and_si512(scales, _mm512_set1_epi64(15))),
+             odd_scales(_mm512_srli_epi64(scales, 4))}};
+  }
+  __m512i magnitudes(const Parts& p, int m) const {
+    const __m512i levels = _mm512_multishift_epi64_epi8(load64(kShared.iq2_level_shift[m].data()), p.codes);
+    return _mm512_permutexvar_epi8(levels, magnitude);
   }
 };
 
@@ -209,26 +284,20 @@ template <class Type>
 float iq_row(const Type& type, const typename Type::Block* blocks, int64_t n_super, const ActSuper* token,
              const PermutedActs* acts) {
   const __m512i signs0 = load64(kShared.even_signs.data()), signs1 = load64(kShared.even_signs.data() + 64);
-  const __m512i sign_shift = load64(Type::kWordAt ? kShared.sign_shift_at32.data() : kShared.sign_shift_at0.data());
-  const __m512i one = _mm512_set1_epi64(1), zero = _mm512_setzero_si512();
+  const __m512i zero = _mm512_setzero_si512();
   __m512 acc = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const typename Type::Block& b = blocks[sb];
     const typename Type::Parts parts = type.parts(b);
     // lanes 8g + j (j < 4): the sign byte of group of 8 j of group g (bit e set: weight e negative)
-    const __m512i fields = _mm512_multishift_epi64_epi8(sign_shift, parts.words);
-    const __m512i signs = _mm512_permutex2var_epi8(signs0, fields, signs1);
-    // every word of qword g: 2s + 1 for group of 32 g
-    const __m512i s = _mm512_srli_epi64(parts.words, Type::kWordAt + 28);
-    const __m512i scale = _mm512_or_si512(_mm512_slli_epi64(s, 1), one);
-    const __m512i scale2 = _mm512_or_si512(scale, _mm512_slli_epi64(scale, 16));
-    const __m512i scales = _mm512_or_si512(scale2, _mm512_slli_epi64(scale2, 32));
+    const __m512i signs = _mm512_permutex2var_epi8(signs0, parts.signs.fields, signs1);
     __m512i sums = zero;
 #pragma GCC unroll 4
     for (int m = 0; m < 4; ++m) {
       const __m512i x = _mm512_load_si512(acts[sb].q + 64 * m);
       const __m512i sign_bits = _mm512_multishift_epi64_epi8(load64(kShared.sign_bit_to_top[m].data()), signs);
       const __m512i signed_x = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(sign_bits), zero, x);
+      const __m512i scales = m < 2 ? parts.signs.scales_low : parts.signs.scales_high;
       sums = _mm512_dpwssd_epi32(sums, _mm512_maddubs_epi16(type.magnitudes(parts, m), signed_x), scales);
     }
     const float factor = _cvtsh_ss(b.d) * Type::kFactor * token[sb].d;
@@ -254,7 +323,7 @@ void iq_rows(const WeightMatrix& w, const ActSuper* token, const PermutedActs* a
 
 bool iq_vbmi_decode_supports(DType dtype) {
   static const bool has_vbmi = __builtin_cpu_supports("avx512vbmi");
-  return (dtype == DType::kIQ2_XXS || dtype == DType::kIQ3_XXS) && has_vbmi;
+  return (dtype == DType::kIQ2_XXS || dtype == DType::kIQ2_XS || dtype == DType::kIQ3_XXS) && has_vbmi;
 }
 
 void iq_vbmi_decode_rows(const WeightMatrix& w, const ActSuper* token, float* y, int64_t row_begin,
@@ -264,6 +333,7 @@ void iq_vbmi_decode_rows(const WeightMatrix& w, const ActSuper* token, float* y,
   if (acts.size() < static_cast<size_t>(n_super)) acts.resize(static_cast<size_t>(n_super));
   permute_activations(token, n_super, acts.data());
   if (w.dtype == DType::kIQ2_XXS) return iq_rows<Iq2xxsVbmi>(w, token, acts.data(), y, row_begin, row_end);
+  if (w.dtype == DType::kIQ2_XS) return iq_rows<Iq2xsVbmi>(w, token, acts.data(), y, row_begin, row_end);
   if (w.dtype == DType::kIQ3_XXS) return iq_rows<Iq3xxsVbmi>(w, token, acts.data(), y, row_begin, row_end);
 }
 
