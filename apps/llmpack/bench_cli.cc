@@ -18,7 +18,7 @@ void add_test_flags(CLI::App* cmd, BenchOptions* o) {
   cmd->add_option("--synthetic", o->synthetic,
                   "Random-weight model NAME:TYPE built in memory; repeatable. NAME: stories110m, smollm2-135m, "
                   "qwen2.5-0.5b, qwen3-0.6b, llama-3.2-1b; TYPE: f32, f16, bf16, q8_0, q4_0, q4_k_m, q5_k_m, q3_k_m, "
-                  "iq4_xs, iq3_xxs, iq2_xxs, iq2_xs, iq1_m");
+                  "iq4_xs, iq3_xxs, iq3_s, iq2_xxs, iq2_xs, iq1_m");
   add_list_option(*cmd, "-p,--n-prompt", "-p", o->prompts, 0,
                   "Prompt sizes, comma-separated, each a number or a range (64-512*2, 32-128+32); 0 skips (default "
                   "512)");

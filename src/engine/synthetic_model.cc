@@ -52,7 +52,8 @@ constexpr TypeName kTypes[] = {
     {SyntheticType::kQ4_0, "q4_0", 2},       {SyntheticType::kQ4_K_M, "q4_k_m", 15},
     {SyntheticType::kQ5_K_M, "q5_k_m", 17},  {SyntheticType::kQ3_K_M, "q3_k_m", 12},
     {SyntheticType::kIQ4_XS, "iq4_xs", 30},  {SyntheticType::kIQ3_XXS, "iq3_xxs", 23},
-    {SyntheticType::kIQ2_XXS, "iq2_xxs", 19},  {SyntheticType::kIQ2_XS, "iq2_xs", 20},
+    {SyntheticType::kIQ3_S, "iq3_s", 26},     {SyntheticType::kIQ2_XXS, "iq2_xxs", 19},
+    {SyntheticType::kIQ2_XS, "iq2_xs", 20},
     {SyntheticType::kIQ1_M, "iq1_m", 31},
 };
 
@@ -78,6 +79,7 @@ DType k_quant_or_fallback(DType k_type, int64_t cols) {
     case DType::kQ3_K:
     case DType::kIQ4_XS:
     case DType::kIQ3_XXS:
+    case DType::kIQ3_S:
     case DType::kIQ2_XXS:
     case DType::kIQ2_XS:
     case DType::kIQ1_M: return DType::kIQ4_NL;
@@ -218,6 +220,7 @@ void random_low_bit_row(DType dtype, SplitMix& rng, int64_t cols, uint8_t* dst) 
       case DType::kIQ2_XXS: put(offsetof(kernels::BlockIQ2_XXS, d), kWeightStddev / (9.23f / 4 * 23.1f)); break;
       case DType::kIQ2_XS: put(offsetof(kernels::BlockIQ2_XS, d), kWeightStddev / (9.23f / 4 * 23.1f)); break;
       case DType::kIQ3_XXS: put(offsetof(kernels::BlockIQ3_XXS, d), kWeightStddev / (9.23f / 2 * 30.8f)); break;
+      case DType::kIQ3_S: put(offsetof(kernels::BlockIQ3_S, d), kWeightStddev / (18.47f * 9.22f)); break;
       case DType::kIQ1_M: put_iq1m_d(p, kWeightStddev / (9.22f * 0.78f)); break;
       default: put(offsetof(kernels::BlockIQ4_NL, d), kWeightStddev / 67.4f); break;
     }
@@ -269,7 +272,7 @@ void random_k_quant_row(DType dtype, SplitMix& rng, int64_t cols, uint8_t* dst) 
 bool is_random_block_type(DType t) {
   return t == DType::kQ2_K || t == DType::kQ3_K || t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K ||
          t == DType::kIQ4_NL || t == DType::kIQ4_XS || t == DType::kIQ3_XXS || t == DType::kIQ2_XXS ||
-         t == DType::kIQ2_XS || t == DType::kIQ1_M;
+         t == DType::kIQ2_XS || t == DType::kIQ3_S || t == DType::kIQ1_M;
 }
 
 // Writes one tensor's rows in parallel: random f32 values, quantized per row
@@ -398,6 +401,8 @@ DType synthetic_matrix_type(SyntheticType type, std::string_view kind, int64_t l
       return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ3_XXS, cols);
     case SyntheticType::kIQ2_XXS:
       return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ2_XXS, cols);
+    case SyntheticType::kIQ3_S:
+      return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ3_S, cols);
     case SyntheticType::kIQ2_XS:
       return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ2_XS, cols);
     case SyntheticType::kIQ1_M:

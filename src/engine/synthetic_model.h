@@ -49,7 +49,7 @@ struct SyntheticShape {
 // Matrices whose rows are not a multiple of 256 cannot hold K-quants; like
 // llama.cpp they fall back (Q6_K -> Q8_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q3_K and
 // IQ4_XS -> IQ4_NL). Norms stay F32.
-enum class SyntheticType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M, kQ3_K_M, kIQ4_XS, kIQ3_XXS, kIQ2_XXS, kIQ2_XS, kIQ1_M };
+enum class SyntheticType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M, kQ3_K_M, kIQ4_XS, kIQ3_XXS, kIQ3_S, kIQ2_XXS, kIQ2_XS, kIQ1_M };
 
 // The shapes known by name: stories110m, smollm2-135m, qwen2.5-0.5b, qwen3-0.6b,
 // llama-3.2-1b.

@@ -38,7 +38,7 @@
 namespace llmpack::kernels::avx512 {
 namespace {
 
-#include "kernels/iq_grids_data.inc"  // kIq2xxsCodes, kIq2xsCodes, kIq3xxsCodes: each entry's levels
+#include "kernels/iq_grids_data.inc"  // kIq2xxsCodes, ...: each codebook entry's levels
 
 using avx2::ActSuper;
 
@@ -60,6 +60,21 @@ constexpr CodeTables make_code_tables(const uint16_t (&codes)[256]) {
 }
 constexpr CodeTables kIq2xxsTables = make_code_tables(kIq2xxsCodes);
 constexpr CodeTables kIq3xxsTables = make_code_tables(kIq3xxsCodes);
+
+// IQ3_S's 512 codes as byte tables, looked up as CodeLookup does with a
+// second select bit.
+struct alignas(64) CodeTables512 {
+  std::array<uint8_t, 512> low, high;
+};
+constexpr CodeTables512 make_code_tables(const uint16_t (&codes)[512]) {
+  CodeTables512 t{};
+  for (int i = 0; i < 512; ++i) {
+    t.low[i] = static_cast<uint8_t>(codes[i] & 0xFF);
+    t.high[i] = static_cast<uint8_t>(codes[i] >> 8);
+  }
+  return t;
+}
+constexpr CodeTables512 kIq3sTables = make_code_tables(kIq3sCodes);
 
 // IQ2_XS's 512 codes as 16-bit words, for vpermi2w (64 entries a lookup).
 struct alignas(64) WordCodeTable {
@@ -97,6 +112,7 @@ struct alignas(64) SharedTables {
   std::array<uint8_t, 128> even_signs;       // 7 sign bits | their parity << 7
   std::array<uint8_t, 64> iq2_magnitude;     // level (i & 3) -> 8, 25, 43 (3 never occurs)
   std::array<uint8_t, 64> iq3_magnitude;     // level (i & 7) -> 4, 12, ..., 52, 62
+  std::array<uint8_t, 64> iq3s_magnitude;    // level (i & 7) -> 1, 3, ..., 15
   // per qword (one group of 32), for the sign word at bit 32 (IQ2_XXS) or 0
   // (IQ3_XXS): bytes j < 4 start at the word's bit 7j, the sign field of its
   // group of 8 number j in their low 7 bits
@@ -135,6 +151,7 @@ constexpr SharedTables make_shared_tables() {
   for (int i = 0; i < 64; ++i) {
     t.iq2_magnitude[i] = kIq2Levels[i & 3];
     t.iq3_magnitude[i] = kIq3Levels[i & 7];
+    t.iq3s_magnitude[i] = static_cast<uint8_t>(2 * (i & 7) + 1);
     const int e = i % 8, g = i / 8;
     t.sign_shift_at32[i] = static_cast<uint8_t>(e < 4 ? 32 + 7 * e : 0);
     t.sign_shift_at0[i] = static_cast<uint8_t>(e < 4 ? 7 * e : 0);
@@ -178,12 +195,18 @@ inline __m512i odd_scales(__m512i s) {
 }
 
 // What every type's parts hold besides its codes: lanes 8g + j (j < 4) the
-// 7 sign bits of group of 8 j of group of 32 g (the top bit not read), and
-// the scales 2s + 1 of zmm 0, 1 and of zmm 2, 3 (the two halves of each group
-// of 32; the same vector where a group of 32 has one scale).
+// sign byte of group of 8 j of group of 32 g (bit e set: weight e negative),
+// and the scales 2s + 1 of zmm 0, 1 and of zmm 2, 3 (the two halves of each
+// group of 32; the same vector where a group of 32 has one scale).
 struct SignsAndScales {
-  __m512i fields, scales_low, scales_high;
+  __m512i signs, scales_low, scales_high;
 };
+
+// Sign bytes from 7-bit fields in lanes 8g + j (the top bit not read): the
+// eighth sign makes the count of negative weights even.
+inline __m512i even_signs(__m512i fields) {
+  return _mm512_permutex2var_epi8(load64(kShared.even_signs.data()), fields, load64(kShared.even_signs.data() + 64));
+}
 
 // IQ2_XXS and IQ3_XXS: qword g of `words` holds group of 32 g's uint32 of
 // 4 x 7 sign bits and the scale in its top 4 bits, at bit kWordAt.
@@ -191,7 +214,7 @@ template <int kWordAt>
 SignsAndScales from_sign_words(__m512i words) {
   const __m512i shift = load64(kWordAt ? kShared.sign_shift_at32.data() : kShared.sign_shift_at0.data());
   const __m512i scales = odd_scales(_mm512_srli_epi64(words, kWordAt + 28));
-  return {_mm512_multishift_epi64_epi8(shift, words), scales, scales};
+  return {even_signs(_mm512_multishift_epi64_epi8(shift, words)), scales, scales};
 }
 
 // Each type: `parts(b)` does a super-block's per-block work (its codes, and
@@ -266,14 +289,60 @@ struct Iq2xsVbmi {
       quarter[q] = _mm512_mask_blend_epi16(bit6, lookup64(qs, 128 * q), lookup64(qs, 128 * q + 64));
     const __m512i low = _mm512_mask_blend_epi16(bit7, quarter[0], quarter[1]);
     const __m512i high = _mm512_mask_blend_epi16(bit7, quarter[2], quarter[3]);
+    // qword g: scales[g], the low nibble for groups of 8 0 and 1, the high one for 2 and 3
     const __m512i scales = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales)));
-    return {_mm512_mask_blend_epi16(bit8, low, high),
-            {_mm512_multishift_epi64_epi8(sign_shift, qs), odd_scales(_mm512_and_si512(scales, _mm512_set1_epi64(15))),
-             odd_scales(_mm512_srli_epi64(scales, 4))}};
+    const SignsAndScales signs = {even_signs(_mm512_multishift_epi64_epi8(sign_shift, qs)),
+                                  odd_scales(_mm512_and_si512(scales, _mm512_set1_epi64(15))),
+                                  odd_scales(_mm512_srli_epi64(scales, 4))};
+    return {_mm512_mask_blend_epi16(bit8, low, high), signs};
   }
   __m512i magnitudes(const Parts& p, int m) const {
     const __m512i levels = _mm512_multishift_epi64_epi8(load64(kShared.iq2_level_shift[m].data()), p.codes);
     return _mm512_permutexvar_epi8(levels, magnitude);
+  }
+};
+
+// IQ3_S: IQ3_XXS's layout of codes (4 weights an index, 64 indices), with a
+// ninth index bit from qh (bit q of the 8 qh bytes read as one uint64: index
+// q's, which selects between two lookups of 256 entries), its sign bytes
+// stored whole, and a nibble scale per group of 32.
+struct Iq3sVbmi {
+  using Block = BlockIQ3_S;
+  static constexpr float kFactor = 1.0f;  // d (1 + 2s)
+  __m512i level_shift = load64(kShared.iq3_level_shift.data()), magnitude = load64(kShared.iq3s_magnitude.data());
+  using Parts = Iq3xxsVbmi::Parts;
+  static void lookup256(const uint8_t* table, __m512i index, __mmask64 upper, __m512i& out) {
+    out = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(load64(table), index, load64(table + 64)),
+                                 _mm512_permutex2var_epi8(load64(table + 128), index, load64(table + 192)));
+  }
+  Parts parts(const Block& b) const {
+    Parts p;
+    const __m512i qs = _mm512_loadu_si512(b.qs);
+    const __mmask64 bit7 = _mm512_movepi8_mask(qs);
+    uint64_t qh;
+    std::memcpy(&qh, b.qh, 8);
+    const __mmask64 bit8 = _cvtu64_mask64(qh);
+    __m512i low0, low1, high0, high1;
+    lookup256(kIq3sTables.low.data(), qs, bit7, low0);
+    lookup256(kIq3sTables.low.data() + 256, qs, bit7, low1);
+    lookup256(kIq3sTables.high.data(), qs, bit7, high0);
+    lookup256(kIq3sTables.high.data() + 256, qs, bit7, high1);
+    p.low = _mm512_mask_blend_epi8(bit8, low0, low1);
+    p.high = _mm512_mask_blend_epi8(bit8, high0, high1);
+    // qword g: signs[4g..4g+3] in its low bytes; the nibble of scales[g / 2] in its low bits
+    p.signs.signs = _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.signs)));
+    uint32_t packed;
+    std::memcpy(&packed, b.scales, 4);
+    const __m128i repeat = _mm_setr_epi8(0, 0, 1, 1, 2, 2, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0);  // byte g: scales[g / 2]
+    const __m512i bytes = _mm512_cvtepu8_epi64(_mm_shuffle_epi8(_mm_cvtsi32_si128(static_cast<int>(packed)), repeat));
+    const __m512i nibbles = _mm512_and_si512(_mm512_srlv_epi64(bytes, _mm512_setr_epi64(0, 4, 0, 4, 0, 4, 0, 4)),
+                                             _mm512_set1_epi64(15));
+    p.signs.scales_low = p.signs.scales_high = odd_scales(nibbles);
+    return p;
+  }
+  __m512i magnitudes(const Parts& p, int m) const {
+    const __m512i codes = _mm512_permutex2var_epi8(p.low, load64(kShared.iq3_place_codes[m].data()), p.high);
+    return _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(level_shift, codes), magnitude);
   }
 };
 
@@ -283,14 +352,12 @@ struct Iq2xsVbmi {
 template <class Type>
 float iq_row(const Type& type, const typename Type::Block* blocks, int64_t n_super, const ActSuper* token,
              const PermutedActs* acts) {
-  const __m512i signs0 = load64(kShared.even_signs.data()), signs1 = load64(kShared.even_signs.data() + 64);
   const __m512i zero = _mm512_setzero_si512();
   __m512 acc = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const typename Type::Block& b = blocks[sb];
     const typename Type::Parts parts = type.parts(b);
-    // lanes 8g + j (j < 4): the sign byte of group of 8 j of group g (bit e set: weight e negative)
-    const __m512i signs = _mm512_permutex2var_epi8(signs0, parts.signs.fields, signs1);
+    const __m512i signs = parts.signs.signs;
     __m512i sums = zero;
 #pragma GCC unroll 4
     for (int m = 0; m < 4; ++m) {
@@ -323,7 +390,9 @@ void iq_rows(const WeightMatrix& w, const ActSuper* token, const PermutedActs* a
 
 bool iq_vbmi_decode_supports(DType dtype) {
   static const bool has_vbmi = __builtin_cpu_supports("avx512vbmi");
-  return (dtype == DType::kIQ2_XXS || dtype == DType::kIQ2_XS || dtype == DType::kIQ3_XXS) && has_vbmi;
+  const bool type = dtype == DType::kIQ2_XXS || dtype == DType::kIQ2_XS || dtype == DType::kIQ3_XXS ||
+                    dtype == DType::kIQ3_S;
+  return type && has_vbmi;
 }
 
 void iq_vbmi_decode_rows(const WeightMatrix& w, const ActSuper* token, float* y, int64_t row_begin,
@@ -335,6 +404,7 @@ void iq_vbmi_decode_rows(const WeightMatrix& w, const ActSuper* token, float* y,
   if (w.dtype == DType::kIQ2_XXS) return iq_rows<Iq2xxsVbmi>(w, token, acts.data(), y, row_begin, row_end);
   if (w.dtype == DType::kIQ2_XS) return iq_rows<Iq2xsVbmi>(w, token, acts.data(), y, row_begin, row_end);
   if (w.dtype == DType::kIQ3_XXS) return iq_rows<Iq3xxsVbmi>(w, token, acts.data(), y, row_begin, row_end);
+  if (w.dtype == DType::kIQ3_S) return iq_rows<Iq3sVbmi>(w, token, acts.data(), y, row_begin, row_end);
 }
 
 }  // namespace llmpack::kernels::avx512

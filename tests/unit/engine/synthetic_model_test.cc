@@ -75,6 +75,7 @@ TEST(SyntheticModel, TypeNamesParseAndUnknownOnesAreRefused) {
   EXPECT_EQ(synthetic_file_type(*parse_synthetic_type("q4_k_m")), 15u);  // llama.cpp's MOSTLY_Q4_K_M
   EXPECT_EQ(synthetic_file_type(*parse_synthetic_type("iq2_xxs")), 19u);
   EXPECT_EQ(synthetic_file_type(*parse_synthetic_type("iq2_xs")), 20u);
+  EXPECT_EQ(synthetic_file_type(*parse_synthetic_type("iq3_s")), 26u);
   auto bad = parse_synthetic_type("q2_k");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("q4_k_m"), std::string::npos);
@@ -240,7 +241,7 @@ namespace {
 TEST(SyntheticModel, RandomBlockWeightsSpreadLikeTheOthers) {
   for (SyntheticType type : {SyntheticType::kQ4_K_M, SyntheticType::kQ3_K_M, SyntheticType::kIQ4_XS,
                              SyntheticType::kIQ3_XXS, SyntheticType::kIQ2_XXS, SyntheticType::kIQ2_XS,
-                             SyntheticType::kIQ1_M}) {
+                             SyntheticType::kIQ3_S, SyntheticType::kIQ1_M}) {
     auto model = build("llama-3.2-1b", type, 1, 256, 3);
     ASSERT_TRUE(model);
     for (const char* name : {"blk.0.ffn_up.weight", "blk.0.attn_v.weight"}) {
