@@ -76,16 +76,38 @@ constexpr CodeTables512 make_code_tables(const uint16_t (&codes)[512]) {
 }
 constexpr CodeTables512 kIq3sTables = make_code_tables(kIq3sCodes);
 
-// IQ2_XS's 512 codes as 16-bit words, for vpermi2w (64 entries a lookup).
+// IQ2_XS's 512 and IQ2_S's 1024 codes as 16-bit words, for vpermi2w (64
+// entries a lookup).
+template <size_t N>
 struct alignas(64) WordCodeTable {
-  std::array<uint16_t, 512> codes;
+  std::array<uint16_t, N> codes;
 };
-constexpr WordCodeTable make_word_code_table(const uint16_t (&codes)[512]) {
-  WordCodeTable t{};
-  for (int i = 0; i < 512; ++i) t.codes[i] = codes[i];
+template <size_t N>
+constexpr WordCodeTable<N> make_word_code_table(const uint16_t (&codes)[N]) {
+  WordCodeTable<N> t{};
+  for (size_t i = 0; i < N; ++i) t.codes[i] = codes[i];
   return t;
 }
-constexpr WordCodeTable kIq2xsTable = make_word_code_table(kIq2xsCodes);
+constexpr WordCodeTable<512> kIq2xsTable = make_word_code_table(kIq2xsCodes);
+constexpr WordCodeTable<1024> kIq2sTable = make_word_code_table(kIq2sCodes);
+
+// The codes of the words of `index` (their low 10 bits; entries below N):
+// N / 64 vpermi2w of 64 entries each (index bit 5 choosing between their two
+// tables), then a tree of blends on index bits 6, 7, ...
+template <size_t N>
+__m512i lookup_codes(const WordCodeTable<N>& table, __m512i index) {
+  constexpr int kLookups = static_cast<int>(N / 64);
+  __m512i level[kLookups];
+  for (int t = 0; t < kLookups; ++t) {
+    const uint16_t* entries = table.codes.data() + 64 * t;
+    level[t] = _mm512_permutex2var_epi16(load64(entries), index, load64(entries + 32));
+  }
+  for (int n = kLookups, bit = 6; n > 1; n /= 2, ++bit) {
+    const __mmask32 set = _mm512_test_epi16_mask(index, _mm512_set1_epi16(static_cast<int16_t>(1 << bit)));
+    for (int t = 0; t < n / 2; ++t) level[t] = _mm512_mask_blend_epi16(set, level[2 * t], level[2 * t + 1]);
+  }
+  return level[0];
+}
 
 // The codes' bytes of 64 indices at once: vpermi2b on 128-entry tables held
 // in registers, each index's top bit choosing the half.
@@ -264,6 +286,16 @@ struct Iq3xxsVbmi {
   }
 };
 
+// The scales of IQ2_XS and IQ2_S: scales[g] holds group of 32 g's, the low
+// nibble for its groups of 8 0 and 1 (zmm 0, 1), the high one for 2 and 3.
+struct HalfGroupScales {
+  __m512i low, high;
+};
+inline HalfGroupScales half_group_scales(const uint8_t* scales) {
+  const __m512i bytes = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales)));
+  return {odd_scales(_mm512_and_si512(bytes, _mm512_set1_epi64(15))), odd_scales(_mm512_srli_epi64(bytes, 4))};
+}
+
 // IQ2_XS: qword g of qs is group of 32 g's 4 uint16, each a 9-bit index
 // (512 entries: 8 vpermi2w of 64 words, selected by index bits 6, 7 and 8)
 // and 7 sign bits; scales[g] holds the scales of its two halves.
@@ -275,31 +307,41 @@ struct Iq2xsVbmi {
     __m512i codes;  // word 4g + j: the code of group of 8 j of group g
     SignsAndScales signs;
   };
-  static __m512i lookup64(__m512i index, int first) {  // entries first .. first + 63
-    const uint16_t* t = kIq2xsTable.codes.data() + first;
-    return _mm512_permutex2var_epi16(load64(t), index, load64(t + 32));
-  }
   Parts parts(const Block& b) const {
-    const __m512i qs = _mm512_loadu_si512(b.qs);
-    const __mmask32 bit6 = _mm512_test_epi16_mask(qs, _mm512_set1_epi16(64));
-    const __mmask32 bit7 = _mm512_test_epi16_mask(qs, _mm512_set1_epi16(128));
-    const __mmask32 bit8 = _mm512_test_epi16_mask(qs, _mm512_set1_epi16(256));
-    __m512i quarter[4];
-    for (int q = 0; q < 4; ++q)
-      quarter[q] = _mm512_mask_blend_epi16(bit6, lookup64(qs, 128 * q), lookup64(qs, 128 * q + 64));
-    const __m512i low = _mm512_mask_blend_epi16(bit7, quarter[0], quarter[1]);
-    const __m512i high = _mm512_mask_blend_epi16(bit7, quarter[2], quarter[3]);
-    // qword g: scales[g], the low nibble for groups of 8 0 and 1, the high one for 2 and 3
-    const __m512i scales = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.scales)));
-    const SignsAndScales signs = {even_signs(_mm512_multishift_epi64_epi8(sign_shift, qs)),
-                                  odd_scales(_mm512_and_si512(scales, _mm512_set1_epi64(15))),
-                                  odd_scales(_mm512_srli_epi64(scales, 4))};
-    return {_mm512_mask_blend_epi16(bit8, low, high), signs};
+    const __m512i qs = _mm512_loadu_si512(b.qs);  // word 4g + j: index bits 0..8, then 7 sign bits
+    const HalfGroupScales scales = half_group_scales(b.scales);
+    const SignsAndScales signs = {even_signs(_mm512_multishift_epi64_epi8(sign_shift, qs)), scales.low, scales.high};
+    return {lookup_codes(kIq2xsTable, qs), signs};
   }
   __m512i magnitudes(const Parts& p, int m) const {
     const __m512i levels = _mm512_multishift_epi64_epi8(load64(kShared.iq2_level_shift[m].data()), p.codes);
     return _mm512_permutexvar_epi8(levels, magnitude);
   }
+};
+
+// IQ2_S: group of 8 j of group of 32 g has index qs[4g + j] | bits 2j, 2j + 1
+// of qh[g] as bits 8, 9 (1024 entries), its sign byte qs[32 + 4g + j] stored
+// whole, and IQ2_XS's scales.
+struct Iq2sVbmi {
+  using Block = BlockIQ2_S;
+  static constexpr float kFactor = 0.125f;  // d (0.5 + s) / 4
+  Iq2xsVbmi codes_as_iq2xs;                 // the same codes and magnitudes
+  using Parts = Iq2xsVbmi::Parts;
+  Parts parts(const Block& b) const {
+    const __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)));
+    // every word of qword g: qh[g]; word j shifted right by 2j, its low 2 bits kept
+    const __m512i qh = _mm512_cvtepu8_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(b.qh)));
+    const __m512i qh2 = _mm512_or_si512(qh, _mm512_slli_epi64(qh, 16));
+    const __m512i qh4 = _mm512_or_si512(qh2, _mm512_slli_epi64(qh2, 32));
+    const __m512i high = _mm512_and_si512(_mm512_srlv_epi16(qh4, _mm512_set1_epi64(0x0006000400020000)),
+                                          _mm512_set1_epi16(3));
+    const __m512i index = _mm512_or_si512(low, _mm512_slli_epi16(high, 8));
+    // qword g: the sign bytes of its 4 groups of 8 in its low 4 bytes
+    const __m512i sign_bytes = _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 32)));
+    const HalfGroupScales scales = half_group_scales(b.scales);
+    return {lookup_codes(kIq2sTable, index), {sign_bytes, scales.low, scales.high}};
+  }
+  __m512i magnitudes(const Parts& p, int m) const { return codes_as_iq2xs.magnitudes(p, m); }
 };
 
 // IQ3_S: IQ3_XXS's layout of codes (4 weights an index, 64 indices), with a
@@ -390,8 +432,8 @@ void iq_rows(const WeightMatrix& w, const ActSuper* token, const PermutedActs* a
 
 bool iq_vbmi_decode_supports(DType dtype) {
   static const bool has_vbmi = __builtin_cpu_supports("avx512vbmi");
-  const bool type = dtype == DType::kIQ2_XXS || dtype == DType::kIQ2_XS || dtype == DType::kIQ3_XXS ||
-                    dtype == DType::kIQ3_S;
+  const bool type = dtype == DType::kIQ2_XXS || dtype == DType::kIQ2_XS || dtype == DType::kIQ2_S ||
+                    dtype == DType::kIQ3_XXS || dtype == DType::kIQ3_S;
   return type && has_vbmi;
 }
 
@@ -403,6 +445,7 @@ void iq_vbmi_decode_rows(const WeightMatrix& w, const ActSuper* token, float* y,
   permute_activations(token, n_super, acts.data());
   if (w.dtype == DType::kIQ2_XXS) return iq_rows<Iq2xxsVbmi>(w, token, acts.data(), y, row_begin, row_end);
   if (w.dtype == DType::kIQ2_XS) return iq_rows<Iq2xsVbmi>(w, token, acts.data(), y, row_begin, row_end);
+  if (w.dtype == DType::kIQ2_S) return iq_rows<Iq2sVbmi>(w, token, acts.data(), y, row_begin, row_end);
   if (w.dtype == DType::kIQ3_XXS) return iq_rows<Iq3xxsVbmi>(w, token, acts.data(), y, row_begin, row_end);
   if (w.dtype == DType::kIQ3_S) return iq_rows<Iq3sVbmi>(w, token, acts.data(), y, row_begin, row_end);
 }

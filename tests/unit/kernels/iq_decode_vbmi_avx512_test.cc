@@ -1,7 +1,8 @@
-// The AVX-512 VBMI decode of IQ2_XXS, IQ2_XS, IQ3_XXS and IQ3_S (x86/iq_decode_vbmi_avx512.cc): where
-// the AVX-512 path sends it, and its sums against the AVX2 register kernel's
-// (x86/iq_decode_avx2.cc) on the same int8 activations. Both sum integers
-// exactly over a super-block, so they may differ only by float rounding.
+// The AVX-512 VBMI decode of IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S
+// (x86/iq_decode_vbmi_avx512.cc): where the AVX-512 path sends it, and its
+// sums against the AVX2 register kernel's (x86/iq_decode_avx2.cc) on the same
+// int8 activations. Both sum integers exactly over a super-block, so they may
+// differ only by float rounding.
 // MatmulIqTest also holds it to the exact dot through KernelPath::kAvx512.
 #include <gtest/gtest.h>
 
@@ -22,8 +23,8 @@ bool vbmi_kernel_runs() {
          __builtin_cpu_supports("avx512vbmi");
 }
 
-// Decode (1 to 3 tokens) of IQ2_XXS, IQ2_XS, IQ3_XXS and IQ3_S only;
-// prefill (4 tokens and more) of every codebook type, as before.
+// Decode (1 to 3 tokens) of the codebook types but IQ1_S and IQ1_M (2048
+// entries); prefill (4 tokens and more) of every codebook type, as before.
 TEST(IqDecodeVbmi, TheAvx512PathDecodesTheTypesItHasWhereTheCpuHasVbmi) {
   if (!vbmi_kernel_runs()) GTEST_SKIP() << "this CPU lacks AVX-512 VBMI, or the build forces scalar kernels";
   for (int64_t tokens : {1, 2, 3}) {
@@ -31,12 +32,13 @@ TEST(IqDecodeVbmi, TheAvx512PathDecodesTheTypesItHasWhereTheCpuHasVbmi) {
     EXPECT_TRUE(avx512::iq_supports(DType::kIQ3_XXS, tokens)) << tokens;
     EXPECT_TRUE(avx512::iq_supports(DType::kIQ2_XS, tokens)) << tokens;
     EXPECT_TRUE(avx512::iq_supports(DType::kIQ3_S, tokens)) << tokens;
-    for (DType other : {DType::kIQ2_S, DType::kIQ1_S, DType::kIQ1_M}) {
+    EXPECT_TRUE(avx512::iq_supports(DType::kIQ2_S, tokens)) << tokens;
+    for (DType other : {DType::kIQ1_S, DType::kIQ1_M}) {
       EXPECT_FALSE(avx512::iq_supports(other, tokens)) << dtype_name(other) << " " << tokens;
       EXPECT_FALSE(avx512::iq_vbmi_decode_supports(other)) << dtype_name(other);
     }
   }
-  EXPECT_TRUE(avx512::iq_supports(DType::kIQ2_S, 4));
+  EXPECT_TRUE(avx512::iq_supports(DType::kIQ1_S, 4));
 }
 
 // Random blocks (every index, sign field and scale occurs), activations at
@@ -44,7 +46,7 @@ TEST(IqDecodeVbmi, TheAvx512PathDecodesTheTypesItHasWhereTheCpuHasVbmi) {
 // that starts inside the matrix.
 TEST(IqDecodeVbmi, AgreesWithTheAvx2RegisterKernel) {
   if (!vbmi_kernel_runs()) GTEST_SKIP() << "this CPU lacks AVX-512 VBMI, or the build forces scalar kernels";
-  for (DType dtype : {DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ3_XXS, DType::kIQ3_S}) {
+  for (DType dtype : {DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS, DType::kIQ3_S}) {
     for (int64_t cols : {256, 768, 2048, 33 * 256}) {
       const int64_t rows = 9, n_super = cols / 256;
       const auto packed = testing::random_iq_rows(dtype, rows, cols, static_cast<uint32_t>(cols));
