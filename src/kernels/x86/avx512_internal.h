@@ -38,8 +38,8 @@ void matmul_rows_iq(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_
 
 // Decode (one token's rows [row_begin, row_end) into y) of the codebook types
 // with a kernel built on AVX-512 VBMI's byte permutes, where the CPU has VBMI
-// (Zen 4 and 5, Intel Ice Lake and later): IQ2_XXS and IQ3_XXS
-// (x86/iq_decode_vbmi_avx512.cc).
+// (Zen 4 and 5, Intel Ice Lake and later): IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS
+// and IQ3_S (x86/iq_decode_vbmi_avx512.cc).
 bool iq_vbmi_decode_supports(DType dtype);
 void iq_vbmi_decode_rows(const WeightMatrix& w, const avx2::ActSuper* token, float* y, int64_t row_begin,
                          int64_t row_end);

@@ -1,28 +1,28 @@
-// AVX-512 VBMI decode of IQ2_XXS and IQ3_XXS, a token at a time (1 to 3
-// tokens): a super-block's 256 weights are built in four zmm registers from
-// its indices, signs and scales by byte permutes, with no table read through
-// memory per group of weights.
+// AVX-512 VBMI decode of the codebook types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS
+// and IQ3_S, a token at a time (1 to 3 tokens): a super-block's 256 weights
+// are built in four zmm registers from its indices, signs and scales by
+// permutes, with no table read per group of weights through a scalar load.
+// (IQ1_S and IQ1_M, 2048 entries, stay on the AVX2 kernel.)
 //
 // The AVX2 register kernel (x86/iq_decode_avx2.cc) loads each group of 8
-// weights' codebook entries and sign bytes from tables one at a time (64 or
+// weights' codebook entries and sign bytes from tables one at a time (64 to
 // 96 scalar loads and the inserts that put them in vectors, a super-block)
 // and was bound by that, not by memory. Here every lookup is a permute:
-//   - the grid indices (32 of IQ2_XXS, one per 8 weights; 64 of IQ3_XXS, one
-//     per 4) look up their codebook entry's level code (kIq2xxsCodes: 2 bits
-//     a weight; kIq3xxsCodes: 3) in byte tables held in registers: vpermi2b
-//     on 128 entries, the index's top bit choosing the half, for the code's
-//     low and its high byte; one more vpermi2b puts the two bytes together;
+//   - the grid indices (one per 8 weights for IQ2_*, per 4 for IQ3_*) look
+//     up their codebook entry's level code (2 bits a weight for IQ2_*, 3 for
+//     IQ3_*; the codes of iq_grids_data.inc) in tables held in registers or
+//     read as whole vectors: vpermi2b on 128 bytes (or vpermi2w on 64 words)
+//     a lookup, the index's higher bits choosing among lookups by blends;
 //   - vpmultishiftqb spreads a qword's codes over its 8 bytes, one level in
-//     the low bits of each, and vpermb maps the levels to their magnitudes
-//     (8, 25, 43; or 4, 12, ..., 52, 62);
-//   - vpmultishiftqb also cuts the 7-bit sign fields out of each group of
-//     32's uint32, and vpermi2b on a 128-entry table adds the eighth sign
-//     (the count of negative weights is even); a third vpmultishiftqb lifts
-//     each weight's sign bit to the top of its byte, and vpmovb2m makes that
-//     the mask that negates its activation;
+//     the low bits of each, and vpermb maps the levels to their magnitudes;
+//   - the sign bytes (IQ2_S, IQ3_S: stored; IQ2_XXS, IQ2_XS, IQ3_XXS: 7 bits
+//     cut out by vpmultishiftqb, the eighth, making the count of negative
+//     weights even, added by vpermi2b on a 128-entry table) are lifted bit by
+//     bit to the top of each byte by another vpmultishiftqb, and vpmovb2m
+//     makes that the mask that negates each activation;
 //   - magnitudes times signed activations by vpmaddubsw (pairs in int16,
-//     <= 2 x 62 x 127), and vpdpwssd multiplies the pairs by their group's
-//     scale 2s + 1 into int32 lanes; one convert and FMA a super-block.
+//     <= 2 x 62 x 127), and vpdpwssd multiplies the pairs by their scale
+//     2s + 1 into int32 lanes; one convert and FMA a super-block.
 // The sums are exact integers, as the AVX2 kernel's: the two agree to float
 // rounding (MatmulIqTest holds both to the exact dot of the activations).
 // docs/PERFORMANCE.md section 67 has the measurements.

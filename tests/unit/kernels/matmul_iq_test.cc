@@ -9,9 +9,9 @@
 // unsigned bytes and takes the offset's share back out exactly), so a
 // weight, a sign, a scale or the offset's share read wrongly anywhere in a
 // row shows. Prefill on the AVX-512 path has its own kernel
-// (x86/matmul_iq_avx512.cc), and so have IQ2_XXS and IQ3_XXS decode (1 to 3 tokens) where
-// the CPU has AVX-512 VBMI (x86/iq_decode_vbmi_avx512.cc), both run here
-// through KernelPath::kAvx512.
+// (x86/matmul_iq_avx512.cc), and so has the decode (1 to 3 tokens) of every
+// type but IQ1_S and IQ1_M where the CPU has AVX-512 VBMI
+// (x86/iq_decode_vbmi_avx512.cc), both run here through KernelPath::kAvx512.
 #include <gtest/gtest.h>
 
 #include <cmath>
