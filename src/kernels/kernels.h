@@ -31,8 +31,9 @@ bool set_kernel_path(KernelPath path);
 bool cpu_supports(KernelPath path);
 std::string_view kernel_path_name(KernelPath path);
 
-// Decode (1 to 3 tokens) of Q4_0, Q8_0, Q4_K and Q6_K weights on the AVX-512
-// path: its own VNNI kernels (kOn) or the AVX2 ones (kOff). kAuto, the
+// Decode (1 to 3 tokens) of the quantized types on the AVX-512 path (Q4_0,
+// Q8_0, Q4_K, Q6_K and the other block types; the codebook types where the
+// CPU has VBMI): its own kernels (kOn) or the AVX2 ones (kOff). kAuto, the
 // default, takes the AVX2 ones on CPUs that run 512-bit instructions as two
 // 256-bit halves (AMD family 19h, Zen 4): there they decoded 1.5-2x faster
 // end to end, while prefill is faster with AVX-512 (docs/PERFORMANCE.md

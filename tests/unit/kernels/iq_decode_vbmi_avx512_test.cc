@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "kernels/kernels.h"
+#include "kernels/x86/avx512.h"
 #include "kernels/x86/avx512_internal.h"
 #include "unit/kernels/test_util.h"
 
@@ -39,6 +40,11 @@ TEST(IqDecodeVbmi, TheAvx512PathDecodesTheTypesItHasWhereTheCpuHasVbmi) {
     }
   }
   EXPECT_TRUE(avx512::iq_supports(DType::kIQ1_S, 4));
+  // Where the AVX-512 decode is off (set_avx512_decode; by default on CPUs
+  // that split 512-bit vectors) the AVX2 kernel decodes; prefill stays.
+  EXPECT_TRUE(avx512::supports(DType::kIQ2_XXS, 1, true));
+  EXPECT_FALSE(avx512::supports(DType::kIQ2_XXS, 1, false));
+  EXPECT_TRUE(avx512::supports(DType::kIQ2_XXS, 4, false));
 }
 
 // Random blocks (every index, sign field and scale occurs), activations at
