@@ -44,37 +44,25 @@ using avx2::ActSuper;
 
 inline __m512i load64(const void* p) { return _mm512_load_si512(p); }
 
-// A codebook's level codes (kIq2xxsCodes: 8 levels of 2 bits; kIq3xxsCodes:
-// 4 levels of 3 bits) as two byte tables, 64-byte aligned for zmm loads.
-struct alignas(64) CodeTables {
-  std::array<uint8_t, 256> low, high;
+// A codebook's level codes (kIq2xxsCodes: 8 levels of 2 bits; kIq3xxsCodes
+// and kIq3sCodes: 4 levels of 3 bits) as two byte tables, 64-byte aligned for
+// zmm loads: 128 entries a vpermi2b.
+template <size_t N>
+struct alignas(64) ByteCodeTables {
+  std::array<uint8_t, N> low, high;
 };
-
-constexpr CodeTables make_code_tables(const uint16_t (&codes)[256]) {
-  CodeTables t{};
-  for (int i = 0; i < 256; ++i) {
+template <size_t N>
+constexpr ByteCodeTables<N> make_byte_code_tables(const uint16_t (&codes)[N]) {
+  ByteCodeTables<N> t{};
+  for (size_t i = 0; i < N; ++i) {
     t.low[i] = static_cast<uint8_t>(codes[i] & 0xFF);
     t.high[i] = static_cast<uint8_t>(codes[i] >> 8);
   }
   return t;
 }
-constexpr CodeTables kIq2xxsTables = make_code_tables(kIq2xxsCodes);
-constexpr CodeTables kIq3xxsTables = make_code_tables(kIq3xxsCodes);
-
-// IQ3_S's 512 codes as byte tables, looked up as CodeLookup does with a
-// second select bit.
-struct alignas(64) CodeTables512 {
-  std::array<uint8_t, 512> low, high;
-};
-constexpr CodeTables512 make_code_tables(const uint16_t (&codes)[512]) {
-  CodeTables512 t{};
-  for (int i = 0; i < 512; ++i) {
-    t.low[i] = static_cast<uint8_t>(codes[i] & 0xFF);
-    t.high[i] = static_cast<uint8_t>(codes[i] >> 8);
-  }
-  return t;
-}
-constexpr CodeTables512 kIq3sTables = make_code_tables(kIq3sCodes);
+constexpr ByteCodeTables<256> kIq2xxsTables = make_byte_code_tables(kIq2xxsCodes);
+constexpr ByteCodeTables<256> kIq3xxsTables = make_byte_code_tables(kIq3xxsCodes);
+constexpr ByteCodeTables<512> kIq3sTables = make_byte_code_tables(kIq3sCodes);
 
 // IQ2_XS's 512 and IQ2_S's 1024 codes as 16-bit words, for vpermi2w (64
 // entries a lookup).
@@ -113,7 +101,7 @@ __m512i lookup_codes(const WordCodeTable<N>& table, __m512i index) {
 // in registers, each index's top bit choosing the half.
 struct CodeLookup {
   __m512i low[4], high[4];
-  explicit CodeLookup(const CodeTables& t) {
+  explicit CodeLookup(const ByteCodeTables<256>& t) {
     for (int i = 0; i < 4; ++i) {
       low[i] = load64(t.low.data() + 64 * i);
       high[i] = load64(t.high.data() + 64 * i);
@@ -242,25 +230,29 @@ SignsAndScales from_sign_words(__m512i words) {
 // Each type: `parts(b)` does a super-block's per-block work (its codes, and
 // its SignsAndScales); `magnitudes(parts, m)` the 64 unsigned weights of zmm
 // m. Weight = d x kFactor x (2s + 1) x magnitude x sign.
+// The IQ2 types' parts: 2-bit levels 8, 25, 43.
+struct Iq2Parts {
+  __m512i codes;  // word 4g + j: the code of group of 8 j of group of 32 g
+  SignsAndScales signs;
+};
+inline __m512i iq2_magnitudes(const Iq2Parts& p, int m) {
+  const __m512i levels = _mm512_multishift_epi64_epi8(load64(kShared.iq2_level_shift[m].data()), p.codes);
+  return _mm512_permutexvar_epi8(levels, load64(kShared.iq2_magnitude.data()));
+}
+
 struct Iq2xxsVbmi {
   using Block = BlockIQ2_XXS;
   static constexpr float kFactor = 0.125f;  // d (0.5 + s) / 4
   CodeLookup lookup{kIq2xxsTables};
-  __m512i join = load64(kShared.iq2_join_codes.data()), magnitude = load64(kShared.iq2_magnitude.data());
-  struct Parts {
-    __m512i codes;  // word 4g + j: the code of group of 8 j of group g
-    SignsAndScales signs;
-  };
+  __m512i join = load64(kShared.iq2_join_codes.data());
+  using Parts = Iq2Parts;
   Parts parts(const Block& b) const {
     const __m512i qs = _mm512_loadu_si512(b.qs);  // qword g: 4 grid indices, then the uint32
     __m512i low, high;
     lookup(qs, low, high);
     return {_mm512_permutex2var_epi8(low, join, high), from_sign_words<32>(qs)};
   }
-  __m512i magnitudes(const Parts& p, int m) const {
-    const __m512i levels = _mm512_multishift_epi64_epi8(load64(kShared.iq2_level_shift[m].data()), p.codes);
-    return _mm512_permutexvar_epi8(levels, magnitude);
-  }
+  __m512i magnitudes(const Parts& p, int m) const { return iq2_magnitudes(p, m); }
 };
 
 struct Iq3xxsVbmi {
@@ -302,21 +294,15 @@ inline HalfGroupScales half_group_scales(const uint8_t* scales) {
 struct Iq2xsVbmi {
   using Block = BlockIQ2_XS;
   static constexpr float kFactor = 0.125f;  // d (0.5 + s) / 4
-  __m512i magnitude = load64(kShared.iq2_magnitude.data()), sign_shift = load64(kShared.sign_shift_iq2xs.data());
-  struct Parts {
-    __m512i codes;  // word 4g + j: the code of group of 8 j of group g
-    SignsAndScales signs;
-  };
+  __m512i sign_shift = load64(kShared.sign_shift_iq2xs.data());
+  using Parts = Iq2Parts;
   Parts parts(const Block& b) const {
     const __m512i qs = _mm512_loadu_si512(b.qs);  // word 4g + j: index bits 0..8, then 7 sign bits
     const HalfGroupScales scales = half_group_scales(b.scales);
     const SignsAndScales signs = {even_signs(_mm512_multishift_epi64_epi8(sign_shift, qs)), scales.low, scales.high};
     return {lookup_codes(kIq2xsTable, qs), signs};
   }
-  __m512i magnitudes(const Parts& p, int m) const {
-    const __m512i levels = _mm512_multishift_epi64_epi8(load64(kShared.iq2_level_shift[m].data()), p.codes);
-    return _mm512_permutexvar_epi8(levels, magnitude);
-  }
+  __m512i magnitudes(const Parts& p, int m) const { return iq2_magnitudes(p, m); }
 };
 
 // IQ2_S: group of 8 j of group of 32 g has index qs[4g + j] | bits 2j, 2j + 1
@@ -325,8 +311,7 @@ struct Iq2xsVbmi {
 struct Iq2sVbmi {
   using Block = BlockIQ2_S;
   static constexpr float kFactor = 0.125f;  // d (0.5 + s) / 4
-  Iq2xsVbmi codes_as_iq2xs;                 // the same codes and magnitudes
-  using Parts = Iq2xsVbmi::Parts;
+  using Parts = Iq2Parts;
   Parts parts(const Block& b) const {
     const __m512i low = _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs)));
     // every word of qword g: qh[g]; word j shifted right by 2j, its low 2 bits kept
@@ -341,7 +326,7 @@ struct Iq2sVbmi {
     const HalfGroupScales scales = half_group_scales(b.scales);
     return {lookup_codes(kIq2sTable, index), {sign_bytes, scales.low, scales.high}};
   }
-  __m512i magnitudes(const Parts& p, int m) const { return codes_as_iq2xs.magnitudes(p, m); }
+  __m512i magnitudes(const Parts& p, int m) const { return iq2_magnitudes(p, m); }
 };
 
 // IQ3_S: IQ3_XXS's layout of codes (4 weights an index, 64 indices), with a
