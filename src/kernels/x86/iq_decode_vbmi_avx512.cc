@@ -137,14 +137,14 @@ struct alignas(64) SharedTables {
   // low byte from lane 8g + j of the first vpermi2b operand (the codes' low
   // bytes), its high byte from that lane of the second (+64)
   std::array<uint8_t, 64> iq2_join_codes;
-  // IQ2_XXS, for zmm m, per qword: byte e starts at bit 16m + 2e, level e of
-  // code m (of that qword's 4) in its low 2 bits
+  // The IQ2 types, for zmm m, per qword: byte e starts at bit 16m + 2e,
+  // level e of code m (of that qword's 4) in its low 2 bits
   std::array<std::array<uint8_t, 64>, 4> iq2_level_shift;
-  // IQ3_XXS, for zmm m, per qword g: words 0 and 1 = the codes of indices
+  // IQ3_XXS and IQ3_S, for zmm m, per qword g: words 0 and 1 = the codes of indices
   // 8g + 2m and 8g + 2m + 1 (group of 8 m of group g), low bytes from the
   // first operand, high from the second
   std::array<std::array<uint8_t, 64>, 4> iq3_place_codes;
-  // IQ3_XXS, per qword: byte e starts at bit 3e (e < 4) or 16 + 3 (e - 4),
+  // IQ3_XXS and IQ3_S, per qword: byte e starts at bit 3e (e < 4) or 16 + 3 (e - 4),
   // level e in its low 3 bits
   std::array<uint8_t, 64> iq3_level_shift;
 };
@@ -230,6 +230,7 @@ SignsAndScales from_sign_words(__m512i words) {
 // Each type: `parts(b)` does a super-block's per-block work (its codes, and
 // its SignsAndScales); `magnitudes(parts, m)` the 64 unsigned weights of zmm
 // m. Weight = d x kFactor x (2s + 1) x magnitude x sign.
+
 // The IQ2 types' parts: 2-bit levels 8, 25, 43.
 struct Iq2Parts {
   __m512i codes;  // word 4g + j: the code of group of 8 j of group of 32 g
