@@ -97,23 +97,29 @@ __m512i lookup_codes(const WordCodeTable<N>& table, __m512i index) {
   return level[0];
 }
 
+// Lane i: byte table[index byte i] of a 256-byte table given as four zmm,
+// two vpermi2b of 128 entries, the index's top bit (`upper`) choosing.
+inline __m512i lookup256(const __m512i (&table)[4], __m512i index, __mmask64 upper) {
+  return _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(table[0], index, table[1]),
+                                _mm512_permutex2var_epi8(table[2], index, table[3]));
+}
+inline void load_table256(const uint8_t* bytes, __m512i (&table)[4]) {
+  for (int i = 0; i < 4; ++i) table[i] = load64(bytes + 64 * i);
+}
+
 // The codes' bytes of 64 indices at once: vpermi2b on 128-entry tables held
 // in registers, each index's top bit choosing the half.
 struct CodeLookup {
   __m512i low[4], high[4];
   explicit CodeLookup(const ByteCodeTables<256>& t) {
-    for (int i = 0; i < 4; ++i) {
-      low[i] = load64(t.low.data() + 64 * i);
-      high[i] = load64(t.high.data() + 64 * i);
-    }
+    load_table256(t.low.data(), low);
+    load_table256(t.high.data(), high);
   }
   // Lane i of low_out / high_out: the low / high byte of the code of index byte i.
   void operator()(__m512i index, __m512i& low_out, __m512i& high_out) const {
     const __mmask64 upper = _mm512_movepi8_mask(index);  // entries 128..255
-    low_out = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(low[0], index, low[1]),
-                                     _mm512_permutex2var_epi8(low[2], index, low[3]));
-    high_out = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(high[0], index, high[1]),
-                                      _mm512_permutex2var_epi8(high[2], index, high[3]));
+    low_out = lookup256(low, index, upper);
+    high_out = lookup256(high, index, upper);
   }
 };
 
@@ -256,15 +262,22 @@ struct Iq2xxsVbmi {
   __m512i magnitudes(const Parts& p, int m) const { return iq2_magnitudes(p, m); }
 };
 
+// The IQ3 types' parts: 3-bit levels, two codes to a group of 8.
+struct Iq3Parts {
+  __m512i low, high;  // lane i: the code bytes of grid index i (group of 32 i / 8)
+  SignsAndScales signs;
+};
+inline __m512i iq3_magnitudes(const Iq3Parts& p, int m, __m512i level_shift, __m512i magnitude) {
+  const __m512i codes = _mm512_permutex2var_epi8(p.low, load64(kShared.iq3_place_codes[m].data()), p.high);
+  return _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(level_shift, codes), magnitude);
+}
+
 struct Iq3xxsVbmi {
   using Block = BlockIQ3_XXS;
   static constexpr float kFactor = 0.25f;  // d (0.5 + s) / 2
   CodeLookup lookup{kIq3xxsTables};
   __m512i level_shift = load64(kShared.iq3_level_shift.data()), magnitude = load64(kShared.iq3_magnitude.data());
-  struct Parts {
-    __m512i low, high;  // lane i: the code bytes of grid index i (group of 32 i / 8)
-    SignsAndScales signs;
-  };
+  using Parts = Iq3Parts;
   Parts parts(const Block& b) const {
     Parts p;
     lookup(_mm512_loadu_si512(b.qs), p.low, p.high);
@@ -273,10 +286,7 @@ struct Iq3xxsVbmi {
         _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs + 64))));
     return p;
   }
-  __m512i magnitudes(const Parts& p, int m) const {
-    const __m512i codes = _mm512_permutex2var_epi8(p.low, load64(kShared.iq3_place_codes[m].data()), p.high);
-    return _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(level_shift, codes), magnitude);
-  }
+  __m512i magnitudes(const Parts& p, int m) const { return iq3_magnitudes(p, m, level_shift, magnitude); }
 };
 
 // The scales of IQ2_XS and IQ2_S: scales[g] holds group of 32 g's, the low
@@ -338,10 +348,12 @@ struct Iq3sVbmi {
   using Block = BlockIQ3_S;
   static constexpr float kFactor = 1.0f;  // d (1 + 2s)
   __m512i level_shift = load64(kShared.iq3_level_shift.data()), magnitude = load64(kShared.iq3s_magnitude.data());
-  using Parts = Iq3xxsVbmi::Parts;
-  static void lookup256(const uint8_t* table, __m512i index, __mmask64 upper, __m512i& out) {
-    out = _mm512_mask_blend_epi8(upper, _mm512_permutex2var_epi8(load64(table), index, load64(table + 64)),
-                                 _mm512_permutex2var_epi8(load64(table + 128), index, load64(table + 192)));
+  using Parts = Iq3Parts;
+  // a 256-entry half of a code byte table (512 entries), read from memory
+  static __m512i half_lookup(const uint8_t* half, __m512i index, __mmask64 upper) {
+    __m512i table[4];
+    load_table256(half, table);
+    return lookup256(table, index, upper);
   }
   Parts parts(const Block& b) const {
     Parts p;
@@ -350,13 +362,10 @@ struct Iq3sVbmi {
     uint64_t qh;
     std::memcpy(&qh, b.qh, 8);
     const __mmask64 bit8 = _cvtu64_mask64(qh);
-    __m512i low0, low1, high0, high1;
-    lookup256(kIq3sTables.low.data(), qs, bit7, low0);
-    lookup256(kIq3sTables.low.data() + 256, qs, bit7, low1);
-    lookup256(kIq3sTables.high.data(), qs, bit7, high0);
-    lookup256(kIq3sTables.high.data() + 256, qs, bit7, high1);
-    p.low = _mm512_mask_blend_epi8(bit8, low0, low1);
-    p.high = _mm512_mask_blend_epi8(bit8, high0, high1);
+    p.low = _mm512_mask_blend_epi8(bit8, half_lookup(kIq3sTables.low.data(), qs, bit7),
+                                   half_lookup(kIq3sTables.low.data() + 256, qs, bit7));
+    p.high = _mm512_mask_blend_epi8(bit8, half_lookup(kIq3sTables.high.data(), qs, bit7),
+                                    half_lookup(kIq3sTables.high.data() + 256, qs, bit7));
     // qword g: signs[4g..4g+3] in its low bytes; the nibble of scales[g / 2] in its low bits
     p.signs.signs = _mm512_cvtepu32_epi64(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.signs)));
     uint32_t packed;
@@ -368,10 +377,7 @@ struct Iq3sVbmi {
     p.signs.scales_low = p.signs.scales_high = odd_scales(nibbles);
     return p;
   }
-  __m512i magnitudes(const Parts& p, int m) const {
-    const __m512i codes = _mm512_permutex2var_epi8(p.low, load64(kShared.iq3_place_codes[m].data()), p.high);
-    return _mm512_permutexvar_epi8(_mm512_multishift_epi64_epi8(level_shift, codes), magnitude);
-  }
+  __m512i magnitudes(const Parts& p, int m) const { return iq3_magnitudes(p, m, level_shift, magnitude); }
 };
 
 // One row's dot with the token: per super-block, four zmm of 64 weights, their
