@@ -116,7 +116,9 @@ Result<ExportReport> export_package(const ExportOptions& o, const GgufWriter::Pr
   LLMPACK_ASSIGN_OR_RETURN(ModelSource src, open_model_source(o.checkpoint, o.params_path));
   report.source_kind = src.kind;
   report.notices = src.notices;
-  LLMPACK_RETURN_IF_ERROR(check_source_tensors(src).with_context(src.kind + " checkpoint " + o.checkpoint));
+  const std::string source_context = src.kind + " checkpoint " + o.checkpoint;
+  LLMPACK_RETURN_IF_ERROR(check_source_hyperparameters(src.hp).with_context(source_context));
+  LLMPACK_RETURN_IF_ERROR(check_source_tensors(src).with_context(source_context));
   auto tok = choose_tokenizer(o, src);
   if (!tok.ok()) return tok.status();
   report.tokenizer = tok->description;

@@ -80,6 +80,8 @@ Result<ModelSource> open_llama2c_source(const std::string& path);
 Result<ModelSource> open_pytorch_source(const std::string& path, const std::string& params_path);
 Result<ModelSource> open_hf_source(const std::string& dir);
 
+// rope_theta and norm_eps: finite, the first positive, the second not negative.
+Status check_source_hyperparameters(const SourceHyperparameters& h);
 // Checks that the tensors the engine binds are all there with the shapes the
 // hyperparameters give, naming the first that is not.
 Status check_source_tensors(const ModelSource& source);

@@ -1,4 +1,6 @@
 // Source detection and the tensor-set check shared by every source.
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -35,6 +37,20 @@ Status expect(const ModelSource& src, const std::string& name, std::vector<int64
 }
 
 }  // namespace
+
+Status check_source_hyperparameters(const SourceHyperparameters& h) {
+  // Held as f32 in the package; a negative or NaN RoPE base or RMS epsilon
+  // turns every logit into NaN.
+  const auto check = [](const char* name, double v, bool positive) {
+    if (std::isfinite(static_cast<float>(v)) && v >= 0 && (!positive || v > 0)) return ok_status();
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%g", v);
+    return error_status(std::string(name) + " is " + shown + ", expected a " +
+                        (positive ? "positive" : "non-negative") + " finite number");
+  };
+  LLMPACK_RETURN_IF_ERROR(check("rope_theta", h.rope_theta, true));
+  return check("norm_eps (rms_norm_eps)", h.norm_eps, false);
+}
 
 Status check_source_tensors(const ModelSource& s) {
   const SourceHyperparameters& h = s.hp;

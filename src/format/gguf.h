@@ -39,6 +39,9 @@ struct GgufValue {
       value;
 };
 
+// A value's type for messages: "f32", "string", "array of u32".
+std::string gguf_value_type(const GgufValue& v);
+
 struct GgufTensorInfo {
   std::string name;
   DType dtype = DType::kF32;

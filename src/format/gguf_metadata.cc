@@ -48,6 +48,12 @@ uint64_t min_encoded_size(GgufValueType t) {
 
 }  // namespace gguf_detail
 
+std::string gguf_value_type(const GgufValue& v) {
+  std::string out(gguf_detail::value_type_name(v.type));
+  if (v.type == GgufValueType::kArray) out += " of " + std::string(gguf_detail::value_type_name(v.array_type));
+  return out;
+}
+
 using namespace gguf_detail;
 
 const GgufValue* GgufFile::find(std::string_view key) const {

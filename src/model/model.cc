@@ -1,5 +1,7 @@
 #include "model/model.h"
 
+#include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -16,6 +18,19 @@ std::string shape_string(const std::vector<int64_t>& ne) {
 
 std::string layer_name(int64_t layer, const char* tensor) {
   return "blk." + std::to_string(layer) + "." + tensor;
+}
+
+// Each llama3 factor divides a rotary frequency: zero, negative or NaN ones
+// would turn the attention's rotations, and every logit, into NaN.
+Status check_rope_factors(const float* factors, int64_t n) {
+  for (int64_t i = 0; factors && i < n; ++i)
+    if (!std::isfinite(factors[i]) || factors[i] <= 0.0f) {
+      char shown[32];
+      std::snprintf(shown, sizeof shown, "%g", factors[i]);
+      return error_status("tensor 'rope_freqs.weight' element " + std::to_string(i) + " is " + shown +
+                          ", expected positive finite frequency factors");
+    }
+  return ok_status();
 }
 
 }  // namespace
@@ -90,6 +105,7 @@ Status Model::bind_gguf_tensors() {
   w.tied_output = w.output.data == nullptr;
   if (w.tied_output) w.output = w.token_embedding;
   LLMPACK_ASSIGN_OR_RETURN(w.rope_freq_factors, bind_vector("rope_freqs.weight", c.rope_dim / 2, false));
+  LLMPACK_RETURN_IF_ERROR(check_rope_factors(w.rope_freq_factors, c.rope_dim / 2));
   w.layers.resize(c.n_layers);
   for (int64_t i = 0; i < c.n_layers; ++i) {
     LayerWeights& l = w.layers[i];

@@ -1,5 +1,8 @@
 #include "model/model_config.h"
 
+#include <cmath>
+#include <cstdio>
+#include <optional>
 #include <string>
 
 #include "format/gguf.h"
@@ -22,12 +25,41 @@ constexpr ArchEntry kArchitectures[] = {
     {"qwen3", Architecture::kQwen3, kernels::RopeStyle::kHalves, false, true},
 };
 
-Result<int64_t> required_positive(const GgufFile& gguf, const std::string& key) {
+Status wrong_type(const GgufFile& gguf, const std::string& key, const char* expected) {
+  return error_status("metadata key '" + key + "' is " + gguf_value_type(*gguf.find(key)) + ", expected " +
+                      expected);
+}
+
+// An integer key: nullopt when absent; an error when present as anything else
+// (a string or an array read as "absent" would silently give the default).
+Result<std::optional<int64_t>> optional_int(const GgufFile& gguf, const std::string& key) {
+  if (!gguf.find(key)) return std::optional<int64_t>{};
   auto v = gguf.get_int(key);
+  if (!v) return wrong_type(gguf, key, "an integer");
+  return v;
+}
+
+Result<int64_t> required_positive(const GgufFile& gguf, const std::string& key) {
+  LLMPACK_ASSIGN_OR_RETURN(const std::optional<int64_t> v, optional_int(gguf, key));
   if (!v) return error_status("missing metadata key '" + key + "'");
   if (*v <= 0 || *v > (int64_t{1} << 32))
     return error_status("metadata key '" + key + "' is " + std::to_string(*v) +
                         ", expected a positive size");
+  return *v;
+}
+
+// A number key, `fallback` when absent; finite and at least 0 (above 0 when
+// `positive`): a negative RoPE base or RMS epsilon turns every logit into NaN.
+Result<double> number_key(const GgufFile& gguf, const std::string& key, double fallback, bool positive) {
+  if (!gguf.find(key)) return fallback;
+  auto v = gguf.get_float(key);
+  if (!v) return wrong_type(gguf, key, "a number");
+  if (!std::isfinite(static_cast<float>(*v)) || *v < 0 || (positive && *v == 0)) {  // held as float
+    char shown[32];
+    std::snprintf(shown, sizeof shown, "%g", *v);
+    return error_status("metadata key '" + key + "' is " + shown + ", expected a " +
+                        (positive ? "positive" : "non-negative") + " finite number");
+  }
   return *v;
 }
 
@@ -64,22 +96,28 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   LLMPACK_ASSIGN_OR_RETURN(c.hidden_dim, required_positive(gguf, p + "feed_forward_length"));
   LLMPACK_ASSIGN_OR_RETURN(c.n_layers, required_positive(gguf, p + "block_count"));
   LLMPACK_ASSIGN_OR_RETURN(c.n_heads, required_positive(gguf, p + "attention.head_count"));
-  c.n_kv_heads = gguf.get_int(p + "attention.head_count_kv").value_or(c.n_heads);
+  LLMPACK_ASSIGN_OR_RETURN(const std::optional<int64_t> kv_heads, optional_int(gguf, p + "attention.head_count_kv"));
+  LLMPACK_ASSIGN_OR_RETURN(const std::optional<int64_t> key_length, optional_int(gguf, p + "attention.key_length"));
+  LLMPACK_ASSIGN_OR_RETURN(const std::optional<int64_t> context, optional_int(gguf, p + "context_length"));
+  LLMPACK_ASSIGN_OR_RETURN(const std::optional<int64_t> rope_dim, optional_int(gguf, p + "rope.dimension_count"));
+  c.n_kv_heads = kv_heads.value_or(c.n_heads);
   if (c.n_kv_heads <= 0 || c.n_heads % c.n_kv_heads != 0)
     return error_status(p + "attention.head_count_kv is " + std::to_string(c.n_kv_heads) +
                         ", expected a positive divisor of head_count " + std::to_string(c.n_heads));
-  if (!gguf.find(p + "attention.key_length") && c.dim % c.n_heads != 0)
+  if (!key_length && c.dim % c.n_heads != 0)
     return error_status(p + "embedding_length " + std::to_string(c.dim) +
                         " is not divisible by head_count " + std::to_string(c.n_heads));
-  c.head_dim = gguf.get_int(p + "attention.key_length").value_or(c.dim / c.n_heads);
+  c.head_dim = key_length.value_or(c.dim / c.n_heads);
   if (c.head_dim <= 0 || c.head_dim % 2 != 0)
     return error_status("head dimension " + std::to_string(c.head_dim) + " must be positive and even");
-  c.context_length = gguf.get_int(p + "context_length").value_or(2048);
+  c.context_length = context.value_or(2048);
   if (c.context_length <= 0)
     return error_status(p + "context_length must be positive, found " + std::to_string(c.context_length));
-  c.norm_eps = static_cast<float>(gguf.get_float(p + "attention.layer_norm_rms_epsilon").value_or(1e-5));
-  c.rope_theta = static_cast<float>(gguf.get_float(p + "rope.freq_base").value_or(10000.0));
-  c.rope_dim = gguf.get_int(p + "rope.dimension_count").value_or(c.head_dim);
+  LLMPACK_ASSIGN_OR_RETURN(const double eps, number_key(gguf, p + "attention.layer_norm_rms_epsilon", 1e-5, false));
+  LLMPACK_ASSIGN_OR_RETURN(const double theta, number_key(gguf, p + "rope.freq_base", 10000.0, true));
+  c.norm_eps = static_cast<float>(eps);
+  c.rope_theta = static_cast<float>(theta);
+  c.rope_dim = rope_dim.value_or(c.head_dim);
   if (c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0)
     return error_status(p + "rope.dimension_count is " + std::to_string(c.rope_dim) +
                         ", expected an even number in 2.." + std::to_string(c.head_dim));

@@ -47,6 +47,10 @@ struct TinyModelSpec {
   std::string tokenizer_gguf;
   // Matrices written as zero bytes of another type (for load-time refusals).
   std::map<std::string, DType> raw_types;
+  // Metadata set after the builder's own keys, replacing them (hostile values).
+  std::map<std::string, GgufValue> metadata;
+  // rope_freqs.weight's values (rope_freq_factors must be set; default: random, about 4).
+  std::vector<float> rope_freq_values;
 };
 
 // Keeps tensor bytes alive while the writer borrows them.
@@ -82,7 +86,14 @@ class TinyModelBuilder {
       matrix(w, p + "ffn_down.weight", spec_.dim, spec_.hidden_dim);
     }
     norm(w, "output_norm.weight", spec_.dim);
-    if (spec_.rope_freq_factors) vector(w, "rope_freqs.weight", hd / 2, 4.0f, 1.5f);
+    if (spec_.rope_freq_factors && !spec_.rope_freq_values.empty()) {
+      std::vector<uint8_t> bytes(spec_.rope_freq_values.size() * 4);
+      std::memcpy(bytes.data(), spec_.rope_freq_values.data(), bytes.size());
+      const auto n = static_cast<int64_t>(spec_.rope_freq_values.size());
+      store(w, "rope_freqs.weight", DType::kF32, {n}, std::move(bytes));
+    } else if (spec_.rope_freq_factors) {
+      vector(w, "rope_freqs.weight", hd / 2, 4.0f, 1.5f);
+    }
     if (!spec_.tied_output) matrix(w, "output.weight", spec_.vocab_size, spec_.dim);
     return w.to_bytes();
   }
@@ -112,6 +123,7 @@ class TinyModelBuilder {
       w.set_i32_array("llmpack.eos_ids", {2});
       w.set_string("llmpack.position_input", "start_pos");
     }
+    for (const auto& [key, value] : spec_.metadata) w.set(key, value);
   }
 
   // <unk> <s> </s>, the 256 byte pieces, then "▁" and plain letters/pairs.

@@ -214,6 +214,41 @@ TEST(HfFolderLlama3, RopeScalingWritesFrequencyFactors) {
   EXPECT_TRUE(testing::load(o.output).ok());
 }
 
+// A RoPE base or RMS epsilon no model runs with (each would make every logit
+// NaN) is refused before anything is written, naming the field and its value.
+TEST(HfFolderErrors, RopeThetaAndRmsEpsilonOutOfRangeAreRefused) {
+  LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.file("hf"));
+  std::filesystem::copy_file(hf + "/model.safetensors", dir.file("hf/model.safetensors"));
+  std::ifstream in(hf + "/config.json");
+  const json good = json::parse(in);
+  ExportOptions o;
+  o.checkpoint = dir.file("hf");
+  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+  o.output = dir.file("out.gguf");
+  const struct {
+    const char* field;
+    double value;
+    const char* said;
+  } cases[] = {{"rope_theta", -5.0, "rope_theta is -5, expected a positive finite number"},
+               {"rope_theta", 0.0, "rope_theta is 0, expected a positive finite number"},
+               {"rope_theta", 1e39, "rope_theta is 1e+39, expected a positive finite number"},
+               {"rms_norm_eps", -1e-5, "norm_eps (rms_norm_eps) is -1e-05, expected a non-negative finite number"}};
+  for (const auto& c : cases) {
+    json config = good;
+    config[c.field] = c.value;
+    testing::write_text(dir.file("hf/config.json"), config.dump());
+    auto r = export_package(o);
+    ASSERT_FALSE(r.ok()) << c.field << " " << c.value;
+    EXPECT_NE(r.status().message().find(c.said), std::string::npos) << r.status().message();
+    EXPECT_FALSE(std::filesystem::exists(o.output));
+  }
+  testing::write_text(dir.file("hf/config.json"), good.dump());
+  auto r = export_package(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+}
+
 TEST(HfFolderErrors, UnsupportedArchitectureAndMissingTensorsAreNamed) {
   ScratchDir dir;
   std::filesystem::create_directories(dir.file("hf"));

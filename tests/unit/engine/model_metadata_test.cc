@@ -1,0 +1,86 @@
+// Hyperparameters read from a GGUF's metadata: a key present with the wrong
+// type, or a value no model can run with (a negative RoPE base, a NaN RMS
+// epsilon, a zero llama3 frequency factor), is refused at load naming the key
+// and what it holds; absent keys still take their defaults.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/tiny_model.h"
+
+namespace llmpack {
+namespace {
+
+GgufValue number(double v, GgufValueType type = GgufValueType::kF32) { return GgufValue{type, GgufValueType::kU32, v}; }
+GgufValue text(const std::string& s) { return GgufValue{GgufValueType::kString, GgufValueType::kU32, s}; }
+
+// The load's error message for a tiny package with `key` set to `value`
+// (empty when it loads).
+std::string refusal(const std::string& key, const GgufValue& value) {
+  testing::TinyModelSpec spec;
+  spec.metadata[key] = value;
+  auto loaded = testing::load_tiny_package(spec);
+  return loaded.ok() ? std::string() : loaded.status().message();
+}
+
+void expect_refused(const std::string& key, const GgufValue& value, const std::string& shown,
+                    const std::string& expected) {
+  const std::string m = refusal(key, value);
+  ASSERT_FALSE(m.empty()) << key << " = " << shown << " loaded";
+  EXPECT_NE(m.find("'" + key + "'"), std::string::npos) << m;
+  EXPECT_NE(m.find("is " + shown), std::string::npos) << m;
+  EXPECT_NE(m.find(expected), std::string::npos) << m;
+}
+
+TEST(ModelMetadata, RopeBaseMustBePositiveAndFinite) {
+  const std::string key = "llama.rope.freq_base";
+  expect_refused(key, number(-5), "-5", "expected a positive finite number");
+  expect_refused(key, number(0), "0", "expected a positive finite number");
+  expect_refused(key, number(std::nan("")), "nan", "expected a positive finite number");
+  expect_refused(key, number(std::numeric_limits<double>::infinity()), "inf", "expected a positive finite number");
+  expect_refused(key, number(1e39, GgufValueType::kF64), "1e+39", "expected a positive finite number");  // past f32
+  expect_refused(key, text("10000"), "string", "expected a number");
+  EXPECT_EQ(refusal(key, number(500000)), "");
+}
+
+TEST(ModelMetadata, RmsEpsilonMustBeFiniteAndNotNegative) {
+  const std::string key = "llama.attention.layer_norm_rms_epsilon";
+  expect_refused(key, number(-1e-5), "-1e-05", "expected a non-negative finite number");
+  expect_refused(key, number(std::nan("")), "nan", "expected a non-negative finite number");
+  expect_refused(key, text("1e-5"), "string", "expected a number");
+  EXPECT_EQ(refusal(key, number(0)), "");
+}
+
+TEST(ModelMetadata, IntegerKeysOfAnotherTypeAreRefusedNotDefaulted) {
+  expect_refused("llama.attention.head_count_kv", text("2"), "string", "expected an integer");
+  const GgufValue array{GgufValueType::kArray, GgufValueType::kI32, std::vector<int64_t>{128}};
+  expect_refused("llama.context_length", array, "array of i32", "expected an integer");
+  expect_refused("llama.rope.dimension_count", number(8), "f32", "expected an integer");
+  // a required key present with another type is named as such, not as missing
+  expect_refused("llama.embedding_length", text("48"), "string", "expected an integer");
+}
+
+TEST(ModelMetadata, Llama3FrequencyFactorsMustBePositiveAndFinite) {
+  testing::TinyModelSpec spec;  // head_dim 8: four factors
+  spec.rope_freq_factors = true;
+  for (float bad : {0.0f, -2.0f, std::nanf(""), std::numeric_limits<float>::infinity()}) {
+    spec.rope_freq_values = {1.0f, bad, 2.0f, 8.0f};
+    auto loaded = testing::load_tiny_package(spec);
+    ASSERT_FALSE(loaded.ok()) << bad;
+    const std::string& m = loaded.status().message();
+    EXPECT_NE(m.find("'rope_freqs.weight' element 1"), std::string::npos) << m;
+    EXPECT_NE(m.find("expected positive finite frequency factors"), std::string::npos) << m;
+  }
+  spec.rope_freq_values = {1.0f, 1.5f, 2.0f, 8.0f};
+  auto loaded = testing::load_tiny_package(spec);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  auto out = loaded->program->forward(std::vector<int64_t>{1, 5, 9}, 0);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  for (float v : out->last()) ASSERT_TRUE(std::isfinite(v));
+}
+
+}  // namespace
+}  // namespace llmpack
