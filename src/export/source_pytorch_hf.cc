@@ -1,5 +1,6 @@
 // PyTorch (Meta / llama2.c layout) and Hugging Face folders as export sources.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -77,8 +78,23 @@ Status read_params(const std::string& path, const TorchCheckpoint& ckpt, std::ma
   text << in.rdbuf();
   auto j = nlohmann::json::parse(text.str(), nullptr, false);
   if (j.is_discarded() || !j.is_object()) return error_status("--params '" + path + "' is not a JSON object");
-  for (const auto& [k, v] : j.items())
+  // The keys read here must hold what they name (a string "64" is not taken
+  // as a width); others (Meta's "multiple_of", "ffn_dim_multiplier": the
+  // tensors give the FFN width) are not checked. null: absent.
+  const auto bad = [&](const std::string& k, const char* expected) {
+    return error_status("--params '" + path + "': '" + k + "' is " + j[k].dump() + ", expected " + expected);
+  };
+  for (const auto& [k, v] : j.items()) {
+    const bool integer_key = k == "dim" || k == "n_layers" || k == "n_heads" || k == "n_kv_heads" || k == "max_seq_len";
+    const bool number_key = k == "norm_eps" || k == "rope_theta" || k == "rope_scale_factor" || k == "high_freq_factor";
+    if (v.is_null()) continue;
+    if (k == "use_scaled_rope" && !v.is_boolean()) return bad(k, "true or false");
+    if (integer_key && !(v.is_number_integer() || (v.is_number() && v.get<double>() == std::floor(v.get<double>()))))
+      return bad(k, "an integer");
+    if (number_key && !v.is_number()) return bad(k, "a number");
     if (v.is_number()) (*out)[k] = v.get<double>();
+    if (v.is_boolean()) (*out)[k] = v.get<bool>() ? 1.0 : 0.0;  // use_scaled_rope
+  }
   return ok_status();
 }
 
@@ -107,6 +123,51 @@ std::vector<float> llama3_rope_factors(const HfRopeScaling& r, int64_t head_dim,
     f[i] = static_cast<float>(factor);
   }
   return f;
+}
+
+// The llama3 scaling's numbers: each factor divides a frequency, and the
+// smooth band divides by high_freq_factor - low_freq_factor.
+Status check_llama3_scaling(const HfRopeScaling& r) {
+  const bool ok = std::isfinite(r.factor) && r.factor > 0 && std::isfinite(r.high_freq_factor) &&
+                  r.low_freq_factor > 0 && r.high_freq_factor > r.low_freq_factor &&
+                  r.original_max_position_embeddings > 0;
+  if (ok) return ok_status();
+  char found[160];
+  std::snprintf(found, sizeof found, "factor %g, low_freq_factor %g, high_freq_factor %g, "
+                "original_max_position_embeddings %lld", r.factor, r.low_freq_factor, r.high_freq_factor,
+                static_cast<long long>(r.original_max_position_embeddings));
+  return error_status(std::string("config.json rope_scaling (llama3): expected factor > 0, 0 < low_freq_factor < "
+                                  "high_freq_factor and original_max_position_embeddings > 0; found ") + found);
+}
+
+// Meta's params.json for Llama 3.1 and later says "use_scaled_rope": true
+// and leaves the factor to the code that reads it (ExecuTorch: 8 for Llama 3
+// and 3.1, 32 for 3.2 and newer, by the model's name); ExecuTorch's
+// "rope_scale_factor" and "high_freq_factor" keys are taken when present.
+// Else the factor follows Meta's releases: 32 for the 1B and 3B widths (2048,
+// 3072) of Llama 3.2, 8 for the 4096 and wider ones of 3.1 and 3.3.
+Status add_meta_scaled_rope(const std::map<std::string, double>& params, ModelSource* s) {
+  const auto given = [&](const char* key) { return params.count(key) ? params.at(key) : 0.0; };
+  if (given("use_scaled_rope") == 0.0) return ok_status();
+  const SourceHyperparameters& h = s->hp;
+  HfRopeScaling r;
+  r.type = "llama3";
+  r.factor = given("rope_scale_factor");
+  if (r.factor == 0.0) {
+    r.factor = h.dim < 4096 ? 32.0 : 8.0;
+    s->notices.push_back("params.json sets use_scaled_rope without a factor: " + std::to_string(int(r.factor)) +
+                         ", Llama " + (h.dim < 4096 ? "3.2's (1B, 3B)" : "3.1's and 3.3's") + " for width " +
+                         std::to_string(h.dim) + "; add \"rope_scale_factor\" to params.json to choose another");
+  }
+  if (params.count("high_freq_factor")) r.high_freq_factor = given("high_freq_factor");
+  r.low_freq_factor = 1.0;
+  r.original_max_position_embeddings = 8192;  // Llama 3's trained context
+  LLMPACK_RETURN_IF_ERROR(check_llama3_scaling(r));
+  const std::vector<float> f = llama3_rope_factors(r, h.head_dim, h.rope_theta);
+  auto& bytes = s->owned.emplace_back(f.size() * 4);
+  std::memcpy(bytes.data(), f.data(), bytes.size());
+  s->tensors.push_back({"rope_freqs.weight", DType::kF32, {static_cast<int64_t>(f.size())}, bytes, 0});
+  return ok_status();
 }
 
 void note_skipped(const std::vector<std::string>& skipped, ModelSource* s) {
@@ -157,6 +218,7 @@ Result<ModelSource> open_pytorch_source(const std::string& path, const std::stri
     s.tensors.push_back({name, torch_to_dtype(t.dtype), to_ne(t.shape), t.bytes, 0});
   }
   note_skipped(skipped, &s);
+  LLMPACK_RETURN_IF_ERROR(add_meta_scaled_rope(params, &s));
   s.keep_alive.push_back(ckpt);
   return s;
 }
@@ -208,6 +270,7 @@ Result<ModelSource> open_hf_source(const std::string& dir) {
   }
   note_skipped(skipped, &s);
   if (c.rope_scaling.type == "llama3") {
+    LLMPACK_RETURN_IF_ERROR(check_llama3_scaling(c.rope_scaling));
     auto f = llama3_rope_factors(c.rope_scaling, h.head_dim, h.rope_theta);
     auto& bytes = s.owned.emplace_back(f.size() * 4);
     std::memcpy(bytes.data(), f.data(), bytes.size());

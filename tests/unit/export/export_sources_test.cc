@@ -2,8 +2,11 @@
 // reproduces the golden greedy ids (../shared/fixtures/llama2c/stories260K_greedy_256.json).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "export_test_util.h"
 #include "export/model_source.h"
@@ -193,6 +196,119 @@ TEST(ExportCli, HelpHidesTokenBoundAndBadOptionsCreateNothing) {
   EXPECT_EQ(run(common + " --output " + pkg + " --token_bound 127", &out), 0) << out;
   EXPECT_NE(out.find("S 128, C 128, B 127"), std::string::npos) << out;
   EXPECT_TRUE(std::filesystem::exists(pkg));
+}
+
+}  // namespace
+}  // namespace llmpack
+
+namespace llmpack {
+namespace {
+
+// Meta's params.json for Llama 3.1 and later says "use_scaled_rope": true
+// without a factor; the export writes the llama3 frequency factors (as an HF
+// config's rope_scaling does), with the factor ExecuTorch's key gives, else
+// the one Meta's releases of that width use, said in a notice.
+TEST(ExportMetaParams, UseScaledRopeWritesLlama3FrequencyFactors) {
+  LLMPACK_REQUIRE_FIXTURE(pth, "pytorch/consolidated.00.pth");
+  LLMPACK_REQUIRE_FIXTURE(params, "pytorch/params.json");
+  ScratchDir dir;
+  std::ifstream in(params);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string base = text.str().substr(0, text.str().rfind('}'));  // the fixture's object, open
+  const auto export_with = [&](const std::string& extra) {
+    testing::write_text(dir.file("params.json"), base + ", \"rope_theta\": 500000.0" + extra + "}");
+    ExportOptions o;
+    o.checkpoint = pth;
+    o.params_path = dir.file("params.json");
+    o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+    o.output = dir.file("out.gguf");
+    return export_package(o);
+  };
+  // head_dim 8: wavelengths 2 pi 500000^(i / 4) = 6.3, 167, 4443, 118142 against
+  // 8192 / 4 and 8192 / 1: factors 1, 1, smooth, the scale factor.
+  const auto expected_third = [](double factor) {
+    const double smooth = (8192.0 / (2 * M_PI * std::pow(500000.0, 0.5)) - 1.0) / 3.0;
+    return static_cast<float>(1.0 / ((1 - smooth) / factor + smooth));
+  };
+  const auto factors = [&]() {
+    auto out = GgufFile::open(dir.file("out.gguf"));
+    EXPECT_TRUE(out.ok());
+    const GgufTensorInfo* t = out.ok() ? (*out)->find_tensor("rope_freqs.weight") : nullptr;
+    if (!t || t->ne != std::vector<int64_t>{4}) return std::vector<float>{};
+    const float* v = reinterpret_cast<const float*>(t->data);
+    return std::vector<float>(v, v + 4);
+  };
+
+  auto report = export_with(", \"use_scaled_rope\": true");
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  std::vector<float> f = factors();
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_EQ(f[0], 1.0f);
+  EXPECT_EQ(f[1], 1.0f);
+  EXPECT_FLOAT_EQ(f[2], expected_third(32.0));
+  EXPECT_EQ(f[3], 32.0f);  // width 64 < 4096: Llama 3.2's factor
+  bool noticed = false;
+  for (const std::string& n : report->notices) noticed |= n.find("use_scaled_rope without a factor: 32") != n.npos;
+  EXPECT_TRUE(noticed);
+  ASSERT_TRUE(testing::load(dir.file("out.gguf")).ok());
+
+  report = export_with(", \"use_scaled_rope\": true, \"rope_scale_factor\": 8");
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  f = factors();
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_FLOAT_EQ(f[2], expected_third(8.0));
+  EXPECT_EQ(f[3], 8.0f);
+  for (const std::string& n : report->notices) EXPECT_EQ(n.find("use_scaled_rope"), n.npos) << n;
+
+  ASSERT_TRUE(export_with(", \"use_scaled_rope\": false").ok());
+  EXPECT_TRUE(factors().empty());
+
+  report = export_with(", \"use_scaled_rope\": true, \"rope_scale_factor\": -1");
+  ASSERT_FALSE(report.ok());
+  EXPECT_NE(report.status().message().find("expected factor > 0"), std::string::npos) << report.status().message();
+}
+
+
+// The params.json keys the export reads must hold what they name; null is
+// absent (Meta's files say "n_kv_heads": null for plain attention).
+TEST(ExportMetaParams, KeysOfTheWrongTypeAreRefusedNamingThem) {
+  LLMPACK_REQUIRE_FIXTURE(pth, "pytorch/consolidated.00.pth");
+  ScratchDir dir;
+  const std::string dims = "\"multiple_of\": 4, \"n_layers\": 5, \"norm_eps\": 1e-05, \"vocab_size\": 512";
+  const auto export_with = [&](const std::string& fields) {
+    testing::write_text(dir.file("params.json"), "{" + dims + ", " + fields + "}");
+    ExportOptions o;
+    o.checkpoint = pth;
+    o.params_path = dir.file("params.json");
+    o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+    o.output = dir.file("out.gguf");
+    return export_package(o);
+  };
+  const struct {
+    const char* fields;
+    const char* said;
+  } cases[] = {
+      {"\"dim\": \"64\", \"n_heads\": 8, \"n_kv_heads\": 4", "'dim' is \"64\", expected an integer"},
+      {"\"dim\": 64, \"n_heads\": 8.5, \"n_kv_heads\": 4", "'n_heads' is 8.5, expected an integer"},
+      {"\"dim\": 64, \"n_heads\": 8, \"n_kv_heads\": 4, \"rope_theta\": \"1e4\"",
+       "'rope_theta' is \"1e4\", expected a number"},
+      {"\"dim\": 64, \"n_heads\": 8, \"n_kv_heads\": 4, \"use_scaled_rope\": 1",
+       "'use_scaled_rope' is 1, expected true or false"},
+  };
+  for (const auto& c : cases) {
+    auto r = export_with(c.fields);
+    ASSERT_FALSE(r.ok()) << c.fields;
+    EXPECT_NE(r.status().message().find(c.said), std::string::npos) << r.status().message();
+    EXPECT_FALSE(std::filesystem::exists(dir.file("out.gguf")));
+  }
+  // n_kv_heads null: as many kv heads as heads (the fixture has 4, so its k rows do not fit 8)
+  auto r = export_with("\"dim\": 64, \"n_heads\": 8, \"n_kv_heads\": null");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("attn_k.weight' has shape [64, 32], expected [64, 64]"), std::string::npos)
+      << r.status().message();
+  r = export_with("\"dim\": 64.0, \"n_heads\": 8, \"n_kv_heads\": 4, \"ffn_dim_multiplier\": null");
+  EXPECT_TRUE(r.ok()) << r.status().message();
 }
 
 }  // namespace
