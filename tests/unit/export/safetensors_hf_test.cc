@@ -249,6 +249,35 @@ TEST(HfFolderErrors, RopeThetaAndRmsEpsilonOutOfRangeAreRefused) {
   ASSERT_TRUE(r.ok()) << r.status().message();
 }
 
+// llama3 scaling numbers that would divide by zero or give non-positive
+// factors are refused naming all four.
+TEST(HfFolderErrors, Llama3ScalingThatCannotGiveFactorsIsRefused) {
+  LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.file("hf"));
+  std::filesystem::copy_file(hf + "/model.safetensors", dir.file("hf/model.safetensors"));
+  std::ifstream in(hf + "/config.json");
+  json config = json::parse(in);
+  ExportOptions o;
+  o.checkpoint = dir.file("hf");
+  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+  o.output = dir.file("out.gguf");
+  const json bad[] = {{{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 4.0}, {"high_freq_factor", 4.0}},
+                      {{"rope_type", "llama3"}, {"factor", 0.0}},
+                      {{"rope_type", "llama3"}, {"factor", 8.0}, {"original_max_position_embeddings", 0}}};
+  for (const json& scaling : bad) {
+    config["rope_scaling"] = scaling;
+    testing::write_text(dir.file("hf/config.json"), config.dump());
+    auto r = export_package(o);
+    ASSERT_FALSE(r.ok()) << scaling.dump();
+    EXPECT_NE(r.status().message().find("rope_scaling (llama3): expected factor > 0, 0 < low_freq_factor < "
+                                        "high_freq_factor and original_max_position_embeddings > 0; found factor"),
+              std::string::npos)
+        << r.status().message();
+    EXPECT_FALSE(std::filesystem::exists(o.output));
+  }
+}
+
 TEST(HfFolderErrors, UnsupportedArchitectureAndMissingTensorsAreNamed) {
   ScratchDir dir;
   std::filesystem::create_directories(dir.file("hf"));
