@@ -200,6 +200,7 @@ uint64_t LlamaProgram::model_fingerprint() const {
                           c.rope_dim};
   uint64_t h = fnv1a64(dims, sizeof(dims));
   h = fnv1a64(&c.rope_theta, sizeof(c.rope_theta), h);
+  if (c.rope_freq_scale != 1.0f) h = fnv1a64(&c.rope_freq_scale, sizeof(c.rope_freq_scale), h);  // old files stay valid
   // Names, shapes and the leading bytes of every weight: a fine-tune of the
   // same architecture differs there, and hashing whole weights would cost a
   // full read of the file.

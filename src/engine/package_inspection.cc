@@ -163,6 +163,7 @@ nlohmann::ordered_json report_to_json(const PackageReport& r) {
                   {"n_layers", c.n_layers}, {"n_heads", c.n_heads}, {"n_kv_heads", c.n_kv_heads},
                   {"head_dim", c.head_dim}, {"vocab_size", c.vocab_size}, {"context_length", c.context_length},
                   {"rope_theta", c.rope_theta}, {"norm_eps", c.norm_eps}};
+    if (c.rope_freq_scale != 1.0f) j["model"]["rope_freq_scale"] = c.rope_freq_scale;
   } else {
     j["model"] = {{"error", r.config_error}};
   }
@@ -204,6 +205,12 @@ std::string report_to_text(const PackageReport& r) {
          ", ffn " + n(c.hidden_dim) + ", " + n(c.n_layers) + " layers, " + n(c.n_heads) + " heads (" +
          n(c.n_kv_heads) + " kv, head_dim " + n(c.head_dim) + "), vocab " + n(c.vocab_size) + ", trained context " +
          n(c.context_length));
+    if (c.rope_freq_scale != 1.0f) {
+      char factor[32];
+      std::snprintf(factor, sizeof factor, "%g", 1.0 / c.rope_freq_scale);
+      out.pop_back();  // the model line goes on
+      line(std::string(", RoPE scaled linearly by ") + factor);
+    }
   } else {
     line("model:     " + r.config_error);
   }

@@ -22,7 +22,7 @@ size_t max_scratch(const Model& model, int64_t n_tokens) {
 std::vector<float> rope_inverse_frequencies(const ModelConfig& c, const float* freq_factors) {
   std::vector<float> inv(static_cast<size_t>(c.rope_dim / 2));
   for (int64_t i = 0; i < c.rope_dim / 2; ++i) {
-    double f = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.rope_dim);
+    double f = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.rope_dim) * c.rope_freq_scale;
     if (freq_factors) f /= freq_factors[i];  // llama3 scaling divides each frequency
     inv[i] = static_cast<float>(f);
   }

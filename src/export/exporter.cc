@@ -25,6 +25,10 @@ void write_hyperparameters(GgufWriter& w, const SourceHyperparameters& h, const 
   w.set_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(h.norm_eps));
   w.set_f32(a + "rope.freq_base", static_cast<float>(h.rope_theta));
   w.set_u32(a + "rope.dimension_count", static_cast<uint32_t>(h.head_dim));
+  if (h.rope_linear_factor != 1.0) {
+    w.set_string(a + "rope.scaling.type", "linear");
+    w.set_f32(a + "rope.scaling.factor", static_cast<float>(h.rope_linear_factor));
+  }
   w.set_u32(a + "vocab_size", static_cast<uint32_t>(h.vocab_size));
   if (h.head_dim * h.n_heads != h.dim) {
     w.set_u32(a + "attention.key_length", static_cast<uint32_t>(h.head_dim));

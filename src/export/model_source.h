@@ -40,6 +40,7 @@ struct SourceHyperparameters {
   int64_t context_length = 0;       // trained positions (0: unknown)
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
+  double rope_linear_factor = 1.0;  // linear RoPE scaling (HF rope_scaling type "linear")
 };
 
 // Tokenizer metadata to write (tokenizer.* GGUF keys), and what it says.

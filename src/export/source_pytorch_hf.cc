@@ -275,8 +275,14 @@ Result<ModelSource> open_hf_source(const std::string& dir) {
     auto& bytes = s.owned.emplace_back(f.size() * 4);
     std::memcpy(bytes.data(), f.data(), bytes.size());
     s.tensors.push_back({"rope_freqs.weight", DType::kF32, {static_cast<int64_t>(f.size())}, bytes, 0});
+  } else if (c.rope_scaling.type == "linear") {
+    if (!std::isfinite(c.rope_scaling.factor) || c.rope_scaling.factor <= 0)
+      return error_status("config.json rope_scaling (linear): factor " + std::to_string(c.rope_scaling.factor) +
+                          ", expected a positive number");
+    h.rope_linear_factor = c.rope_scaling.factor;
   } else if (!c.rope_scaling.type.empty()) {
-    return error_status("config.json rope_scaling type '" + c.rope_scaling.type + "' is not supported (llama3 is)");
+    return error_status("config.json rope_scaling type '" + c.rope_scaling.type +
+                        "' is not supported (llama3 and linear are)");
   }
   s.chat_template = model->chat_template;
   s.tokenizer_file = model->tokenizer_model_path;

@@ -63,6 +63,29 @@ Result<double> number_key(const GgufFile& gguf, const std::string& key, double f
   return *v;
 }
 
+// RoPE scaling as llama.cpp's GGUFs give it: `rope.scaling.type` (absent
+// or "linear": the frequencies divided by `rope.scaling.factor`, or by the
+// older `rope.scale_linear`; "none": unscaled). YaRN and the other schemes
+// change frequencies and attention in ways this engine does not run: refused
+// rather than run unscaled, unless their factor is 1. Llama 3's scaling is a
+// tensor, rope_freqs.weight (Model binds it).
+Result<float> rope_freq_scale(const GgufFile& gguf, const std::string& p) {
+  std::string type = "linear";
+  if (gguf.find(p + "rope.scaling.type")) {
+    auto t = gguf.get_string(p + "rope.scaling.type");
+    if (!t) return wrong_type(gguf, p + "rope.scaling.type", "a string");
+    type = *t;
+  }
+  const std::string factor_key =
+      gguf.find(p + "rope.scaling.factor") ? p + "rope.scaling.factor" : p + "rope.scale_linear";
+  LLMPACK_ASSIGN_OR_RETURN(const double factor, number_key(gguf, factor_key, 1.0, true));
+  if (type == "none" || factor == 1.0) return 1.0f;
+  if (type != "linear")
+    return error_status("RoPE scaling '" + type + "' (" + factor_key + " " + std::to_string(factor) +
+                        ") is not supported: linear and Llama 3's rope_freqs are");
+  return static_cast<float>(1.0 / factor);
+}
+
 }  // namespace
 
 std::string supported_architectures() {
@@ -117,6 +140,7 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   LLMPACK_ASSIGN_OR_RETURN(const double theta, number_key(gguf, p + "rope.freq_base", 10000.0, true));
   c.norm_eps = static_cast<float>(eps);
   c.rope_theta = static_cast<float>(theta);
+  LLMPACK_ASSIGN_OR_RETURN(c.rope_freq_scale, rope_freq_scale(gguf, p));
   c.rope_dim = rope_dim.value_or(c.head_dim);
   if (c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0)
     return error_status(p + "rope.dimension_count is " + std::to_string(c.rope_dim) +

@@ -29,6 +29,7 @@ struct ModelConfig {
   int64_t context_length = 0;   // positions the model was trained for
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
+  float rope_freq_scale = 1.0f; // linear RoPE scaling: every frequency times 1 / the factor
   int64_t rope_dim = 0;         // dims of each head that rotate
   kernels::RopeStyle rope_style = kernels::RopeStyle::kAdjacentPairs;
   bool has_qkv_bias = false;    // qwen2

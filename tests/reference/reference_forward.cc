@@ -42,6 +42,7 @@ void rope(double* head, const ModelConfig& c, int64_t pos, const float* factors)
   const int64_t half = c.rope_dim / 2;
   for (int64_t i = 0; i < half; ++i) {
     double freq = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.rope_dim);
+    freq *= c.rope_freq_scale;  // linear scaling: position p rotates as p * scale
     if (factors) freq /= factors[i];
     const double angle = pos * freq;
     const bool pairs = c.rope_style == kernels::RopeStyle::kAdjacentPairs;

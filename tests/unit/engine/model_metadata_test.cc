@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -80,6 +81,37 @@ TEST(ModelMetadata, Llama3FrequencyFactorsMustBePositiveAndFinite) {
   auto out = loaded->program->forward(std::vector<int64_t>{1, 5, 9}, 0);
   ASSERT_TRUE(out.ok()) << out.status().message();
   for (float v : out->last()) ASSERT_TRUE(std::isfinite(v));
+}
+
+
+// RoPE scaling keys: linear (rope.scaling.factor, or the older
+// rope.scale_linear) divides the frequencies; "none" ignores the factor; YaRN
+// and other schemes, which this engine does not run, are refused unless their
+// factor is 1.
+TEST(ModelMetadata, LinearRopeScalingIsReadAndOtherSchemesRefused) {
+  const auto scale_of = [](std::map<std::string, GgufValue> keys) {
+    testing::TinyModelSpec spec;
+    spec.metadata = std::move(keys);
+    auto loaded = testing::load_tiny_package(spec);
+    EXPECT_TRUE(loaded.ok()) << loaded.status().message();
+    return loaded.ok() ? loaded->program->model().config().rope_freq_scale : -1.0f;
+  };
+  EXPECT_EQ(scale_of({}), 1.0f);
+  EXPECT_EQ(scale_of({{"llama.rope.scaling.type", text("linear")}, {"llama.rope.scaling.factor", number(4)}}), 0.25f);
+  EXPECT_EQ(scale_of({{"llama.rope.scaling.factor", number(4)}}), 0.25f);  // linear when the type is absent
+  EXPECT_EQ(scale_of({{"llama.rope.scale_linear", number(2)}}), 0.5f);
+  EXPECT_EQ(scale_of({{"llama.rope.scaling.type", text("none")}, {"llama.rope.scaling.factor", number(4)}}), 1.0f);
+  EXPECT_EQ(scale_of({{"llama.rope.scaling.type", text("yarn")}, {"llama.rope.scaling.factor", number(1)}}), 1.0f);
+
+  testing::TinyModelSpec spec;
+  spec.metadata = {{"llama.rope.scaling.type", text("yarn")}, {"llama.rope.scaling.factor", number(4)}};
+  auto loaded = testing::load_tiny_package(spec);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_NE(loaded.status().message().find("RoPE scaling 'yarn' (llama.rope.scaling.factor 4"), std::string::npos)
+      << loaded.status().message();
+  EXPECT_NE(loaded.status().message().find("not supported: linear and Llama 3's rope_freqs are"), std::string::npos);
+  expect_refused("llama.rope.scaling.factor", number(-2), "-2", "expected a positive finite number");
+  expect_refused("llama.rope.scaling.type", number(1), "f32", "expected a string");
 }
 
 }  // namespace

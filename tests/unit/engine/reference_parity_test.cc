@@ -88,6 +88,13 @@ INSTANTIATE_TEST_SUITE_P(
                               auto s = make("llama", 48, 52, 6, 2, true);
                               s.rope_freq_factors = true;
                               return s;
+                            }()},
+                      Shape{"linear_rope_scaling", [] {
+                              auto s = make("qwen2", 48, 52, 6, 2, true);
+                              s.metadata["qwen2.rope.scaling.type"] =
+                                  GgufValue{GgufValueType::kString, {}, std::string("linear")};
+                              s.metadata["qwen2.rope.scaling.factor"] = {GgufValueType::kF32, {}, 4.0};
+                              return s;
                             }()}),
     [](const ::testing::TestParamInfo<Shape>& info) { return info.param.label; });
 

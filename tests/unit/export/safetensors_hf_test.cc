@@ -278,6 +278,44 @@ TEST(HfFolderErrors, Llama3ScalingThatCannotGiveFactorsIsRefused) {
   }
 }
 
+// rope_scaling of type "linear" travels as llama.cpp's rope.scaling keys and
+// loads as frequencies divided by the factor; dynamic NTK (which changes
+// with the sequence's length) is refused.
+TEST(HfFolderRopeScaling, LinearIsWrittenAndDynamicRefused) {
+  LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
+  ScratchDir dir;
+  std::filesystem::create_directories(dir.file("hf"));
+  std::filesystem::copy_file(hf + "/model.safetensors", dir.file("hf/model.safetensors"));
+  std::ifstream in(hf + "/config.json");
+  json config = json::parse(in);
+  ExportOptions o;
+  o.checkpoint = dir.file("hf");
+  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+  o.output = dir.file("out.gguf");
+  config["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  testing::write_text(dir.file("hf/config.json"), config.dump());
+  auto r = export_package(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  {
+    auto out = GgufFile::open(o.output);
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ((*out)->get_string("llama.rope.scaling.type"), "linear");
+    EXPECT_EQ((*out)->get_float("llama.rope.scaling.factor"), 2.0);
+    auto loaded = testing::load(o.output);
+    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+    EXPECT_EQ(loaded->program->model().config().rope_freq_scale, 0.5f);
+  }
+  config["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
+  testing::write_text(dir.file("hf/config.json"), config.dump());
+  std::filesystem::remove(o.output);
+  r = export_package(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("rope_scaling type 'dynamic' is not supported (llama3 and linear are)"),
+            std::string::npos)
+      << r.status().message();
+  EXPECT_FALSE(std::filesystem::exists(o.output));
+}
+
 TEST(HfFolderErrors, UnsupportedArchitectureAndMissingTensorsAreNamed) {
   ScratchDir dir;
   std::filesystem::create_directories(dir.file("hf"));
