@@ -141,7 +141,7 @@ void add_run_flags(CLI::App* cmd, BenchOptions* o) {
   cmd->add_option("--delay", o->delay_s, "Seconds to sleep before each test (llama-bench's --delay), to let the "
                                          "CPU cool down")
       ->check(CLI::Range(0.0, 3600.0));
-  cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens");
+  cmd->add_option("--seed", o->seed, "Seed of the synthetic weights and the random tokens")->check(unsigned_integer());
   cmd->add_option("--synthetic_layers", o->synthetic_layers, "Layers of synthetic models (tests)")
       ->check(CLI::Range(int64_t{0}, int64_t{4096}))
       ->group("");

@@ -189,10 +189,21 @@ CLI::Validator non_negative_number() {
 
 }  // namespace
 
+// CLI11 reads "-5" into an unsigned option as 2^64 - 5; a seed is a
+// non-negative integer written as one.
+CLI::Validator unsigned_integer() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+        return digits ? "" : "expected a non-negative integer, found " + value;
+      },
+      "UINT");
+}
+
 void add_sampling_options(CLI::App& app, GenerationConfig& c) {
   app.add_option("--temperature", c.temperature, "Sampling temperature (0 = greedy)")
       ->default_val(0.8f)->check(non_negative_number());
-  app.add_option("--seed", c.seed, "Random seed (default: from the clock)");
+  app.add_option("--seed", c.seed, "Random seed (default: from the clock)")->check(unsigned_integer());
   app.add_option("--top_k", c.top_k, "Keep the k most likely tokens (0: off)")->default_val(0)->check(CLI::Range(0, 1 << 24));
   app.add_option("--top_p", c.top_p, "Nucleus sampling threshold in (0, 1]")->default_val(1.0f)
       ->check(CLI::Range(1e-6f, 1.0f));

@@ -37,6 +37,9 @@ struct ModelOptions {
 
 void add_model_options(CLI::App& app, ModelOptions& options);
 
+// A check for unsigned options: digits only ("-5" is refused, not wrapped).
+CLI::Validator unsigned_integer();
+
 // The sampler chain's flags (--temperature, --seed, --top_k, --top_p, --min_p,
 // --repeat_penalty), shared by run and chat. An unset seed means one from the clock.
 void add_sampling_options(CLI::App& app, GenerationConfig& config);

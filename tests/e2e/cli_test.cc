@@ -215,6 +215,8 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
       {"numa beside a mask", "run -m " + gguf + " --numa isolate -C 0x1", "--cpu-mask excludes --numa"},
       {"poll level", "run -m " + gguf + " --poll 101", "--poll"},
       {"cpu strict level", "run -m " + gguf + " --cpu-strict 2", "--cpu-strict"},
+      {"negative seed", "run -m " + gguf + " --seed -5", "--seed: expected a non-negative integer, found -5"},
+      {"seed not a number", "chat -m " + gguf + " --seed 7x", "--seed: expected a non-negative integer, found 7x"},
   };
   for (const auto& c : cases) {
     auto r = run_cli(c.args);
