@@ -197,7 +197,7 @@ CLI::Validator unsigned_integer() {
         const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
         return digits ? "" : "expected a non-negative integer, found " + value;
       },
-      "UINT");
+      "");  // the option's own type name (UINT) says it
 }
 
 void add_sampling_options(CLI::App& app, GenerationConfig& c) {
