@@ -204,6 +204,19 @@ TEST(ExportCli, HelpHidesTokenBoundAndBadOptionsCreateNothing) {
 namespace llmpack {
 namespace {
 
+// Exports the Meta-layout stories260K checkpoint with `params_text` as its
+// params.json (written into dir), to dir/out.gguf.
+Result<ExportReport> export_meta_with_params(const std::string& pth, const ScratchDir& dir,
+                                             const std::string& params_text) {
+  testing::write_text(dir.file("params.json"), params_text);
+  ExportOptions o;
+  o.checkpoint = pth;
+  o.params_path = dir.file("params.json");
+  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
+  o.output = dir.file("out.gguf");
+  return export_package(o);
+}
+
 // Meta's params.json for Llama 3.1 and later says "use_scaled_rope": true
 // without a factor; the export writes the llama3 frequency factors (as an HF
 // config's rope_scaling does), with the factor ExecuTorch's key gives, else
@@ -217,13 +230,7 @@ TEST(ExportMetaParams, UseScaledRopeWritesLlama3FrequencyFactors) {
   text << in.rdbuf();
   const std::string base = text.str().substr(0, text.str().rfind('}'));  // the fixture's object, open
   const auto export_with = [&](const std::string& extra) {
-    testing::write_text(dir.file("params.json"), base + ", \"rope_theta\": 500000.0" + extra + "}");
-    ExportOptions o;
-    o.checkpoint = pth;
-    o.params_path = dir.file("params.json");
-    o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
-    o.output = dir.file("out.gguf");
-    return export_package(o);
+    return export_meta_with_params(pth, dir, base + ", \"rope_theta\": 500000.0" + extra + "}");
   };
   // head_dim 8: wavelengths 2 pi 500000^(i / 4) = 6.3, 167, 4443, 118142 against
   // 8192 / 4 and 8192 / 1: factors 1, 1, smooth, the scale factor.
@@ -277,13 +284,7 @@ TEST(ExportMetaParams, KeysOfTheWrongTypeAreRefusedNamingThem) {
   ScratchDir dir;
   const std::string dims = "\"multiple_of\": 4, \"n_layers\": 5, \"norm_eps\": 1e-05, \"vocab_size\": 512";
   const auto export_with = [&](const std::string& fields) {
-    testing::write_text(dir.file("params.json"), "{" + dims + ", " + fields + "}");
-    ExportOptions o;
-    o.checkpoint = pth;
-    o.params_path = dir.file("params.json");
-    o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
-    o.output = dir.file("out.gguf");
-    return export_package(o);
+    return export_meta_with_params(pth, dir, "{" + dims + ", " + fields + "}");
   };
   const struct {
     const char* fields;

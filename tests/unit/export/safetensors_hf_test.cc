@@ -184,20 +184,34 @@ TEST_P(HfFolder, E1_ShardedFolderMatchesTheSameWeightsFromGguf) {
 
 INSTANTIATE_TEST_SUITE_P(Qwen, HfFolder, ::testing::Values("qwen2", "qwen3"));
 
-TEST(HfFolderLlama3, RopeScalingWritesFrequencyFactors) {
-  LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
-  ScratchDir dir;
+// stories260K's HF folder copied into dir/hf (its config.json returned, to
+// be changed and written back with write_config), and export options that
+// write dir/out.gguf with the tok512 tokenizer.
+json copy_stories260k_hf(const std::string& hf, const ScratchDir& dir) {
   std::filesystem::create_directories(dir.file("hf"));
   std::filesystem::copy_file(hf + "/model.safetensors", dir.file("hf/model.safetensors"));
   std::ifstream in(hf + "/config.json");
-  json config = json::parse(in);
-  config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
-                            {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
+  return json::parse(in);
+}
+void write_config(const ScratchDir& dir, const json& config) {
   testing::write_text(dir.file("hf/config.json"), config.dump());
+}
+ExportOptions hf_export_options(const ScratchDir& dir) {
   ExportOptions o;
   o.checkpoint = dir.file("hf");
   o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
   o.output = dir.file("out.gguf");
+  return o;
+}
+
+TEST(HfFolderLlama3, RopeScalingWritesFrequencyFactors) {
+  LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
+  ScratchDir dir;
+  json config = copy_stories260k_hf(hf, dir);
+  config["rope_scaling"] = {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                            {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 64}};
+  write_config(dir, config);
+  const ExportOptions o = hf_export_options(dir);
   ASSERT_TRUE(export_package(o).ok());
   auto out = GgufFile::open(o.output);
   ASSERT_TRUE(out.ok());
@@ -219,14 +233,8 @@ TEST(HfFolderLlama3, RopeScalingWritesFrequencyFactors) {
 TEST(HfFolderErrors, RopeThetaAndRmsEpsilonOutOfRangeAreRefused) {
   LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
   ScratchDir dir;
-  std::filesystem::create_directories(dir.file("hf"));
-  std::filesystem::copy_file(hf + "/model.safetensors", dir.file("hf/model.safetensors"));
-  std::ifstream in(hf + "/config.json");
-  const json good = json::parse(in);
-  ExportOptions o;
-  o.checkpoint = dir.file("hf");
-  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
-  o.output = dir.file("out.gguf");
+  const json good = copy_stories260k_hf(hf, dir);
+  const ExportOptions o = hf_export_options(dir);
   const struct {
     const char* field;
     double value;
@@ -238,13 +246,13 @@ TEST(HfFolderErrors, RopeThetaAndRmsEpsilonOutOfRangeAreRefused) {
   for (const auto& c : cases) {
     json config = good;
     config[c.field] = c.value;
-    testing::write_text(dir.file("hf/config.json"), config.dump());
+    write_config(dir, config);
     auto r = export_package(o);
     ASSERT_FALSE(r.ok()) << c.field << " " << c.value;
     EXPECT_NE(r.status().message().find(c.said), std::string::npos) << r.status().message();
     EXPECT_FALSE(std::filesystem::exists(o.output));
   }
-  testing::write_text(dir.file("hf/config.json"), good.dump());
+  write_config(dir, good);
   auto r = export_package(o);
   ASSERT_TRUE(r.ok()) << r.status().message();
 }
@@ -254,20 +262,14 @@ TEST(HfFolderErrors, RopeThetaAndRmsEpsilonOutOfRangeAreRefused) {
 TEST(HfFolderErrors, Llama3ScalingThatCannotGiveFactorsIsRefused) {
   LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
   ScratchDir dir;
-  std::filesystem::create_directories(dir.file("hf"));
-  std::filesystem::copy_file(hf + "/model.safetensors", dir.file("hf/model.safetensors"));
-  std::ifstream in(hf + "/config.json");
-  json config = json::parse(in);
-  ExportOptions o;
-  o.checkpoint = dir.file("hf");
-  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
-  o.output = dir.file("out.gguf");
+  json config = copy_stories260k_hf(hf, dir);
+  const ExportOptions o = hf_export_options(dir);
   const json bad[] = {{{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 4.0}, {"high_freq_factor", 4.0}},
                       {{"rope_type", "llama3"}, {"factor", 0.0}},
                       {{"rope_type", "llama3"}, {"factor", 8.0}, {"original_max_position_embeddings", 0}}};
   for (const json& scaling : bad) {
     config["rope_scaling"] = scaling;
-    testing::write_text(dir.file("hf/config.json"), config.dump());
+    write_config(dir, config);
     auto r = export_package(o);
     ASSERT_FALSE(r.ok()) << scaling.dump();
     EXPECT_NE(r.status().message().find("rope_scaling (llama3): expected factor > 0, 0 < low_freq_factor < "
@@ -284,16 +286,10 @@ TEST(HfFolderErrors, Llama3ScalingThatCannotGiveFactorsIsRefused) {
 TEST(HfFolderRopeScaling, LinearIsWrittenAndDynamicRefused) {
   LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
   ScratchDir dir;
-  std::filesystem::create_directories(dir.file("hf"));
-  std::filesystem::copy_file(hf + "/model.safetensors", dir.file("hf/model.safetensors"));
-  std::ifstream in(hf + "/config.json");
-  json config = json::parse(in);
-  ExportOptions o;
-  o.checkpoint = dir.file("hf");
-  o.tokenizer_path = testing::fixture_path("llama2c/tok512.bin");
-  o.output = dir.file("out.gguf");
+  json config = copy_stories260k_hf(hf, dir);
+  const ExportOptions o = hf_export_options(dir);
   config["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
-  testing::write_text(dir.file("hf/config.json"), config.dump());
+  write_config(dir, config);
   auto r = export_package(o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   {
@@ -306,7 +302,7 @@ TEST(HfFolderRopeScaling, LinearIsWrittenAndDynamicRefused) {
     EXPECT_EQ(loaded->program->model().config().rope_freq_scale, 0.5f);
   }
   config["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
-  testing::write_text(dir.file("hf/config.json"), config.dump());
+  write_config(dir, config);
   std::filesystem::remove(o.output);
   r = export_package(o);
   ASSERT_FALSE(r.ok());
