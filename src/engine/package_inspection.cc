@@ -201,16 +201,13 @@ std::string report_to_text(const PackageReport& r) {
   line(r.path + " (" + r.format + ", " + n(static_cast<int64_t>(r.file_bytes)) + " bytes)");
   if (r.config_ok) {
     const ModelConfig& c = r.config;
+    char scaling[48] = "";
+    if (c.rope_freq_scale != 1.0f)
+      std::snprintf(scaling, sizeof scaling, ", RoPE scaled linearly by %g", 1.0 / c.rope_freq_scale);
     line("model:     " + c.arch_name + (c.name.empty() ? "" : " '" + c.name + "'") + ", dim " + n(c.dim) +
          ", ffn " + n(c.hidden_dim) + ", " + n(c.n_layers) + " layers, " + n(c.n_heads) + " heads (" +
          n(c.n_kv_heads) + " kv, head_dim " + n(c.head_dim) + "), vocab " + n(c.vocab_size) + ", trained context " +
-         n(c.context_length));
-    if (c.rope_freq_scale != 1.0f) {
-      char factor[32];
-      std::snprintf(factor, sizeof factor, "%g", 1.0 / c.rope_freq_scale);
-      out.pop_back();  // the model line goes on
-      line(std::string(", RoPE scaled linearly by ") + factor);
-    }
+         n(c.context_length) + scaling);
   } else {
     line("model:     " + r.config_error);
   }

@@ -4,13 +4,18 @@
 // and what it holds; absent keys still take their defaults.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "common/tiny_model.h"
+#include "engine/package_inspection.h"
 
 namespace llmpack {
 namespace {
@@ -112,6 +117,32 @@ TEST(ModelMetadata, LinearRopeScalingIsReadAndOtherSchemesRefused) {
   EXPECT_NE(loaded.status().message().find("not supported: linear and Llama 3's rope_freqs are"), std::string::npos);
   expect_refused("llama.rope.scaling.factor", number(-2), "-2", "expected a positive finite number");
   expect_refused("llama.rope.scaling.type", number(1), "f32", "expected a string");
+}
+
+
+// inspect names a linear RoPE scaling in its model line and its JSON, and
+// says nothing of scaling for an unscaled model.
+TEST(ModelMetadata, InspectShowsALinearRopeScaling) {
+  const auto inspect = [](const testing::TinyModelSpec& spec) {
+    const std::string path = ::testing::TempDir() + "/rope_" + std::to_string(getpid()) + ".gguf";
+    const std::vector<uint8_t> bytes = testing::make_tiny_gguf(spec);
+    std::ofstream(path, std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    auto report = inspect_package(path, "", ContractDefaults{});
+    std::remove(path.c_str());
+    return report;
+  };
+  testing::TinyModelSpec spec;
+  spec.metadata = {{"llama.rope.scaling.type", text("linear")}, {"llama.rope.scaling.factor", number(4)}};
+  auto scaled = inspect(spec);
+  ASSERT_TRUE(scaled.ok()) << scaled.status().message();
+  const std::string text_report = report_to_text(*scaled);
+  EXPECT_NE(text_report.find("trained context 128, RoPE scaled linearly by 4\n"), std::string::npos) << text_report;
+  EXPECT_EQ(report_to_json(*scaled)["model"]["rope_freq_scale"], 0.25);
+  auto plain = inspect(testing::TinyModelSpec{});
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(report_to_text(*plain).find("RoPE scaled"), std::string::npos);
+  EXPECT_FALSE(report_to_json(*plain)["model"].contains("rope_freq_scale"));
 }
 
 }  // namespace
