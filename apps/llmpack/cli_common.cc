@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
+#include <filesystem>
 
 #include "chat/template/chat_template.h"
 #include "core/cpu_topology.h"
+#include "core/file_text.h"
 #include "core/thread_pool.h"
 
 namespace llmpack::cli {
@@ -238,11 +238,10 @@ void note_threads_beyond_cpus(int threads) {
 Result<std::string> chat_template_from_option(const std::string& name_or_path) {
   auto builtin = builtin_chat_template(name_or_path);
   if (builtin.ok()) return builtin;
-  std::ifstream in(name_or_path, std::ios::binary);
-  if (!in) return builtin.status().with_context("--chat_template (neither a built-in name nor a readable file)");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  std::error_code ec;
+  if (!std::filesystem::exists(name_or_path, ec))
+    return builtin.status().with_context("--chat_template (neither a built-in name nor a file)");
+  return read_file_text(name_or_path).with_context("--chat_template");
 }
 
 int fail(const Status& status) { return fail(status.message()); }

@@ -1,12 +1,12 @@
 // `llmpack chat-template -m MODEL --messages FILE.json`: renders the model's
 // chat template (or a built-in one) over a conversation and prints it.
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "chat/template/chat_template.h"
 #include "cli_common.h"
 #include "commands.h"
+#include "core/file_text.h"
 #include "format/gguf.h"
 
 namespace llmpack::cli {
@@ -42,9 +42,9 @@ int execute(const ChatTemplateCliOptions& o) {
     for (const auto& n : builtin_chat_template_names()) names += (names.empty() ? "" : ", ") + n;
     return fail("the model has no tokenizer.chat_template; choose one with --chat_template NAME (" + names + ")");
   }
-  std::ifstream in(o.messages_path);
-  if (!in) return fail("cannot read --messages '" + o.messages_path + "'");
-  nlohmann::ordered_json messages = nlohmann::ordered_json::parse(in, nullptr, /*allow_exceptions=*/false);
+  auto messages_text = read_file_text(o.messages_path);
+  if (!messages_text.ok()) return fail(messages_text.status().with_context("--messages"));
+  nlohmann::ordered_json messages = nlohmann::ordered_json::parse(*messages_text, nullptr, /*allow_exceptions=*/false);
   // {"messages": [...], "tools": [...], "enable_thinking": false, ...}: the
   // other keys are the template's further variables, as HF passes them.
   nlohmann::ordered_json extra = nlohmann::ordered_json::object();

@@ -2,11 +2,10 @@
 // windows scored on their second half, with a running estimate, ending with
 // the line llama-perplexity prints.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "core/file_text.h"
 #include "runner/perplexity.h"
 
 namespace llmpack::cli {
@@ -21,10 +20,8 @@ struct PerplexityOptions {
 };
 
 int execute(PerplexityOptions& o) {
-  std::ifstream in(o.text_file, std::ios::binary);
-  if (!in) return fail("cannot read -f '" + o.text_file + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
+  auto text = read_file_text(o.text_file);
+  if (!text.ok()) return fail(text.status().with_context("-f"));
   // Plain GGUFs: forward takes a whole window and returns every row of logits.
   o.model.max_seq_len = std::max(o.model.max_seq_len, o.context);
   o.model.max_context_len = std::max(o.model.max_context_len, o.context);
@@ -37,7 +34,7 @@ int execute(PerplexityOptions& o) {
   note_thread_placement(*loaded->program, o.model, options);
   std::fprintf(stderr, "perplexity: windows of %lld tokens, scoring the second half of each\n",
                static_cast<long long>(o.context));
-  auto result = compute_perplexity(*loaded->program, *loaded->tokenizer, text.str(), o.context,
+  auto result = compute_perplexity(*loaded->program, *loaded->tokenizer, *text, o.context,
                                    [](int64_t w, double ppl) {
                                      std::printf("[%lld]%.4f,", static_cast<long long>(w + 1), ppl);
                                      std::fflush(stdout);

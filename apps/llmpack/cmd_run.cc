@@ -1,12 +1,11 @@
 // `llmpack run`: one prompt in, a streamed completion and the statistics
 // report out. Flags follow ExecuTorch's llama_main.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "cli_common.h"
 #include "commands.h"
 #include "core/clock.h"
+#include "core/file_text.h"
 #include "runner/text_llm_runner.h"
 
 namespace llmpack::cli {
@@ -25,11 +24,7 @@ struct RunOptions {
 
 Result<std::string> read_prompt(const RunOptions& o) {
   if (o.prompt_file.empty()) return o.prompt;
-  std::ifstream in(o.prompt_file, std::ios::binary);
-  if (!in) return error_status("cannot read --prompt_file '" + o.prompt_file + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_file_text(o.prompt_file).with_context("--prompt_file");
 }
 
 int execute(RunOptions& o) {

@@ -1,10 +1,12 @@
 #include "engine/kv_cache.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
-#include <iterator>
 
+#include "core/file_text.h"
 #include "core/half.h"
 #include "kernels/kernels.h"
 
@@ -248,24 +250,30 @@ Status save_kv_cache_file(const std::string& path, const KvCache& cache, const K
   append(out, &sum, 1);
   // Written beside the target and renamed, so a failed save never leaves a
   // half-written file under the name a later /load would read.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    return error_status("'" + path + "' is a directory, expected the path of a file to write");
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) return error_status("cannot write '" + path + "'");
+    if (!f) return error_status("cannot write '" + path + "': " + std::strerror(errno));
     f.write(out.data(), static_cast<std::streamsize>(out.size()));
-    if (!f) return error_status("writing '" + path + "' failed");
+    f.close();
+    if (!f) {
+      std::remove(tmp.c_str());
+      return error_status("writing '" + path + "' failed (is the disk full?)");
+    }
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
     std::remove(tmp.c_str());
-    return error_status("cannot write '" + path + "'");
+    return error_status("cannot write '" + path + "': " + std::strerror(err));
   }
   return ok_status();
 }
 
 Result<KvCacheFile> load_kv_cache_file(const std::string& path, KvCache& cache, uint64_t model_identity) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return error_status("cannot open '" + path + "'");
-  const std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  LLMPACK_ASSIGN_OR_RETURN(const std::string bytes, read_file_text(path));
   const std::string what = "'" + path + "' ";
   if (bytes.size() < sizeof(Header) + 8 || std::memcmp(bytes.data(), kMagic, 8) != 0)
     return error_status(what + "is not an llmpack conversation file (no LLMPKVC1 header)");

@@ -101,6 +101,20 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
   return ok_status();
 }
 
+// Refused before any work: an export can take minutes, and its writer only
+// meets a bad --output at the end.
+Status check_output_path(const std::string& output) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (output.empty()) return error_status("--output is empty, expected the path of the .gguf file to write");
+  if (fs::is_directory(output, ec))
+    return error_status("--output '" + output + "' is a directory, expected the path of the .gguf file to write");
+  const fs::path folder = fs::path(output).parent_path();
+  if (!folder.empty() && !fs::is_directory(folder, ec))
+    return error_status("--output '" + output + "': the folder '" + folder.string() + "' does not exist");
+  return ok_status();
+}
+
 }  // namespace
 
 std::string ExportReport::summary() const {
@@ -117,6 +131,7 @@ Result<ExportReport> export_package(const ExportOptions& o, const GgufWriter::Pr
   LLMPACK_ASSIGN_OR_RETURN(report.shape, resolve_export_options(o));
   const PackageShape& p = report.shape;
   report.output = o.output;
+  LLMPACK_RETURN_IF_ERROR(check_output_path(o.output));
   LLMPACK_ASSIGN_OR_RETURN(ModelSource src, open_model_source(o.checkpoint, o.params_path));
   report.source_kind = src.kind;
   report.notices = src.notices;

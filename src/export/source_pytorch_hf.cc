@@ -2,12 +2,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "core/file_text.h"
 #include "export/model_source.h"
 #include "format/hf_model.h"
 #include "format/pytorch_checkpoint.h"
@@ -72,11 +71,9 @@ Status read_params(const std::string& path, const TorchCheckpoint& ckpt, std::ma
   }
   if (path.empty())
     return error_status("this PyTorch checkpoint carries no model_args: pass --params params.json (Meta layout)");
-  std::ifstream in(path);
-  if (!in) return error_status("cannot read --params '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  auto j = nlohmann::json::parse(text.str(), nullptr, false);
+  auto text = read_file_text(path);
+  if (!text.ok()) return text.status().with_context("--params");
+  auto j = nlohmann::json::parse(*text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return error_status("--params '" + path + "' is not a JSON object");
   // The keys read here must hold what they name (a string "64" is not taken
   // as a width); others (Meta's "multiple_of", "ffn_dim_multiplier": the

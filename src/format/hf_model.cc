@@ -1,27 +1,19 @@
 #include "format/hf_model.h"
 
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
+
+#include "core/file_text.h"
 
 namespace llmpack {
 namespace {
 
 using nlohmann::json;
 
-Result<std::string> read_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return error_status("cannot read " + path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 Result<json> read_json(const std::string& path) {
-  LLMPACK_ASSIGN_OR_RETURN(std::string text, read_text(path));
+  LLMPACK_ASSIGN_OR_RETURN(std::string text, read_file_text(path));
   json j = json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return error_status(path + " is not a JSON object");
   return j;
@@ -159,7 +151,7 @@ Result<HfModel> read_hf_model(const std::string& dir) {
   HfModel m;
   m.dir = dir;
   const std::string context = "Hugging Face folder " + dir;
-  auto text = read_text((fs::path(dir) / "config.json").string());
+  auto text = read_file_text((fs::path(dir) / "config.json").string());
   if (!text.ok()) return text.status().with_context(context);
   auto config = parse_hf_config(*text);
   if (!config.ok()) return config.status().with_context(context);

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -180,18 +181,21 @@ TEST(Cli, ThreadPlacementFlagsPlaceTheThreadsAndSayWhere) {
 struct BadInput {
   const char* label;
   std::string args;
-  const char* expected;  // a fragment of the one-line error
+  std::string expected;  // a fragment of the one-line error
 };
 
 TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
   LLMPACK_REQUIRE_FIXTURE(gguf, "gguf/stories260K.gguf");
   LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
   LLMPACK_REQUIRE_FIXTURE(big_tok, "llama2c/tokenizer.bin");
+  LLMPACK_REQUIRE_FIXTURE(meta_pth, "pytorch/consolidated.00.pth");
   const std::string damaged = ::testing::TempDir() + "/damaged_" + std::to_string(getpid()) + ".gguf";
   {
     std::string bytes = slurp(gguf);
     std::ofstream(damaged, std::ios::binary) << bytes.substr(0, 5000);
   }
+  const std::string folder = ::testing::TempDir() + "/folder_" + std::to_string(getpid());
+  std::filesystem::create_directory(folder);
   const std::string beyond = std::to_string(std::thread::hardware_concurrency());  // above any affinity mask
   const std::vector<BadInput> cases = {
       {"missing model", "run -m /no/such/model.gguf", "does not exist"},
@@ -217,6 +221,22 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
       {"cpu strict level", "run -m " + gguf + " --cpu-strict 2", "--cpu-strict"},
       {"negative seed", "run -m " + gguf + " --seed -5", "--seed: expected a non-negative integer, found -5"},
       {"seed not a number", "chat -m " + gguf + " --seed 7x", "--seed: expected a non-negative integer, found 7x"},
+      // A folder where a file is expected (read as a file it was empty, or threw and aborted).
+      {"prompt file is a folder", "run -m " + gguf + " --prompt_file " + folder,
+       "--prompt_file: '" + folder + "' is a directory, expected a file"},
+      {"perplexity text is a folder", "perplexity -m " + gguf + " -f " + folder,
+       "-f: '" + folder + "' is a directory, expected a file"},
+      {"messages file is a folder", "chat-template -m " + gguf + " --chat_template chatml --messages " + folder,
+       "--messages: '" + folder + "' is a directory, expected a file"},
+      {"chat template file is a folder",
+       "chat-template -m " + gguf + " --chat_template " + folder + " --messages " + folder,
+       "--chat_template: '" + folder + "' is a directory, expected a file"},
+      {"export params is a folder", "export --checkpoint " + meta_pth + " --params " + folder + " -o " + folder + "/x.gguf",
+       "--params: '" + folder + "' is a directory, expected a file"},
+      {"export output is a folder", "export --checkpoint " + gguf + " -o " + folder,
+       "--output '" + folder + "' is a directory, expected the path of the .gguf file to write"},
+      {"export output's folder is missing", "export --checkpoint " + gguf + " -o " + folder + "/no/x.gguf",
+       "--output '" + folder + "/no/x.gguf': the folder '" + folder + "/no' does not exist"},
   };
   for (const auto& c : cases) {
     auto r = run_cli(c.args);
@@ -226,6 +246,7 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
     EXPECT_NE(r.err.find(c.expected), std::string::npos) << c.label << ": " << r.err;
   }
   std::remove(damaged.c_str());  // the test leaves nothing behind in the temp folder
+  std::filesystem::remove(folder);
 }
 
 }  // namespace
