@@ -200,7 +200,13 @@ uint64_t LlamaProgram::model_fingerprint() const {
                           c.rope_dim};
   uint64_t h = fnv1a64(dims, sizeof(dims));
   h = fnv1a64(&c.rope_theta, sizeof(c.rope_theta), h);
-  if (c.rope_freq_scale != 1.0f) h = fnv1a64(&c.rope_freq_scale, sizeof(c.rope_freq_scale), h);  // old files stay valid
+  // Scaling mixed in only when present, so files saved before it existed stay valid.
+  if (c.rope_freq_scale != 1.0f) h = fnv1a64(&c.rope_freq_scale, sizeof(c.rope_freq_scale), h);
+  if (c.rope_attn_scale != 1.0f) h = fnv1a64(&c.rope_attn_scale, sizeof(c.rope_attn_scale), h);
+  if (const ModelConfig::Yarn& y = c.rope_yarn; y.ext_factor != 0.0f) {
+    const double yarn[] = {y.ext_factor, static_cast<double>(y.original_context), y.beta_fast, y.beta_slow};
+    h = fnv1a64(yarn, sizeof(yarn), h);
+  }
   // Names, shapes and the leading bytes of every weight: a fine-tune of the
   // same architecture differs there, and hashing whole weights would cost a
   // full read of the file.

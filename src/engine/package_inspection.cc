@@ -164,6 +164,10 @@ nlohmann::ordered_json report_to_json(const PackageReport& r) {
                   {"head_dim", c.head_dim}, {"vocab_size", c.vocab_size}, {"context_length", c.context_length},
                   {"rope_theta", c.rope_theta}, {"norm_eps", c.norm_eps}};
     if (c.rope_freq_scale != 1.0f) j["model"]["rope_freq_scale"] = c.rope_freq_scale;
+    if (c.rope_attn_scale != 1.0f) j["model"]["rope_attn_scale"] = c.rope_attn_scale;
+    if (const ModelConfig::Yarn& y = c.rope_yarn; y.ext_factor != 0.0f)
+      j["model"]["rope_yarn"] = {{"original_context", y.original_context}, {"ext_factor", y.ext_factor},
+                                 {"beta_fast", y.beta_fast}, {"beta_slow", y.beta_slow}};
   } else {
     j["model"] = {{"error", r.config_error}};
   }
@@ -201,8 +205,11 @@ std::string report_to_text(const PackageReport& r) {
   line(r.path + " (" + r.format + ", " + n(static_cast<int64_t>(r.file_bytes)) + " bytes)");
   if (r.config_ok) {
     const ModelConfig& c = r.config;
-    char scaling[48] = "";
-    if (c.rope_freq_scale != 1.0f)
+    char scaling[96] = "";
+    if (c.rope_yarn.ext_factor != 0.0f)
+      std::snprintf(scaling, sizeof scaling, ", RoPE scaled by YaRN by %g from %lld positions",
+                    1.0 / c.rope_freq_scale, static_cast<long long>(c.rope_yarn.original_context));
+    else if (c.rope_freq_scale != 1.0f)
       std::snprintf(scaling, sizeof scaling, ", RoPE scaled linearly by %g", 1.0 / c.rope_freq_scale);
     line("model:     " + c.arch_name + (c.name.empty() ? "" : " '" + c.name + "'") + ", dim " + n(c.dim) +
          ", ffn " + n(c.hidden_dim) + ", " + n(c.n_layers) + " layers, " + n(c.n_heads) + " heads (" +

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 namespace llmpack {
 
@@ -19,11 +20,36 @@ size_t max_scratch(const Model& model, int64_t n_tokens) {
   return most;
 }
 
+// YaRN's ramp over the pairs: 1 for pairs that turn more than beta_fast
+// times in the original context (kept unscaled), 0 for those that turn
+// fewer than beta_slow times (scaled), linear between. A pair that turns n
+// times over L positions has i = d ln(L / (2 pi n)) / (2 ln base).
+std::vector<double> yarn_ramp(const ModelConfig& c) {
+  const ModelConfig::Yarn& y = c.rope_yarn;
+  const double d = static_cast<double>(c.rope_dim), L = static_cast<double>(y.original_context);
+  const auto pair_turning = [&](double turns) {
+    return d * std::log(L / (turns * 2.0 * std::numbers::pi)) / (2.0 * std::log(static_cast<double>(c.rope_theta)));
+  };
+  const double low = std::max(0.0, std::floor(pair_turning(y.beta_fast)));
+  const double high = std::min(d - 1.0, std::ceil(pair_turning(y.beta_slow)));
+  std::vector<double> ramp(static_cast<size_t>(c.rope_dim / 2));
+  for (size_t i = 0; i < ramp.size(); ++i) {
+    const double t = (static_cast<double>(i) - low) / std::max(0.001, high - low);
+    ramp[i] = (1.0 - std::clamp(t, 0.0, 1.0)) * y.ext_factor;
+  }
+  return ramp;
+}
+
+// inv[i] = base^(-2i/d) / llama3_factor[i] * (s (1 - r_i) + r_i): s the
+// linear or YaRN scale, r_i YaRN's ramp (0 without YaRN).
 std::vector<float> rope_inverse_frequencies(const ModelConfig& c, const float* freq_factors) {
   std::vector<float> inv(static_cast<size_t>(c.rope_dim / 2));
+  const std::vector<double> ramp =
+      c.rope_yarn.ext_factor != 0.0f ? yarn_ramp(c) : std::vector<double>(inv.size(), 0.0);
   for (int64_t i = 0; i < c.rope_dim / 2; ++i) {
-    double f = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.rope_dim) * c.rope_freq_scale;
+    double f = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.rope_dim);
     if (freq_factors) f /= freq_factors[i];  // llama3 scaling divides each frequency
+    f *= c.rope_freq_scale * (1.0 - ramp[i]) + ramp[i];
     inv[i] = static_cast<float>(f);
   }
   return inv;
@@ -197,6 +223,8 @@ void Transformer::rotate_heads(float* heads, int64_t n_heads, const float* norm,
     float* x = heads + h * hd;
     if (norm) kernels::rmsnorm(x, x, norm, hd, cfg_.norm_eps);
     kernels::rope(x, hd, cfg_.rope_dim, pos, inv_freq_.data(), cfg_.rope_style);
+    if (cfg_.rope_attn_scale != 1.0f)  // YaRN: the rotated dims' magnitude, as cos and sin times it
+      for (int64_t i = 0; i < cfg_.rope_dim; ++i) x[i] *= cfg_.rope_attn_scale;
   }
 }
 

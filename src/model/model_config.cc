@@ -63,27 +63,70 @@ Result<double> number_key(const GgufFile& gguf, const std::string& key, double f
   return *v;
 }
 
+std::string shown_number(double v) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", v);
+  return text;
+}
+
+// YaRN as llama.cpp runs it: frequencies scaled by 1 / `rope.scaling.factor`
+// blended with the unscaled ones by a ramp between the pairs that turn
+// `yarn_beta_fast` (32) and `yarn_beta_slow` (1) times over
+// `rope.scaling.original_context_length` positions (else the context
+// length), times `yarn_ext_factor` (1); q and k scaled by 1 + 0.1 ln(factor).
+// DeepSeek's `yarn_log_multiplier` (its mscale_all_dim) is refused, and
+// `yarn_attn_factor`, which llama.cpp overrides whenever YaRN is on.
+Status read_yarn(const GgufFile& gguf, const std::string& p, double factor, ModelConfig* c) {
+  ModelConfig::Yarn& y = c->rope_yarn;
+  LLMPACK_ASSIGN_OR_RETURN(const double ext, number_key(gguf, p + "rope.scaling.yarn_ext_factor", 1.0, false));
+  LLMPACK_ASSIGN_OR_RETURN(const double fast, number_key(gguf, p + "rope.scaling.yarn_beta_fast", 32.0, true));
+  LLMPACK_ASSIGN_OR_RETURN(const double slow, number_key(gguf, p + "rope.scaling.yarn_beta_slow", 1.0, true));
+  LLMPACK_ASSIGN_OR_RETURN(const double log_mul, number_key(gguf, p + "rope.scaling.yarn_log_multiplier", 0.0, false));
+  LLMPACK_ASSIGN_OR_RETURN(const std::optional<int64_t> original,
+                           optional_int(gguf, p + "rope.scaling.original_context_length"));
+  if (log_mul != 0.0)
+    return error_status("RoPE scaling 'yarn' with " + p + "rope.scaling.yarn_log_multiplier " + shown_number(log_mul) +
+                        " (DeepSeek's mscale_all_dim) is not supported");
+  if (gguf.find(p + "rope.scaling.yarn_attn_factor"))
+    return error_status("RoPE scaling 'yarn' with " + p + "rope.scaling.yarn_attn_factor is not supported " +
+                        "(llama.cpp replaces it by YaRN's own scale)");
+  y.original_context = original.value_or(c->context_length);
+  if (y.original_context <= 0)
+    return error_status(p + "rope.scaling.original_context_length is " + std::to_string(y.original_context) +
+                        ", expected a positive number of positions");
+  y.ext_factor = static_cast<float>(ext);
+  y.beta_fast = static_cast<float>(fast);
+  y.beta_slow = static_cast<float>(slow);
+  c->rope_freq_scale = static_cast<float>(1.0 / factor);
+  if (ext != 0.0 && factor > 1.0) c->rope_attn_scale *= static_cast<float>(1.0 + 0.1 * std::log(factor));
+  return ok_status();
+}
+
 // RoPE scaling as llama.cpp's GGUFs give it: `rope.scaling.type` (absent
 // or "linear": the frequencies divided by `rope.scaling.factor`, or by the
-// older `rope.scale_linear`; "none": unscaled). YaRN and the other schemes
-// change frequencies and attention in ways this engine does not run: refused
-// rather than run unscaled, unless their factor is 1. Llama 3's scaling is a
-// tensor, rope_freqs.weight (Model binds it).
-Result<float> rope_freq_scale(const GgufFile& gguf, const std::string& p) {
+// older `rope.scale_linear`; "none": unscaled; "yarn": see read_yarn), and
+// `rope.scaling.attn_factor` on q and k. Other schemes (longrope, dynamic
+// NTK) are refused rather than run unscaled, unless their factor is 1.
+// Llama 3's scaling is a tensor, rope_freqs.weight (Model binds it).
+Status read_rope_scaling(const GgufFile& gguf, const std::string& p, ModelConfig* c) {
   std::string type = "linear";
   if (gguf.find(p + "rope.scaling.type")) {
     auto t = gguf.get_string(p + "rope.scaling.type");
     if (!t) return wrong_type(gguf, p + "rope.scaling.type", "a string");
     type = *t;
   }
+  if (type == "none") return ok_status();
   const std::string factor_key =
       gguf.find(p + "rope.scaling.factor") ? p + "rope.scaling.factor" : p + "rope.scale_linear";
   LLMPACK_ASSIGN_OR_RETURN(const double factor, number_key(gguf, factor_key, 1.0, true));
-  if (type == "none" || factor == 1.0) return 1.0f;
-  if (type != "linear")
-    return error_status("RoPE scaling '" + type + "' (" + factor_key + " " + std::to_string(factor) +
-                        ") is not supported: linear and Llama 3's rope_freqs are");
-  return static_cast<float>(1.0 / factor);
+  LLMPACK_ASSIGN_OR_RETURN(const double attn_factor, number_key(gguf, p + "rope.scaling.attn_factor", 1.0, true));
+  c->rope_attn_scale = static_cast<float>(attn_factor);
+  if (type == "yarn") return read_yarn(gguf, p, factor, c);
+  if (type != "linear" && factor != 1.0)
+    return error_status("RoPE scaling '" + type + "' (" + factor_key + " " + shown_number(factor) +
+                        ") is not supported: linear, yarn and Llama 3's rope_freqs are");
+  if (type == "linear") c->rope_freq_scale = static_cast<float>(1.0 / factor);
+  return ok_status();
 }
 
 }  // namespace
@@ -140,7 +183,7 @@ Result<ModelConfig> config_from_gguf(const GgufFile& gguf) {
   LLMPACK_ASSIGN_OR_RETURN(const double theta, number_key(gguf, p + "rope.freq_base", 10000.0, true));
   c.norm_eps = static_cast<float>(eps);
   c.rope_theta = static_cast<float>(theta);
-  LLMPACK_ASSIGN_OR_RETURN(c.rope_freq_scale, rope_freq_scale(gguf, p));
+  LLMPACK_RETURN_IF_ERROR(read_rope_scaling(gguf, p, &c));
   c.rope_dim = rope_dim.value_or(c.head_dim);
   if (c.rope_dim <= 0 || c.rope_dim > c.head_dim || c.rope_dim % 2 != 0)
     return error_status(p + "rope.dimension_count is " + std::to_string(c.rope_dim) +

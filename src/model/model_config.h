@@ -30,6 +30,19 @@ struct ModelConfig {
   float norm_eps = 1e-5f;
   float rope_theta = 10000.0f;
   float rope_freq_scale = 1.0f; // linear RoPE scaling: every frequency times 1 / the factor
+  // YaRN (rope.scaling.type "yarn"): pair i's frequency blends the scaled one
+  // (x rope_freq_scale) and the unscaled one by a ramp over the pairs that
+  // turn between beta_fast and beta_slow times in the original context:
+  // f_i * (s * (1 - r_i) + r_i), r_i = ramp_i * ext_factor. ext_factor 0: off.
+  struct Yarn {
+    float ext_factor = 0.0f;
+    int64_t original_context = 0; // rope.scaling.original_context_length (else context_length)
+    float beta_fast = 32.0f;
+    float beta_slow = 1.0f;
+  } rope_yarn;
+  // Multiplies the rotated dims of every q and k head after RoPE: YaRN's
+  // 1 + 0.1 ln(factor) times rope.scaling.attn_factor (1 when absent).
+  float rope_attn_scale = 1.0f;
   int64_t rope_dim = 0;         // dims of each head that rotate
   kernels::RopeStyle rope_style = kernels::RopeStyle::kAdjacentPairs;
   bool has_qkv_bias = false;    // qwen2

@@ -37,19 +37,41 @@ Vec rmsnorm(const Vec& x, const Vec& weight, double eps) {
   return out;
 }
 
-// Rotates one head in place: pairs (2i, 2i+1) or halves (i, i + rot/2).
+// YaRN as the paper and HF's _compute_yarn_parameters state it: the weight
+// of the unscaled ("extrapolated") inverse frequency of pair i is
+// 1 - clamp((i - low) / (high - low), 0, 1), where low and high are the
+// (floored, ceiled) pairs whose wavelength fits beta_fast and beta_slow
+// times into the original context.
+double yarn_extrapolation_weight(const ModelConfig& c, int64_t i) {
+  const ModelConfig::Yarn& y = c.rope_yarn;
+  const auto correction_dim = [&](double rotations) {
+    const double wavelength_budget = static_cast<double>(y.original_context) / (rotations * 2.0 * M_PI);
+    return c.rope_dim * std::log(wavelength_budget) / (2.0 * std::log(static_cast<double>(c.rope_theta)));
+  };
+  double low = std::floor(correction_dim(y.beta_fast)), high = std::ceil(correction_dim(y.beta_slow));
+  low = std::max(low, 0.0);
+  high = std::min(high, static_cast<double>(c.rope_dim - 1));
+  if (low == high) high += 0.001;
+  const double linear = std::clamp((static_cast<double>(i) - low) / (high - low), 0.0, 1.0);
+  return (1.0 - linear) * y.ext_factor;
+}
+
+// Rotates one head in place: pairs (2i, 2i+1) or halves (i, i + rot/2), and
+// scales the rotated dims by YaRN's attention factor (cos and sin times it).
 void rope(double* head, const ModelConfig& c, int64_t pos, const float* factors) {
   const int64_t half = c.rope_dim / 2;
   for (int64_t i = 0; i < half; ++i) {
-    double freq = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.rope_dim);
-    freq *= c.rope_freq_scale;  // linear scaling: position p rotates as p * scale
-    if (factors) freq /= factors[i];
-    const double angle = pos * freq;
+    double extrapolated = std::pow(static_cast<double>(c.rope_theta), -2.0 * i / c.rope_dim);
+    if (factors) extrapolated /= factors[i];
+    // linear scaling (and YaRN's interpolated part): position p rotates as p * scale
+    const double interpolated = extrapolated * c.rope_freq_scale;
+    const double w = c.rope_yarn.ext_factor != 0.0f ? yarn_extrapolation_weight(c, i) : 0.0;
+    const double angle = pos * (interpolated * (1.0 - w) + extrapolated * w);
     const bool pairs = c.rope_style == kernels::RopeStyle::kAdjacentPairs;
     const int64_t a = pairs ? 2 * i : i, b = pairs ? 2 * i + 1 : i + half;
-    const double x0 = head[a], x1 = head[b];
-    head[a] = x0 * std::cos(angle) - x1 * std::sin(angle);
-    head[b] = x0 * std::sin(angle) + x1 * std::cos(angle);
+    const double x0 = head[a], x1 = head[b], m = c.rope_attn_scale;
+    head[a] = (x0 * std::cos(angle) - x1 * std::sin(angle)) * m;
+    head[b] = (x0 * std::sin(angle) + x1 * std::cos(angle)) * m;
   }
 }
 

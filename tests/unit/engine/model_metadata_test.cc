@@ -21,6 +21,7 @@ namespace llmpack {
 namespace {
 
 GgufValue number(double v, GgufValueType type = GgufValueType::kF32) { return GgufValue{type, GgufValueType::kU32, v}; }
+GgufValue count(uint64_t v) { return GgufValue{GgufValueType::kU32, GgufValueType::kU32, v}; }
 GgufValue text(const std::string& s) { return GgufValue{GgufValueType::kString, GgufValueType::kU32, s}; }
 
 // The load's error message for a tiny package with `key` set to `value`
@@ -106,23 +107,78 @@ TEST(ModelMetadata, LinearRopeScalingIsReadAndOtherSchemesRefused) {
   EXPECT_EQ(scale_of({{"llama.rope.scaling.factor", number(4)}}), 0.25f);  // linear when the type is absent
   EXPECT_EQ(scale_of({{"llama.rope.scale_linear", number(2)}}), 0.5f);
   EXPECT_EQ(scale_of({{"llama.rope.scaling.type", text("none")}, {"llama.rope.scaling.factor", number(4)}}), 1.0f);
-  EXPECT_EQ(scale_of({{"llama.rope.scaling.type", text("yarn")}, {"llama.rope.scaling.factor", number(1)}}), 1.0f);
+  EXPECT_EQ(scale_of({{"llama.rope.scaling.type", text("longrope")}, {"llama.rope.scaling.factor", number(1)}}), 1.0f);
 
   testing::TinyModelSpec spec;
-  spec.metadata = {{"llama.rope.scaling.type", text("yarn")}, {"llama.rope.scaling.factor", number(4)}};
+  spec.metadata = {{"llama.rope.scaling.type", text("longrope")}, {"llama.rope.scaling.factor", number(4)}};
   auto loaded = testing::load_tiny_package(spec);
   ASSERT_FALSE(loaded.ok());
-  EXPECT_NE(loaded.status().message().find("RoPE scaling 'yarn' (llama.rope.scaling.factor 4"), std::string::npos)
+  EXPECT_NE(loaded.status().message().find("RoPE scaling 'longrope' (llama.rope.scaling.factor 4)"),
+            std::string::npos)
       << loaded.status().message();
-  EXPECT_NE(loaded.status().message().find("not supported: linear and Llama 3's rope_freqs are"), std::string::npos);
+  EXPECT_NE(loaded.status().message().find("not supported: linear, yarn and Llama 3's rope_freqs are"),
+            std::string::npos);
   expect_refused("llama.rope.scaling.factor", number(-2), "-2", "expected a positive finite number");
   expect_refused("llama.rope.scaling.type", number(1), "f32", "expected a string");
+  expect_refused("llama.rope.scaling.attn_factor", number(0), "0", "expected a positive finite number");
 }
 
+// YaRN's keys as llama.cpp's converter writes them (type, factor, original
+// context) with llama.cpp's defaults for the rest: beta_fast 32, beta_slow 1,
+// ext_factor 1, the original context the trained one when absent, and q, k
+// scaled by 1 + 0.1 ln(factor) (times rope.scaling.attn_factor).
+TEST(ModelMetadata, YarnRopeScalingIsReadWithLlamaCppDefaults) {
+  const auto config_of = [](std::map<std::string, GgufValue> keys) {
+    testing::TinyModelSpec spec;
+    spec.metadata = std::move(keys);
+    auto loaded = testing::load_tiny_package(spec);
+    EXPECT_TRUE(loaded.ok()) << loaded.status().message();
+    return loaded.ok() ? loaded->program->model().config() : ModelConfig{};
+  };
+  const ModelConfig plain = config_of({});
+  EXPECT_EQ(plain.rope_yarn.ext_factor, 0.0f);
+  EXPECT_EQ(plain.rope_attn_scale, 1.0f);
+  const ModelConfig yarn = config_of({{"llama.rope.scaling.type", text("yarn")},
+                                      {"llama.rope.scaling.factor", number(4)},
+                                      {"llama.rope.scaling.original_context_length", count(64)}});
+  EXPECT_EQ(yarn.rope_freq_scale, 0.25f);
+  EXPECT_EQ(yarn.rope_yarn.ext_factor, 1.0f);
+  EXPECT_EQ(yarn.rope_yarn.original_context, 64);
+  EXPECT_EQ(yarn.rope_yarn.beta_fast, 32.0f);
+  EXPECT_EQ(yarn.rope_yarn.beta_slow, 1.0f);
+  EXPECT_FLOAT_EQ(yarn.rope_attn_scale, static_cast<float>(1.0 + 0.1 * std::log(4.0)));
+  const ModelConfig tuned = config_of({{"llama.rope.scaling.type", text("yarn")},
+                                       {"llama.rope.scaling.factor", number(8)},
+                                       {"llama.rope.scaling.attn_factor", number(0.5)},
+                                       {"llama.rope.scaling.yarn_beta_fast", number(16)},
+                                       {"llama.rope.scaling.yarn_beta_slow", number(2)}});
+  EXPECT_EQ(tuned.rope_yarn.original_context, tuned.context_length);
+  EXPECT_EQ(tuned.rope_yarn.beta_fast, 16.0f);
+  EXPECT_EQ(tuned.rope_yarn.beta_slow, 2.0f);
+  EXPECT_FLOAT_EQ(tuned.rope_attn_scale, static_cast<float>(0.5 * (1.0 + 0.1 * std::log(8.0))));
 
-// inspect names a linear RoPE scaling in its model line and its JSON, and
+  const auto yarn_refusal = [](const std::string& key, const GgufValue& value) {
+    testing::TinyModelSpec spec;
+    spec.metadata = {{"llama.rope.scaling.type", text("yarn")}, {"llama.rope.scaling.factor", number(4)},
+                     {key, value}};
+    auto loaded = testing::load_tiny_package(spec);
+    return loaded.ok() ? std::string() : loaded.status().message();
+  };
+  EXPECT_NE(yarn_refusal("llama.rope.scaling.yarn_log_multiplier", number(0.1))
+                .find("yarn_log_multiplier 0.1 (DeepSeek's mscale_all_dim) is not supported"),
+            std::string::npos);
+  EXPECT_NE(yarn_refusal("llama.rope.scaling.yarn_attn_factor", number(2)).find("yarn_attn_factor is not supported"),
+            std::string::npos);
+  EXPECT_NE(yarn_refusal("llama.rope.scaling.original_context_length", count(0))
+                .find("original_context_length is 0, expected a positive number of positions"),
+            std::string::npos);
+  EXPECT_NE(yarn_refusal("llama.rope.scaling.yarn_beta_fast", number(-1)).find("expected a positive finite number"),
+            std::string::npos);
+}
+
+// inspect names a linear or YaRN RoPE scaling in its model line and its JSON, and
 // says nothing of scaling for an unscaled model.
-TEST(ModelMetadata, InspectShowsALinearRopeScaling) {
+TEST(ModelMetadata, InspectShowsALinearOrYarnRopeScaling) {
   const auto inspect = [](const testing::TinyModelSpec& spec) {
     const std::string path = ::testing::TempDir() + "/rope_" + std::to_string(getpid()) + ".gguf";
     const std::vector<uint8_t> bytes = testing::make_tiny_gguf(spec);
@@ -139,10 +195,21 @@ TEST(ModelMetadata, InspectShowsALinearRopeScaling) {
   const std::string text_report = report_to_text(*scaled);
   EXPECT_NE(text_report.find("trained context 128, RoPE scaled linearly by 4\n"), std::string::npos) << text_report;
   EXPECT_EQ(report_to_json(*scaled)["model"]["rope_freq_scale"], 0.25);
+  spec.metadata = {{"llama.rope.scaling.type", text("yarn")}, {"llama.rope.scaling.factor", number(4)},
+                   {"llama.rope.scaling.original_context_length", count(32)}};
+  auto yarn = inspect(spec);
+  ASSERT_TRUE(yarn.ok()) << yarn.status().message();
+  EXPECT_NE(report_to_text(*yarn).find("trained context 128, RoPE scaled by YaRN by 4 from 32 positions\n"),
+            std::string::npos)
+      << report_to_text(*yarn);
+  const auto yarn_json = report_to_json(*yarn)["model"];
+  EXPECT_EQ(yarn_json["rope_yarn"]["original_context"], 32);
+  EXPECT_FLOAT_EQ(yarn_json["rope_attn_scale"].get<float>(), static_cast<float>(1.0 + 0.1 * std::log(4.0)));
   auto plain = inspect(testing::TinyModelSpec{});
   ASSERT_TRUE(plain.ok()) << plain.status().message();
   EXPECT_EQ(report_to_text(*plain).find("RoPE scaled"), std::string::npos);
   EXPECT_FALSE(report_to_json(*plain)["model"].contains("rope_freq_scale"));
+  EXPECT_FALSE(report_to_json(*plain)["model"].contains("rope_yarn"));
 }
 
 }  // namespace

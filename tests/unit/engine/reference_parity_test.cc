@@ -95,6 +95,15 @@ INSTANTIATE_TEST_SUITE_P(
                                   GgufValue{GgufValueType::kString, {}, std::string("linear")};
                               s.metadata["qwen2.rope.scaling.factor"] = {GgufValueType::kF32, {}, 4.0};
                               return s;
+                            }()},
+                      // head_dim 32 over 64 original positions: pairs 0-4 on YaRN's ramp, 5-15 scaled
+                      Shape{"yarn_rope_scaling", [] {
+                              auto s = make("qwen2", 64, 52, 2, 1, true);
+                              s.metadata["qwen2.rope.scaling.type"] =
+                                  GgufValue{GgufValueType::kString, {}, std::string("yarn")};
+                              s.metadata["qwen2.rope.scaling.factor"] = {GgufValueType::kF32, {}, 4.0};
+                              s.metadata["qwen2.rope.scaling.original_context_length"] = {GgufValueType::kU32, {}, uint64_t{64}};
+                              return s;
                             }()}),
     [](const ::testing::TestParamInfo<Shape>& info) { return info.param.label; });
 
