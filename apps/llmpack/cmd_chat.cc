@@ -170,7 +170,7 @@ void chat_turn(ChatSession& session, const ChatOptions& o, const std::string& li
 Status check_flags(const ChatOptions& o, bool kv_initial_given, bool kv_capacity_given) {
   if (o.warmup_prefill)
     return error_status("--warmup_prefill does not apply to chat: every turn's prefill is part of the "
-                        "conversation; use it with llmpack run or bench");
+                        "conversation; llmpack run --warmup N and bench (warmed up by default) warm up before measuring");
   if (o.dump_first_logits)
     return error_status("--dump_first_logits does not apply to chat: the logits of a turn depend on the whole "
                         "conversation; use llmpack run -p PROMPT --dump_first_logits");

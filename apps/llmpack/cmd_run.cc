@@ -1,6 +1,10 @@
 // `llmpack run`: one prompt in, a streamed completion and the statistics
 // report out. Flags follow ExecuTorch's llama_main.
+#include <bit>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <span>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -20,6 +24,44 @@ struct RunOptions {
   bool no_echo = false;
   std::string kv_dtype{kv_dtype_name(kDefaultKvDtype)};
   bool kv_dtype_given = false;
+  std::string dump_first_logits;  // file for the first new token's logits (f32, little-endian)
+};
+
+// `--dump_first_logits FILE`: the logits the first new token is sampled from,
+// vocab_size little-endian float32 values, as a logits dump for comparing
+// runtimes (numpy.fromfile(FILE, "<f4")). Opened before the model loads so a
+// bad path fails at once.
+class LogitsDump {
+ public:
+  Status open(const std::string& path) {
+    if (path.empty()) return ok_status();
+    file_ = std::fopen(path.c_str(), "wb");
+    if (!file_) return error_status("--dump_first_logits: cannot write '" + path + "': " + std::strerror(errno));
+    path_ = path;
+    return ok_status();
+  }
+  ~LogitsDump() {
+    if (file_) std::fclose(file_);
+  }
+  void write(std::span<const float> logits) {
+    if (!file_ || written_) return;
+    written_ = true;
+    ok_ = std::fwrite(logits.data(), sizeof(float), logits.size(), file_) == logits.size();
+  }
+  // After the run: whether the logits reached the file.
+  Status close() {
+    if (!file_) return ok_status();
+    const bool closed = std::fclose(file_) == 0;
+    file_ = nullptr;
+    if (!written_) return error_status("--dump_first_logits: no token was generated, '" + path_ + "' is empty");
+    if (!ok_ || !closed) return error_status("--dump_first_logits: writing '" + path_ + "' failed");
+    return ok_status();
+  }
+
+ private:
+  std::FILE* file_ = nullptr;
+  std::string path_;
+  bool written_ = false, ok_ = false;
 };
 
 Result<std::string> read_prompt(const RunOptions& o) {
@@ -33,6 +75,9 @@ int execute(RunOptions& o) {
   o.config.echo = !o.no_echo;
   if (auto status = o.config.validate(); !status.ok()) return fail(status);
 
+  static_assert(std::endian::native == std::endian::little, "the dump is little-endian");
+  LogitsDump dump;
+  if (auto status = dump.open(o.dump_first_logits); !status.ok()) return fail(status);
   const int64_t load_start = time_in_ms();
   ProgramOptions options = program_options(o.model);
   if (auto status = set_kv_dtype(o.kv_dtype, options); !status.ok()) return fail(status);
@@ -47,6 +92,7 @@ int execute(RunOptions& o) {
   if (o.warmup > 0) {
     if (auto status = runner.warmup(*prompt, o.warmup); !status.ok()) return fail(status.with_context("warmup"));
   }
+  runner.set_prefill_logits_observer([&dump](std::span<const float> logits) { dump.write(logits); });
   Stats final_stats;
   auto on_piece = [](const std::string& piece) {
     std::fwrite(piece.data(), 1, piece.size(), stdout);
@@ -57,6 +103,7 @@ int execute(RunOptions& o) {
     std::fputc('\n', stdout);
     return fail(status);
   }
+  if (auto status = dump.close(); !status.ok()) return fail(status);
   final_stats.model_load_start_ms = load_start;
   final_stats.model_load_end_ms = load_end;
   // Text, then the human report, then the machine-readable line tools parse (S1).
@@ -89,6 +136,8 @@ void register_run(CLI::App& app, std::function<int()>& action) {
   cmd->add_flag("--ignore_eos", c.ignore_eos, "Keep generating past EOS");
   cmd->add_flag("--parse_special", c.parse_special, "Turn special-token text in the prompt (<|eot_id|>) into its id");
   cmd->add_flag("--no_echo", o->no_echo, "Do not print the prompt before the completion");
+  cmd->add_option("--dump_first_logits", o->dump_first_logits,
+                  "Write the logits the first new token is sampled from to FILE (vocab_size little-endian float32)");
   CLI::Option* kv_dtype = add_kv_dtype_option(*cmd, o->kv_dtype);
   add_sampling_options(*cmd, c);
   cmd->add_option("--stop", c.stop, "Stop before this string (repeatable)");

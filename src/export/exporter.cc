@@ -29,6 +29,15 @@ void write_hyperparameters(GgufWriter& w, const SourceHyperparameters& h, const 
     w.set_string(a + "rope.scaling.type", "linear");
     w.set_f32(a + "rope.scaling.factor", static_cast<float>(h.rope_linear_factor));
   }
+  if (const SourceHyperparameters::Yarn& y = h.yarn; y.factor > 0) {
+    w.set_string(a + "rope.scaling.type", "yarn");
+    w.set_f32(a + "rope.scaling.factor", static_cast<float>(y.factor));
+    // Always written: the package's context_length is C, not the trained length YaRN counts from.
+    w.set_u32(a + "rope.scaling.original_context_length", static_cast<uint32_t>(y.original_context));
+    if (y.attn_factor != 1.0) w.set_f32(a + "rope.scaling.attn_factor", static_cast<float>(y.attn_factor));
+    if (y.beta_fast != 32.0) w.set_f32(a + "rope.scaling.yarn_beta_fast", static_cast<float>(y.beta_fast));
+    if (y.beta_slow != 1.0) w.set_f32(a + "rope.scaling.yarn_beta_slow", static_cast<float>(y.beta_slow));
+  }
   w.set_u32(a + "vocab_size", static_cast<uint32_t>(h.vocab_size));
   if (h.head_dim * h.n_heads != h.dim) {
     w.set_u32(a + "attention.key_length", static_cast<uint32_t>(h.head_dim));

@@ -41,6 +41,14 @@ struct SourceHyperparameters {
   double norm_eps = 1e-5;
   double rope_theta = 10000.0;
   double rope_linear_factor = 1.0;  // linear RoPE scaling (HF rope_scaling type "linear")
+  // YaRN (HF rope_scaling type "yarn"), written as llama.cpp's rope.scaling.* keys; factor 0: none.
+  struct Yarn {
+    double factor = 0.0;
+    int64_t original_context = 0;
+    double attn_factor = 1.0;         // rope.scaling.attn_factor: HF's attention_factor / (1 + 0.1 ln factor)
+    double beta_fast = 32.0;
+    double beta_slow = 1.0;
+  } yarn;
 };
 
 // Tokenizer metadata to write (tokenizer.* GGUF keys), and what it says.

@@ -124,6 +124,35 @@ std::vector<float> llama3_rope_factors(const HfRopeScaling& r, int64_t head_dim,
 
 // The llama3 scaling's numbers: each factor divides a frequency, and the
 // smooth band divides by high_freq_factor - low_freq_factor.
+// HF's yarn parameters as llama.cpp's keys. The original context defaults to
+// max_position_embeddings, as HF's; an explicit attention_factor becomes
+// rope.scaling.attn_factor over the 1 + 0.1 ln(factor) the loader applies.
+// DeepSeek's mscale pair and truncate false (no floor/ceil of the ramp's
+// ends) have no llama.cpp key: refused.
+Result<SourceHyperparameters::Yarn> yarn_from_hf(const HfRopeScaling& r, int64_t max_position_embeddings) {
+  const std::string what = "config.json rope_scaling (yarn): ";
+  const auto positive = [](double v) { return std::isfinite(v) && v > 0; };
+  if (!positive(r.factor))
+    return error_status(what + "factor " + std::to_string(r.factor) + ", expected a positive number");
+  if (!positive(r.beta_fast) || !positive(r.beta_slow))
+    return error_status(what + "beta_fast and beta_slow must be positive numbers");
+  if (r.mscale || r.mscale_all_dim)
+    return error_status(what + "mscale / mscale_all_dim (DeepSeek's YaRN variant) are not supported");
+  if (!r.truncate) return error_status(what + "truncate false is not supported");
+  SourceHyperparameters::Yarn y;
+  y.factor = r.factor;
+  y.original_context = r.original_given ? r.original_max_position_embeddings : max_position_embeddings;
+  if (y.original_context <= 0)
+    return error_status(what + "no original_max_position_embeddings and no max_position_embeddings to take it from");
+  y.beta_fast = r.beta_fast;
+  y.beta_slow = r.beta_slow;
+  if (r.attention_factor) {
+    if (!positive(*r.attention_factor)) return error_status(what + "attention_factor must be a positive number");
+    y.attn_factor = *r.attention_factor / (r.factor > 1.0 ? 1.0 + 0.1 * std::log(r.factor) : 1.0);
+  }
+  return y;
+}
+
 Status check_llama3_scaling(const HfRopeScaling& r) {
   const bool ok = std::isfinite(r.factor) && r.factor > 0 && std::isfinite(r.high_freq_factor) &&
                   r.low_freq_factor > 0 && r.high_freq_factor > r.low_freq_factor &&
@@ -277,9 +306,11 @@ Result<ModelSource> open_hf_source(const std::string& dir) {
       return error_status("config.json rope_scaling (linear): factor " + std::to_string(c.rope_scaling.factor) +
                           ", expected a positive number");
     h.rope_linear_factor = c.rope_scaling.factor;
+  } else if (c.rope_scaling.type == "yarn") {
+    LLMPACK_ASSIGN_OR_RETURN(h.yarn, yarn_from_hf(c.rope_scaling, c.max_position_embeddings));
   } else if (!c.rope_scaling.type.empty()) {
     return error_status("config.json rope_scaling type '" + c.rope_scaling.type +
-                        "' is not supported (llama3 and linear are)");
+                        "' is not supported (llama3, linear and yarn are)");
   }
   s.chat_template = model->chat_template;
   s.tokenizer_file = model->tokenizer_model_path;

@@ -50,6 +50,22 @@ Status read_rope_scaling(const json& j, HfRopeScaling* r) {
   LLMPACK_RETURN_IF_ERROR(get_float(*it, "factor", &r->factor));
   LLMPACK_RETURN_IF_ERROR(get_float(*it, "low_freq_factor", &r->low_freq_factor));
   LLMPACK_RETURN_IF_ERROR(get_float(*it, "high_freq_factor", &r->high_freq_factor));
+  LLMPACK_RETURN_IF_ERROR(get_float(*it, "beta_fast", &r->beta_fast));
+  LLMPACK_RETURN_IF_ERROR(get_float(*it, "beta_slow", &r->beta_slow));
+  for (auto [key, out] : {std::pair{"attention_factor", &r->attention_factor}, std::pair{"mscale", &r->mscale},
+                          std::pair{"mscale_all_dim", &r->mscale_all_dim}}) {
+    double v = 0;
+    if (auto f = it->find(key); f != it->end() && !f->is_null()) {
+      LLMPACK_RETURN_IF_ERROR(get_float(*it, key, &v));
+      *out = v;
+    }
+  }
+  if (auto t = it->find("truncate"); t != it->end() && !t->is_null()) {
+    if (!t->is_boolean()) return error_status("config.json: 'rope_scaling.truncate' must be true or false");
+    r->truncate = t->get<bool>();
+  }
+  r->original_given = it->contains("original_max_position_embeddings") &&
+                      !(*it)["original_max_position_embeddings"].is_null();
   return get_int(*it, "original_max_position_embeddings", &r->original_max_position_embeddings);
 }
 

@@ -20,6 +20,13 @@ struct HfRopeScaling {
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position_embeddings = 8192;
+  bool original_given = false;        // original_max_position_embeddings present
+  // yarn's further keys (HF defaults): attention_factor absent means
+  // 1 + 0.1 ln(factor); mscale / mscale_all_dim are DeepSeek's variant.
+  std::optional<double> attention_factor, mscale, mscale_all_dim;
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
 };
 
 struct HfConfig {

@@ -103,6 +103,7 @@ Result<std::optional<int32_t>> TextLLMRunner::prefill_tokens(std::span<const int
   stats_.prompt_eval_end_ms = now_ms();
   for (int64_t t : tokens) sampler_->accept(static_cast<int32_t>(t));
   last_fed_ = static_cast<int32_t>(tokens.back());
+  if (prefill_logits_observer_) prefill_logits_observer_(logits->last());
   const double t0 = times_.now_ms();
   auto next = sampler_->sample(logits->last());
   times_.sampling_ms += times_.now_ms() - t0;

@@ -67,6 +67,10 @@ class TextLLMRunner {
   const ModelLimits& limits() const { return limits_; }
   // The EOS set (G3): get_eos_ids, the tokenizer's EOS and its end-of-turn ids.
   const std::vector<int32_t>& eos_ids() const { return eos_ids_; }
+  // Called with the logits a prompt's prefill ends on ([vocab_size], those the
+  // next token is sampled from), before sampling (`run --dump_first_logits`).
+  using LogitsObserver = std::function<void(std::span<const float>)>;
+  void set_prefill_logits_observer(LogitsObserver observer) { prefill_logits_observer_ = std::move(observer); }
   // Replaces the wall clock (ms since the epoch) used for the stats; for tests.
   void set_clock(std::function<double()> now_ms) { times_.now_ms = std::move(now_ms); }
 
@@ -94,6 +98,7 @@ class TextLLMRunner {
   int32_t last_fed_ = -1;           // the last token fed to forward
   std::atomic<bool> stop_{false};
   Stats stats_;
+  LogitsObserver prefill_logits_observer_;
 };
 
 }  // namespace llmpack

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "common/fixtures.h"
 #include "core/cpu_topology.h"
 #include "core/thread_placement.h"
+#include "engine/llama_program.h"
 
 namespace {
 
@@ -73,6 +75,38 @@ TEST(Cli, RunFromGgufMatchesBin) {
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
   EXPECT_EQ(a.out.substr(0, a.out.find("PyTorchObserver")), b.out.substr(0, b.out.find("PyTorchObserver")));
+}
+
+// run --dump_first_logits: the file holds the logits the first token is
+// sampled from, the same floats as the prompt's forward in this process.
+TEST(Cli, DumpFirstLogitsWritesThePromptsLastLogits) {
+  LLMPACK_REQUIRE_FIXTURE(gguf, "gguf/stories260K.gguf");
+  const std::string dump = ::testing::TempDir() + "/first_logits_" + std::to_string(getpid()) + ".f32";
+  auto r = run_cli("run -m " + gguf + " -p 'The cat sat' -n 1 --temperature 0 -t 1 --dump_first_logits " + dump);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string bytes = slurp(dump);
+  std::remove(dump.c_str());
+  llmpack::ProgramOptions options;
+  options.cpu_threads = 1;
+  auto loaded = llmpack::load_package(gguf, "", options);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  const int64_t vocab = loaded->program->model().config().vocab_size;
+  ASSERT_EQ(bytes.size(), static_cast<size_t>(vocab) * sizeof(float));
+  auto ids = loaded->tokenizer->encode("The cat sat", loaded->tokenizer->default_num_bos(), 0);
+  ASSERT_TRUE(ids.ok());
+  const std::vector<int64_t> tokens(ids->begin(), ids->end());
+  auto logits = loaded->program->forward(tokens, 0);
+  ASSERT_TRUE(logits.ok()) << logits.status().message();
+  std::vector<float> dumped(static_cast<size_t>(vocab));
+  std::memcpy(dumped.data(), bytes.data(), bytes.size());
+  const auto last = logits->last();
+  EXPECT_EQ(dumped, std::vector<float>(last.begin(), last.end()));
+
+  auto bad = run_cli("run -m " + gguf + " -n 1 --dump_first_logits /no/such/folder/x.f32");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--dump_first_logits: cannot write '/no/such/folder/x.f32': No such file or directory"),
+            std::string::npos)
+      << bad.err;
 }
 
 TEST(Cli, SeedMakesSamplingRepeatable) {
@@ -231,7 +265,8 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
       {"chat template file is a folder",
        "chat-template -m " + gguf + " --chat_template " + folder + " --messages " + folder,
        "--chat_template: '" + folder + "' is a directory, expected a file"},
-      {"export params is a folder", "export --checkpoint " + meta_pth + " --params " + folder + " -o " + folder + "/x.gguf",
+      {"export params is a folder",
+       "export --checkpoint " + meta_pth + " --params " + folder + " -o " + folder + "/x.gguf",
        "--params: '" + folder + "' is a directory, expected a file"},
       {"export output is a folder", "export --checkpoint " + gguf + " -o " + folder,
        "--output '" + folder + "' is a directory, expected the path of the .gguf file to write"},

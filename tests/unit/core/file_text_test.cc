@@ -52,7 +52,15 @@ TEST(FileText, AMissingPathOrAFolderIsAnErrorThatSaysWhich) {
   std::filesystem::remove(folder);
 }
 
-TEST(FileText, AFileThisProcessMayNotReadNamesTheReason) {
+// A read that fails after the open (here /proc/self/mem, whose address 0 is
+// unmapped: EIO) is an error with the system's reason, not a short text.
+TEST(FileText, AReadThatFailsNamesTheReason) {
+  auto mem = read_file_text("/proc/self/mem");
+  ASSERT_FALSE(mem.ok());
+  EXPECT_EQ(mem.status().message(), "cannot read '/proc/self/mem': Input/output error");
+}
+
+TEST(FileText, AFileThisProcessMayNotOpenNamesTheReason) {
   if (geteuid() == 0) GTEST_SKIP() << "running as root: a mode-000 file is still readable";
   const std::string path = temp_path("secret");
   std::ofstream(path) << "x";

@@ -102,7 +102,23 @@ INSTANTIATE_TEST_SUITE_P(
                               s.metadata["qwen2.rope.scaling.type"] =
                                   GgufValue{GgufValueType::kString, {}, std::string("yarn")};
                               s.metadata["qwen2.rope.scaling.factor"] = {GgufValueType::kF32, {}, 4.0};
-                              s.metadata["qwen2.rope.scaling.original_context_length"] = {GgufValueType::kU32, {}, uint64_t{64}};
+                              s.metadata["qwen2.rope.scaling.original_context_length"] =
+                                  GgufValue{GgufValueType::kU32, {}, uint64_t{64}};
+                              return s;
+                            }()},
+                      // every YaRN key away from its default, in the llama (adjacent pairs) layout
+                      Shape{"yarn_tuned", [] {
+                              auto s = make("llama", 64, 52, 2, 2, false);
+                              const auto f32 = [](double v) { return GgufValue{GgufValueType::kF32, {}, v}; };
+                              s.metadata["llama.rope.scaling.type"] =
+                                  GgufValue{GgufValueType::kString, {}, std::string("yarn")};
+                              s.metadata["llama.rope.scaling.factor"] = f32(8.0);
+                              s.metadata["llama.rope.scaling.original_context_length"] =
+                                  GgufValue{GgufValueType::kU32, {}, uint64_t{256}};
+                              s.metadata["llama.rope.scaling.attn_factor"] = f32(0.8);
+                              s.metadata["llama.rope.scaling.yarn_ext_factor"] = f32(0.5);
+                              s.metadata["llama.rope.scaling.yarn_beta_fast"] = f32(8.0);
+                              s.metadata["llama.rope.scaling.yarn_beta_slow"] = f32(2.0);
                               return s;
                             }()}),
     [](const ::testing::TestParamInfo<Shape>& info) { return info.param.label; });

@@ -3,6 +3,8 @@
 // same weights loaded straight from GGUF.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "common/tiny_model.h"
 #include "export_test_util.h"
 #include "format/gguf.h"
@@ -306,10 +308,59 @@ TEST(HfFolderRopeScaling, LinearIsWrittenAndDynamicRefused) {
   std::filesystem::remove(o.output);
   r = export_package(o);
   ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("rope_scaling type 'dynamic' is not supported (llama3 and linear are)"),
+  EXPECT_NE(r.status().message().find("rope_scaling type 'dynamic' is not supported (llama3, linear and yarn are)"),
             std::string::npos)
       << r.status().message();
   EXPECT_FALSE(std::filesystem::exists(o.output));
+}
+
+// rope_scaling yarn (Qwen's long-context configs) exports as llama.cpp's
+// keys; the original context is max_position_embeddings when the config
+// names none (as HF's), and an explicit attention_factor is what q and k are
+// scaled by once loaded. DeepSeek's mscale pair is refused.
+TEST(HfFolderRopeScaling, YarnIsWrittenAsLlamaCppKeysAndLoads) {
+  LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
+  ScratchDir dir;
+  json config = copy_stories260k_hf(hf, dir);
+  const ExportOptions o = hf_export_options(dir);
+  const auto export_and_load = [&](const json& rope_scaling) -> Result<ModelConfig> {
+    config["rope_scaling"] = rope_scaling;
+    write_config(dir, config);
+    std::filesystem::remove(o.output);
+    auto r = export_package(o);
+    if (!r.ok()) return r.status();
+    auto loaded = testing::load(o.output);
+    if (!loaded.ok()) return loaded.status();
+    return loaded->program->model().config();
+  };
+  auto plain = export_and_load({{"rope_type", "yarn"}, {"factor", 4.0}});
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->rope_freq_scale, 0.25f);
+  EXPECT_EQ(plain->rope_yarn.original_context, config["max_position_embeddings"].get<int64_t>());
+  EXPECT_FLOAT_EQ(plain->rope_attn_scale, static_cast<float>(1.0 + 0.1 * std::log(4.0)));
+  {
+    auto out = GgufFile::open(o.output);
+    ASSERT_TRUE(out.ok());
+    EXPECT_EQ((*out)->get_string("llama.rope.scaling.type"), "yarn");
+    EXPECT_EQ((*out)->get_float("llama.rope.scaling.factor"), 4.0);
+    EXPECT_FALSE((*out)->find("llama.rope.scaling.attn_factor"));
+    EXPECT_FALSE((*out)->find("llama.rope.scaling.yarn_beta_fast"));
+  }
+  auto tuned = export_and_load({{"type", "yarn"}, {"factor", 8.0}, {"original_max_position_embeddings", 64},
+                                {"attention_factor", 1.5}, {"beta_fast", 16.0}, {"beta_slow", 2.0}});
+  ASSERT_TRUE(tuned.ok()) << tuned.status().message();
+  EXPECT_EQ(tuned->rope_yarn.original_context, 64);
+  EXPECT_FLOAT_EQ(tuned->rope_attn_scale, 1.5f);
+  EXPECT_EQ(tuned->rope_yarn.beta_fast, 16.0f);
+  EXPECT_EQ(tuned->rope_yarn.beta_slow, 2.0f);
+  auto deepseek = export_and_load({{"type", "yarn"}, {"factor", 40.0}, {"mscale", 1.0}, {"mscale_all_dim", 1.0}});
+  ASSERT_FALSE(deepseek.ok());
+  EXPECT_NE(deepseek.status().message().find("mscale / mscale_all_dim (DeepSeek's YaRN variant) are not supported"),
+            std::string::npos)
+      << deepseek.status().message();
+  auto untruncated = export_and_load({{"type", "yarn"}, {"factor", 4.0}, {"truncate", false}});
+  ASSERT_FALSE(untruncated.ok());
+  EXPECT_NE(untruncated.status().message().find("truncate false is not supported"), std::string::npos);
 }
 
 TEST(HfFolderErrors, UnsupportedArchitectureAndMissingTensorsAreNamed) {
