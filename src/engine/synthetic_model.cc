@@ -69,14 +69,15 @@ bool use_more_bits(int64_t layer, int64_t n_layers) {
 }
 
 // K-quants need rows of whole 256-element super-blocks; llama.cpp's
-// quantizer falls back to Q5_0 for Q4_K, Q5_1 for Q5_K, Q8_0 for Q6_K and
-// IQ4_NL for Q3_K, IQ4_XS and the codebook types.
+// quantizer falls back to Q5_0 for Q4_K, Q5_1 for Q5_K, Q8_0 for Q6_K, Q4_0
+// for Q3_K (IQ4_NL in older builds) and IQ4_NL for IQ4_XS and the codebook
+// types (the exporter's fallback_type, export/tensor_convert.cc).
 DType k_quant_or_fallback(DType k_type, int64_t cols) {
   if (cols % kQkK == 0) return k_type;
   switch (k_type) {
     case DType::kQ6_K: return DType::kQ8_0;
     case DType::kQ5_K: return DType::kQ5_1;
-    case DType::kQ3_K:
+    case DType::kQ3_K: return DType::kQ4_0;
     case DType::kIQ4_XS:
     case DType::kIQ3_XXS:
     case DType::kIQ3_S:

@@ -33,8 +33,9 @@ struct ExportOptions {
 struct DTypePlan {
   bool keep = true;              // --dtype absent: keep the source's types
   // q4_k_m / q5_k_m: llama.cpp's "medium" mixes, Q6_K for the output matrix
-  // and for attn_v / ffn_down of the layers it gives more bits; q3_k_m: Q6_K
-  // output, Q4_K attn_output, and Q5_K / Q4_K attn_v and ffn_down
+  // (the embedding when the model ties them) and for attn_v / ffn_down of
+  // the layers it gives more bits; q3_k_m: Q6_K output, Q4_K attn_output,
+  // and Q5_K / Q4_K attn_v and ffn_down
   bool medium_mix = false;
   DType matrix = DType::kF32;
   std::string name;              // as given ("q4_k_m")

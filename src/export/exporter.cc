@@ -86,10 +86,11 @@ std::string megabytes(uint64_t bytes) {
 Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, std::vector<uint8_t>* buffer,
                    ThreadPool& pool, ExportReport* report) {
   std::map<std::string, std::pair<int, int64_t>> fallbacks;  // "f16" -> (count, a row length)
+  const std::string output_name = s.find("output.weight") ? "output.weight" : "token_embd.weight";
   for (size_t i = 0; i < s.tensors.size(); ++i) {
     const SourceTensor& t = s.tensors[i];
     bool fell_back = false;
-    const DType type = plan_tensor_type(t, plan, s.hp.n_layers, &fell_back);
+    const DType type = plan_tensor_type(t, plan, s.hp.n_layers, output_name, &fell_back);
     if (fell_back) {
       auto& f = fallbacks[std::string(dtype_name(type))];
       ++f.first;

@@ -50,22 +50,24 @@ void decode_row(const SourceTensor& t, int64_t rows, int64_t cols, int64_t r, fl
 }
 
 // llama.cpp's Q3_K_M mix for a matrix of layer `layer` (-1: not in a layer):
-// Q6_K output, Q4_K attn_output, attn_v Q5_K in the first two layers and
+// Q6_K output (`output_name`), Q4_K attn_output, attn_v Q5_K in the first two layers and
 // Q4_K after, ffn_down Q5_K in the first n_layers / 16 layers and Q4_K after.
-DType q3_k_m_type(const std::string& name, int64_t layer, int64_t n_layers) {
+DType q3_k_m_type(const std::string& name, int64_t layer, int64_t n_layers, const std::string& output_name) {
   const auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
-  if (name == "output.weight") return DType::kQ6_K;
+  if (name == output_name) return DType::kQ6_K;
   if (has("attn_output.weight")) return DType::kQ4_K;
   if (has("attn_v.weight")) return layer < 2 ? DType::kQ5_K : DType::kQ4_K;
   if (has("ffn_down.weight")) return layer < n_layers / 16 ? DType::kQ5_K : DType::kQ4_K;
   return DType::kQ3_K;
 }
 
-// llama.cpp's fallbacks for rows that are not whole super-blocks.
+// llama.cpp's fallbacks for rows that are not whole super-blocks (its
+// quantizer's current ones: Q2_K and Q3_K went to IQ4_NL in older builds).
 DType fallback_type(DType want) {
   switch (want) {
     case DType::kQ2_K:
     case DType::kQ3_K:
+      return DType::kQ4_0;
     case DType::kIQ4_XS:
       return DType::kIQ4_NL;
     case DType::kQ4_K:
@@ -81,18 +83,19 @@ DType fallback_type(DType want) {
 
 }  // namespace
 
-DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers, bool* fallback) {
+DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers, const std::string& output_name,
+                       bool* fallback) {
   *fallback = false;
   if (is_vector(t)) return DType::kF32;
   if (plan.keep) return t.dtype;
   DType want = plan.matrix;
   if (plan.medium_mix && plan.matrix == DType::kQ3_K) {
-    want = q3_k_m_type(t.name, layer_of(t.name), n_layers);
+    want = q3_k_m_type(t.name, layer_of(t.name), n_layers, output_name);
   } else if (plan.medium_mix) {
     const int64_t layer = layer_of(t.name);
     const bool v_or_down = t.name.find("attn_v.weight") != std::string::npos ||
                            t.name.find("ffn_down.weight") != std::string::npos;
-    if (t.name == "output.weight" || (v_or_down && more_bits_layer(layer, n_layers))) want = DType::kQ6_K;
+    if (t.name == output_name || (v_or_down && more_bits_layer(layer, n_layers))) want = DType::kQ6_K;
   }
   const int64_t cols = t.ne[0];
   if (fits(want, cols)) return want;

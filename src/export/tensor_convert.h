@@ -18,8 +18,12 @@ namespace llmpack {
 
 // The type `t` is written as under `plan`. A matrix whose rows do not fit the
 // type's block falls back (K types to q8_0 when rows fit 32-blocks, else f16)
-// and `*fallback` is set. Vectors (norms, biases) are always f32.
-DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers, bool* fallback);
+// and `*fallback` is set. Vectors (norms, biases) are always f32. The mixes
+// give the output matrix more bits; `output_name` names it: output.weight, or
+// token_embd.weight when the model ties its output to the embedding (as
+// llama.cpp's quantizer treats a model without output.weight).
+DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers, const std::string& output_name,
+                       bool* fallback);
 
 // The bytes of `t` as `target`: a view of the source when nothing changes,
 // else `*out`, resized and overwritten (the exporter reuses one buffer for

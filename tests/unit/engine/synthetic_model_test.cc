@@ -120,7 +120,7 @@ TEST(SyntheticModel, Q3KMAndIQ4XSMixes) {
   EXPECT_EQ(synthetic_matrix_type(m, "attn_v", 2, 32, 2048, true), DType::kQ4_K);
   EXPECT_EQ(synthetic_matrix_type(m, "ffn_down", 1, 32, 8192, true), DType::kQ5_K);
   EXPECT_EQ(synthetic_matrix_type(m, "ffn_down", 2, 32, 8192, true), DType::kQ4_K);
-  EXPECT_EQ(synthetic_matrix_type(m, "attn_q", 5, 30, 576, true), DType::kIQ4_NL);
+  EXPECT_EQ(synthetic_matrix_type(m, "attn_q", 5, 30, 576, true), DType::kQ4_0);  // llama.cpp's Q3_K fallback
   EXPECT_EQ(synthetic_matrix_type(SyntheticType::kIQ4_XS, "attn_q", 5, 30, 2048, true), DType::kIQ4_XS);
   EXPECT_EQ(synthetic_matrix_type(SyntheticType::kIQ4_XS, "attn_q", 5, 30, 576, true), DType::kIQ4_NL);
   EXPECT_EQ(synthetic_matrix_type(SyntheticType::kIQ4_XS, "output", -1, 30, 2048, false), DType::kQ6_K);

@@ -78,9 +78,9 @@ ExportOptions stories260k_export(const std::string& model, const std::string& ou
 
 // Q4_K_M (and Q5_K_M) of a model whose rows are not whole 256-element super-blocks (64
 // wide): llama.cpp's quantizer writes its Q4_K matrices as Q5_0 (Q5_K: Q5_1) and its Q6_K
-// ones (attn_v of layers 2 and 4 of 5; ffn_down's 172-wide rows fit no block
-// and the output matrix is the shared embedding) as Q8_0, and so does the
-// exporter, with a notice for each.
+// ones (attn_v of layers 2 and 4 of 5, and the output matrix, which llama2.c's
+// stories260K shares with the embedding; ffn_down's 172-wide rows fit no block)
+// as Q8_0, and so does the exporter, with a notice for each.
 TEST(ExportQuantTypes, Q4_K_MFallsBackAsLlamaCppDoes) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
   // q5_k_m: the same with Q5_1 for the Q5_K matrices
@@ -97,13 +97,13 @@ TEST(ExportQuantTypes, Q4_K_MFallsBackAsLlamaCppDoes) {
       EXPECT_NE(t, nullptr) << name;
       return t ? t->dtype : DType::kF32;
     };
-    for (const char* name : {"blk.0.attn_q.weight", "blk.1.attn_v.weight", "blk.2.ffn_up.weight", "token_embd.weight"})
+    for (const char* name : {"blk.0.attn_q.weight", "blk.1.attn_v.weight", "blk.2.ffn_up.weight"})
       EXPECT_EQ(type_of(name), fallback) << dtype << " " << name;
-    for (const char* name : {"blk.2.attn_v.weight", "blk.4.attn_v.weight"})
+    for (const char* name : {"blk.2.attn_v.weight", "blk.4.attn_v.weight", "token_embd.weight"})
       EXPECT_EQ(type_of(name), DType::kQ8_0) << dtype << " " << name;
     const std::string fallback_name(dtype_name(fallback));
-    EXPECT_EQ(report->dtype_counts[fallback_name], 29) << dtype;  // 6 matrices x 5 layers - 2 attn_v + the embedding
-    EXPECT_EQ(report->dtype_counts["q8_0"], 2) << dtype;
+    EXPECT_EQ(report->dtype_counts[fallback_name], 28) << dtype;  // 6 matrices x 5 layers - 2 attn_v
+    EXPECT_EQ(report->dtype_counts["q8_0"], 3) << dtype;          // 2 attn_v + the tied embedding
     std::string notices;
     for (const auto& n : report->notices) notices += n + "\n";
     EXPECT_NE(notices.find(fallback_name), std::string::npos) << notices;
@@ -112,9 +112,10 @@ TEST(ExportQuantTypes, Q4_K_MFallsBackAsLlamaCppDoes) {
   }
 }
 
-// Q3_K_M of the same 64-wide model: its Q3_K matrices become IQ4_NL, its Q4_K
-// ones (attn_output, attn_v of layers 2-4) Q5_0 and its Q5_K ones (attn_v of
-// layers 0-1) Q5_1, as llama.cpp writes them; ffn_down (172 wide) fits no
+// Q3_K_M of the same 64-wide model: its Q3_K matrices become Q4_0, its Q4_K
+// ones (attn_output, attn_v of layers 2-4) Q5_0, its Q5_K ones (attn_v of
+// layers 0-1) Q5_1 and its Q6_K one (the output matrix, here the shared
+// embedding) Q8_0, as llama.cpp writes them; ffn_down (172 wide) fits no
 // block and stays f16.
 TEST(ExportQuantTypes, Q3_K_MFallsBackAsLlamaCppDoes) {
   LLMPACK_REQUIRE_FIXTURE(model, "llama2c/stories260K.bin");
@@ -129,8 +130,9 @@ TEST(ExportQuantTypes, Q3_K_MFallsBackAsLlamaCppDoes) {
     EXPECT_NE(t, nullptr) << name;
     return t ? t->dtype : DType::kF32;
   };
-  for (const char* name : {"blk.0.attn_q.weight", "blk.3.ffn_up.weight", "blk.4.ffn_gate.weight", "token_embd.weight"})
-    EXPECT_EQ(type_of(name), DType::kIQ4_NL) << name;
+  for (const char* name : {"blk.0.attn_q.weight", "blk.3.ffn_up.weight", "blk.4.ffn_gate.weight"})
+    EXPECT_EQ(type_of(name), DType::kQ4_0) << name;
+  EXPECT_EQ(type_of("token_embd.weight"), DType::kQ8_0);
   for (int layer = 0; layer < 5; ++layer) {
     const std::string blk = "blk." + std::to_string(layer) + ".";
     EXPECT_EQ(type_of(blk + "attn_output.weight"), DType::kQ5_0) << layer;

@@ -122,6 +122,34 @@ std::string file_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
 
+// The mixes give the output matrix Q6_K; a model that ties its output to the
+// embedding (Llama 3.2 1B, Qwen3 0.6B, SmolLM2) has only token_embd, which
+// then takes the output's type, as llama.cpp's quantizer treats it; an untied
+// model's embedding stays at the mix's base type.
+TEST(ExportTypes, MixesGiveATiedEmbeddingTheOutputsType) {
+  for (bool tied : {true, false}) {
+    testing::TinyModelSpec spec;
+    spec.dim = 256, spec.hidden_dim = 512, spec.n_heads = 4, spec.n_kv_heads = 2;
+    spec.n_layers = 2, spec.vocab_size = 300, spec.tied_output = tied;
+    ScratchDir dir;
+    testing::write_file(dir.file("f32.gguf"), testing::make_tiny_gguf(spec));
+    for (const auto& [dtype, base] : {std::pair{"q4_k_m", DType::kQ4_K}, std::pair{"q5_k_m", DType::kQ5_K},
+                                      std::pair{"q3_k_m", DType::kQ3_K}}) {
+      ExportOptions o;
+      o.checkpoint = dir.file("f32.gguf");
+      o.output = dir.file(std::string(dtype) + ".gguf");
+      o.dtype = dtype;
+      auto report = export_package(o);
+      ASSERT_TRUE(report.ok()) << report.status().message();
+      auto gguf = GgufFile::open(o.output);
+      ASSERT_TRUE(gguf.ok());
+      EXPECT_EQ((*gguf)->find_tensor("token_embd.weight")->dtype, tied ? DType::kQ6_K : base) << dtype;
+      if (!tied) EXPECT_EQ((*gguf)->find_tensor("output.weight")->dtype, DType::kQ6_K) << dtype;
+      EXPECT_EQ((*gguf)->find_tensor("output.weight") != nullptr, !tied);
+    }
+  }
+}
+
 TEST(ExportThreads, E2_SameBytesForOneTwoAndThreeThreads) {
   testing::TinyModelSpec spec;
   spec.dim = 256, spec.hidden_dim = 512, spec.n_heads = 4, spec.n_kv_heads = 2;
