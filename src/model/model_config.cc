@@ -115,12 +115,12 @@ Status read_rope_scaling(const GgufFile& gguf, const std::string& p, ModelConfig
     if (!t) return wrong_type(gguf, p + "rope.scaling.type", "a string");
     type = *t;
   }
+  LLMPACK_ASSIGN_OR_RETURN(const double attn_factor, number_key(gguf, p + "rope.scaling.attn_factor", 1.0, true));
+  c->rope_attn_scale = static_cast<float>(attn_factor);  // llama.cpp applies it whatever the type
   if (type == "none") return ok_status();
   const std::string factor_key =
       gguf.find(p + "rope.scaling.factor") ? p + "rope.scaling.factor" : p + "rope.scale_linear";
   LLMPACK_ASSIGN_OR_RETURN(const double factor, number_key(gguf, factor_key, 1.0, true));
-  LLMPACK_ASSIGN_OR_RETURN(const double attn_factor, number_key(gguf, p + "rope.scaling.attn_factor", 1.0, true));
-  c->rope_attn_scale = static_cast<float>(attn_factor);
   if (type == "yarn") return read_yarn(gguf, p, factor, c);
   if (type != "linear" && factor != 1.0)
     return error_status("RoPE scaling '" + type + "' (" + factor_key + " " + shown_number(factor) +

@@ -157,6 +157,16 @@ TEST(ModelMetadata, YarnRopeScalingIsReadWithLlamaCppDefaults) {
   EXPECT_EQ(tuned.rope_yarn.beta_slow, 2.0f);
   EXPECT_FLOAT_EQ(tuned.rope_attn_scale, static_cast<float>(0.5 * (1.0 + 0.1 * std::log(8.0))));
 
+  // rope.scaling.attn_factor scales q and k whatever the scaling type, as in llama.cpp.
+  const ModelConfig linear = config_of({{"llama.rope.scaling.type", text("linear")},
+                                        {"llama.rope.scaling.factor", number(2)},
+                                        {"llama.rope.scaling.attn_factor", number(0.5)}});
+  EXPECT_EQ(linear.rope_attn_scale, 0.5f);
+  EXPECT_EQ(linear.rope_yarn.ext_factor, 0.0f);
+  EXPECT_EQ(config_of({{"llama.rope.scaling.type", text("none")}, {"llama.rope.scaling.attn_factor", number(0.5)}})
+                .rope_attn_scale,
+            0.5f);
+
   const auto yarn_refusal = [](const std::string& key, const GgufValue& value) {
     testing::TinyModelSpec spec;
     spec.metadata = {{"llama.rope.scaling.type", text("yarn")}, {"llama.rope.scaling.factor", number(4)},
