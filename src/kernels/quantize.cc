@@ -47,6 +47,25 @@ double fit_lanes_total(const FitLanes& s) {
   return (lo[0] + lo[1]) + (hi[0] + hi[1]);  // (s0 + s4) + (s1 + s5) + ((s2 + s6) + (s3 + s7))
 }
 
+// llama.cpp's rounding in its Q8_0 quantizer, roundf: halves away from zero.
+// Exact halves are common in F16 and BF16 weights (their few mantissa bits),
+// so rounding them as llama-quantize does keeps the files' bytes equal to
+// its (about 0.5% of blocks differed with halves to even). |v| < 2^31.
+int round_half_away(float v) {
+  int t = static_cast<int>(v);                       // toward zero
+  const float frac = v - static_cast<float>(t);      // exact for |v| < 2^23
+  t += (frac >= 0.5f) - (frac <= -0.5f);
+  return t;
+}
+
+// llama.cpp's level for the offset types (Q4_0, Q5_0, Q4_1, Q5_1): the float
+// sum v = x / d + offset + 0.5 truncated, capped at `top` (as its
+// `MIN(top, (int8_t)(v))`: halves go up); NaN -> 0.
+int level_half_up(float v, int top) {
+  if (!(v >= 0.0f)) return 0;
+  return v >= static_cast<float>(top) ? top : static_cast<int>(v);
+}
+
 void quantize_q8_0(const float* x, int64_t n_blocks, BlockQ8_0* out) {
   for (int64_t i = 0; i < n_blocks; ++i, x += kQK) {
     float amax = 0.0f;
@@ -54,7 +73,10 @@ void quantize_q8_0(const float* x, int64_t n_blocks, BlockQ8_0* out) {
     const float d = amax / 127.0f;
     const float id = d > 0.0f ? 1.0f / d : 0.0f;
     out[i].d = f32_to_f16(d);
-    for (int j = 0; j < kQK; ++j) out[i].qs[j] = static_cast<int8_t>(clamp_round(x[j] * id, -127, 127));
+    for (int j = 0; j < kQK; ++j) {
+      const float v = x[j] * id;  // within [-127, 127] (NaN: 0)
+      out[i].qs[j] = static_cast<int8_t>(v == v ? std::clamp(round_half_away(v), -127, 127) : 0);
+    }
   }
 }
 
@@ -78,8 +100,8 @@ void quantize_q4_0(const float* x, int64_t n_blocks, BlockQ4_0* out) {
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     out[i].d = f32_to_f16(d);
     for (int j = 0; j < kQK / 2; ++j) {
-      const int q0 = clamp_round(x[j] * id + 8.0f, 0, 15);
-      const int q1 = clamp_round(x[j + kQK / 2] * id + 8.0f, 0, 15);
+      const int q0 = level_half_up(x[j] * id + 8.5f, 15);
+      const int q1 = level_half_up(x[j + kQK / 2] * id + 8.5f, 15);
       out[i].qs[j] = static_cast<uint8_t>(q0 | (q1 << 4));
     }
   }
@@ -100,7 +122,7 @@ void quantize_q5_0(const float* x, int64_t n_blocks, BlockQ5_0* out) {
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     out[i] = BlockQ5_0{};
     out[i].d = f32_to_f16(d);
-    for (int j = 0; j < kQK; ++j) put_q5(out[i].qs, out[i].qh, j, clamp_round(x[j] * id + 16.0f, 0, 31));
+    for (int j = 0; j < kQK; ++j) put_q5(out[i].qs, out[i].qh, j, level_half_up(x[j] * id + 16.5f, 31));
   }
 }
 
@@ -118,7 +140,7 @@ void quantize_with_min(const float* x, int64_t n_blocks, Block* out) {
     out[i].d = f32_to_f16(d);
     out[i].m = f32_to_f16(*lo);
     for (int j = 0; j < kQK; ++j) {
-      const int q = clamp_round((x[j] - *lo) * id, 0, kTop);
+      const int q = level_half_up((x[j] - *lo) * id + 0.5f, kTop);
       if constexpr (kFifthBit)
         put_q5(out[i].qs, out[i].qh, j, q);
       else

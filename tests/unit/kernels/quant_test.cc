@@ -143,6 +143,33 @@ TEST(QuantizeTest, RoundTripIsBitExactForQ8_0Q4_0AndQ5_0) {
   }
 }
 
+// Values exactly halfway between two levels (common in F16 and BF16 weights)
+// round as llama.cpp's quantizer rounds them, so that a file's bytes equal
+// llama-quantize's: Q8_0 away from zero (roundf), Q4_0 / Q5_0 / Q4_1 / Q5_1
+// upward (their truncation of x / d + offset + 0.5). Each block has a step of
+// exactly 1 (its largest value sets it), so x / d is x.
+TEST(QuantizeTest, HalvesRoundAsLlamaCppsQuantizer) {
+  const auto levels = [](DType dtype, std::vector<float> x) {
+    x.resize(32, 0.0f);
+    const auto q = dequantize(dtype, quantize(dtype, x), 32);
+    return std::vector<float>(q.begin(), q.begin() + 8);
+  };
+  // Q8_0: d = 127 / 127.
+  EXPECT_EQ(levels(DType::kQ8_0, {127, 64.5f, -64.5f, 0.5f, -0.5f, 2.5f, -2.5f, 126.5f}),
+            (std::vector<float>{127, 65, -65, 1, -1, 3, -3, 127}));
+  // Q4_0: d = -8 / -8 = 1, levels x + 8 in 0..15.
+  EXPECT_EQ(levels(DType::kQ4_0, {-8, 0.5f, -0.5f, 2.5f, -2.5f, 6.5f, -7.5f, 1}),
+            (std::vector<float>{-8, 1, 0, 3, -2, 7, -7, 1}));
+  // Q5_0: d = -16 / -16 = 1, levels x + 16 in 0..31.
+  EXPECT_EQ(levels(DType::kQ5_0, {-16, 0.5f, -0.5f, 2.5f, -2.5f, 14.5f, -15.5f, 3}),
+            (std::vector<float>{-16, 1, 0, 3, -2, 15, -15, 3}));
+  // Q4_1: min 0, max 15: d = 1. Q5_1: min 0, max 31.
+  EXPECT_EQ(levels(DType::kQ4_1, {15, 0.5f, 1.5f, 2.5f, 13.5f, 14.5f, 7.5f, 4}),
+            (std::vector<float>{15, 1, 2, 3, 14, 15, 8, 4}));
+  EXPECT_EQ(levels(DType::kQ5_1, {31, 0.5f, 1.5f, 2.5f, 29.5f, 30.5f, 15.5f, 4}),
+            (std::vector<float>{31, 1, 2, 3, 30, 31, 16, 4}));
+}
+
 // Q4_1 by hand: d, m, then element i's nibble in qs[i % 16] (low for i < 16).
 TEST(QuantizeTest, Q4_1BlocksDequantizeByTheGgufLayout) {
   uint8_t block[20] = {};
