@@ -103,7 +103,7 @@ TEST(ThreadPool, StrictPlacementPutsEachThreadOnOneCpuOfTheMaskInTurn) {
     const Cpus usable = usable_cpu_list();
     ThreadPool pool(3);
     PoolCpus cpus(pool);
-    ASSERT_TRUE(pool.place({usable, true}).ok());
+    ASSERT_TRUE(pool.place({usable, true, {}}).ok());
     const std::vector<Cpus> seen = cpus.after_next_call();
     for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], Cpus{usable[i % usable.size()]}) << "thread " << i;
     ASSERT_TRUE(pool.place({}).ok());
@@ -117,9 +117,9 @@ TEST(ThreadPool, PlacementOnAMaskLetsEachThreadRunOnAllOfIt) {
     const Cpus mask = usable.size() >= 2 ? Cpus{usable[0], usable[1]} : usable;
     ThreadPool pool(3);
     PoolCpus cpus(pool);
-    ASSERT_TRUE(pool.place({mask, false}).ok());
+    ASSERT_TRUE(pool.place({mask, false, {}}).ok());
     for (const Cpus& c : cpus.after_next_call()) EXPECT_EQ(c, mask);
-    ASSERT_TRUE(pool.place({{usable.back()}, false}).ok());
+    ASSERT_TRUE(pool.place({{usable.back()}, false, {}}).ok());
     for (const Cpus& c : cpus.after_next_call()) EXPECT_EQ(c, Cpus{usable.back()}) << "placed again";
   });
 }
@@ -129,7 +129,7 @@ TEST(ThreadPool, PlacementOutsideTheProcesssCpusIsRefusedNamingThem) {
     const Cpus usable = usable_cpu_list();
     ThreadPool pool(2);
     const int outside = usable.back() + 1;
-    const Status status = pool.place({{usable[0], outside}, true});
+    const Status status = pool.place({{usable[0], outside}, true, {}});
     ASSERT_FALSE(status.ok());
     EXPECT_NE(status.message().find("CPU " + std::to_string(outside) + " is not among"), std::string::npos)
         << status.message();
@@ -142,7 +142,7 @@ TEST(ThreadPool, DestroyedOnThePlacedThreadItPutsThatThreadBack) {
     const Cpus usable = usable_cpu_list();
     {
       ThreadPool pool(2);
-      ASSERT_TRUE(pool.place({{usable.back()}, true}).ok());
+      ASSERT_TRUE(pool.place({{usable.back()}, true, {}}).ok());
       EXPECT_EQ(thread_cpus(this_thread_id()), Cpus{usable.back()});
     }
     EXPECT_EQ(thread_cpus(this_thread_id()), usable);

@@ -51,7 +51,7 @@ TEST(ProgramThreads, StrictPlacementPutsEachThreadOnItsCpuAndTheLogitsStayTheSam
     const std::vector<float> expected = last_logits_of_a_prompt(*loose);
 
     ProgramOptions options;
-    options.placement = {usable, true};
+    options.placement = {usable, true, {}};
     options.spin = std::chrono::microseconds(0);
     {
       auto placed = load_with_threads(options);
@@ -104,7 +104,7 @@ TEST(ProgramThreads, PlacementOutsideTheProcesssCpusIsRefusedAtLoadNamingThem) {
   on_a_thread_of_its_own([] {
     const Cpus usable = usable_cpu_list();
     ProgramOptions options;
-    options.placement = {{usable.back() + 1}, false};
+    options.placement = {{usable.back() + 1}, false, {}};
     auto pkg = load_with_threads(options);
     ASSERT_FALSE(pkg.ok());
     const std::string expected = "placing the threads on CPUs " + std::to_string(usable.back() + 1) + ": CPU " +
