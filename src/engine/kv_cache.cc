@@ -253,6 +253,13 @@ Status save_kv_cache_file(const std::string& path, const KvCache& cache, const K
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     return error_status("'" + path + "' is a directory, expected the path of a file to write");
+  if (std::filesystem::exists(path, ec)) {
+    char magic[8] = {};
+    std::ifstream(path, std::ios::binary).read(magic, 8);
+    if (std::memcmp(magic, kMagic, 8) != 0)
+      return error_status("'" + path + "' exists and is not an llmpack conversation file; it was left as it is " +
+                          "(remove it, or save under another name)");
+  }
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);

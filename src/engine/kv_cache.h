@@ -127,7 +127,9 @@ struct KvCacheFile {
 };
 
 // Writes rows [0, tokens.size()) of `cache` with a versioned header, the
-// model identity, the tokens, the metadata and a checksum of everything.
+// model identity, the tokens, the metadata and a checksum of everything. An
+// existing file is replaced only if it is a conversation file itself: a
+// mistyped `/save model.gguf` must not destroy the model.
 Status save_kv_cache_file(const std::string& path, const KvCache& cache, const KvCacheFile& contents);
 
 // Reads a file written by save_kv_cache_file into `cache`. Everything is

@@ -100,6 +100,28 @@ TEST_F(ChatCli, C4_LoadOrSaveOfAFolderIsRefusedAndTheConversationGoesOn) {
   std::filesystem::remove(folder);
 }
 
+// /save replaces an earlier conversation file but no other file: a mistyped
+// `/save model.gguf` must not destroy the model.
+TEST_F(ChatCli, C4_SaveReplacesOnlyAConversationFile) {
+  LLMPACK_REQUIRE_FIXTURE(gguf, "gguf/stories260K.gguf");
+  const std::string other = temp_stem("not_a_conversation") + ".gguf";
+  const std::string conv = temp_stem("conv_twice") + ".llmchat";
+  std::filesystem::copy_file(gguf, other, std::filesystem::copy_options::overwrite_existing);
+  const std::string before = slurp(other);
+  auto r = run_chat_cli(base_ + " -n 4", "Hello.\n/save " + other + "\n/save " + conv + "\n/save " + conv + "\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("'" + other + "' exists and is not an llmpack conversation file; it was left as it is"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(slurp(other), before);
+  size_t saved = 0;
+  for (size_t at = r.err.find("(saved 1 turns"); at != std::string::npos; at = r.err.find("(saved 1 turns", at + 1))
+    ++saved;
+  EXPECT_EQ(saved, 2u) << r.err;  // the second /save replaced the first file
+  std::remove(other.c_str());
+  std::remove(conv.c_str());
+}
+
 TEST_F(ChatCli, C5_FullContextStartsOverWithANoticeOrShifts) {
   const std::string lines = "Tell me a story.\nAnd then?\nWhat next?\nWho came?\nThe end?\nMore!\n";
   auto fresh = run_chat_cli(base_ + " -n 40 --kv_capacity 160 --system 'Be brief.'", lines);
