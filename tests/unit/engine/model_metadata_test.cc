@@ -90,17 +90,23 @@ TEST(ModelMetadata, Llama3FrequencyFactorsMustBePositiveAndFinite) {
 }
 
 
+// The hyperparameters a tiny package with these extra metadata keys loads
+// with (a default config, and a test failure, when it does not load).
+ModelConfig config_with(std::map<std::string, GgufValue> keys) {
+  testing::TinyModelSpec spec;
+  spec.metadata = std::move(keys);
+  auto loaded = testing::load_tiny_package(spec);
+  EXPECT_TRUE(loaded.ok()) << loaded.status().message();
+  return loaded.ok() ? loaded->program->model().config() : ModelConfig{};
+}
+
 // RoPE scaling keys: linear (rope.scaling.factor, or the older
-// rope.scale_linear) divides the frequencies; "none" ignores the factor; YaRN
-// and other schemes, which this engine does not run, are refused unless their
-// factor is 1.
+// rope.scale_linear) divides the frequencies; "none" ignores the factor;
+// schemes this engine does not run (longrope, dynamic NTK) are refused unless
+// their factor is 1.
 TEST(ModelMetadata, LinearRopeScalingIsReadAndOtherSchemesRefused) {
   const auto scale_of = [](std::map<std::string, GgufValue> keys) {
-    testing::TinyModelSpec spec;
-    spec.metadata = std::move(keys);
-    auto loaded = testing::load_tiny_package(spec);
-    EXPECT_TRUE(loaded.ok()) << loaded.status().message();
-    return loaded.ok() ? loaded->program->model().config().rope_freq_scale : -1.0f;
+    return config_with(std::move(keys)).rope_freq_scale;
   };
   EXPECT_EQ(scale_of({}), 1.0f);
   EXPECT_EQ(scale_of({{"llama.rope.scaling.type", text("linear")}, {"llama.rope.scaling.factor", number(4)}}), 0.25f);
@@ -128,17 +134,10 @@ TEST(ModelMetadata, LinearRopeScalingIsReadAndOtherSchemesRefused) {
 // ext_factor 1, the original context the trained one when absent, and q, k
 // scaled by 1 + 0.1 ln(factor) (times rope.scaling.attn_factor).
 TEST(ModelMetadata, YarnRopeScalingIsReadWithLlamaCppDefaults) {
-  const auto config_of = [](std::map<std::string, GgufValue> keys) {
-    testing::TinyModelSpec spec;
-    spec.metadata = std::move(keys);
-    auto loaded = testing::load_tiny_package(spec);
-    EXPECT_TRUE(loaded.ok()) << loaded.status().message();
-    return loaded.ok() ? loaded->program->model().config() : ModelConfig{};
-  };
-  const ModelConfig plain = config_of({});
+  const ModelConfig plain = config_with({});
   EXPECT_EQ(plain.rope_yarn.ext_factor, 0.0f);
   EXPECT_EQ(plain.rope_attn_scale, 1.0f);
-  const ModelConfig yarn = config_of({{"llama.rope.scaling.type", text("yarn")},
+  const ModelConfig yarn = config_with({{"llama.rope.scaling.type", text("yarn")},
                                       {"llama.rope.scaling.factor", number(4)},
                                       {"llama.rope.scaling.original_context_length", count(64)}});
   EXPECT_EQ(yarn.rope_freq_scale, 0.25f);
@@ -147,7 +146,7 @@ TEST(ModelMetadata, YarnRopeScalingIsReadWithLlamaCppDefaults) {
   EXPECT_EQ(yarn.rope_yarn.beta_fast, 32.0f);
   EXPECT_EQ(yarn.rope_yarn.beta_slow, 1.0f);
   EXPECT_FLOAT_EQ(yarn.rope_attn_scale, static_cast<float>(1.0 + 0.1 * std::log(4.0)));
-  const ModelConfig tuned = config_of({{"llama.rope.scaling.type", text("yarn")},
+  const ModelConfig tuned = config_with({{"llama.rope.scaling.type", text("yarn")},
                                        {"llama.rope.scaling.factor", number(8)},
                                        {"llama.rope.scaling.attn_factor", number(0.5)},
                                        {"llama.rope.scaling.yarn_beta_fast", number(16)},
@@ -158,12 +157,12 @@ TEST(ModelMetadata, YarnRopeScalingIsReadWithLlamaCppDefaults) {
   EXPECT_FLOAT_EQ(tuned.rope_attn_scale, static_cast<float>(0.5 * (1.0 + 0.1 * std::log(8.0))));
 
   // rope.scaling.attn_factor scales q and k whatever the scaling type, as in llama.cpp.
-  const ModelConfig linear = config_of({{"llama.rope.scaling.type", text("linear")},
+  const ModelConfig linear = config_with({{"llama.rope.scaling.type", text("linear")},
                                         {"llama.rope.scaling.factor", number(2)},
                                         {"llama.rope.scaling.attn_factor", number(0.5)}});
   EXPECT_EQ(linear.rope_attn_scale, 0.5f);
   EXPECT_EQ(linear.rope_yarn.ext_factor, 0.0f);
-  EXPECT_EQ(config_of({{"llama.rope.scaling.type", text("none")}, {"llama.rope.scaling.attn_factor", number(0.5)}})
+  EXPECT_EQ(config_with({{"llama.rope.scaling.type", text("none")}, {"llama.rope.scaling.attn_factor", number(0.5)}})
                 .rope_attn_scale,
             0.5f);
 
