@@ -282,36 +282,55 @@ TEST(HfFolderErrors, Llama3ScalingThatCannotGiveFactorsIsRefused) {
   }
 }
 
+// The stories260K folder copied into `dir` with config.json's rope_scaling
+// set, exported to o.output and loaded: the package's hyperparameters, or the
+// export's or load's error (a failed export leaves no file).
+class RopeScalingExport {
+ public:
+  explicit RopeScalingExport(const std::string& hf) : config_(copy_stories260k_hf(hf, dir_)) {}
+  const ExportOptions& options() const { return options_; }
+  const json& config() const { return config_; }
+  Result<ModelConfig> export_and_load(const json& rope_scaling) {
+    config_["rope_scaling"] = rope_scaling;
+    write_config(dir_, config_);
+    std::filesystem::remove(options_.output);
+    auto r = export_package(options_);
+    if (!r.ok()) {
+      EXPECT_FALSE(std::filesystem::exists(options_.output));
+      return r.status();
+    }
+    auto loaded = testing::load(options_.output);
+    if (!loaded.ok()) return loaded.status();
+    return loaded->program->model().config();
+  }
+
+ private:
+  ScratchDir dir_;
+  json config_;
+  ExportOptions options_ = hf_export_options(dir_);
+};
+
 // rope_scaling of type "linear" travels as llama.cpp's rope.scaling keys and
 // loads as frequencies divided by the factor; dynamic NTK (which changes
 // with the sequence's length) is refused.
 TEST(HfFolderRopeScaling, LinearIsWrittenAndDynamicRefused) {
   LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
-  ScratchDir dir;
-  json config = copy_stories260k_hf(hf, dir);
-  const ExportOptions o = hf_export_options(dir);
-  config["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
-  write_config(dir, config);
-  auto r = export_package(o);
-  ASSERT_TRUE(r.ok()) << r.status().message();
+  RopeScalingExport e(hf);
+  auto linear = e.export_and_load({{"type", "linear"}, {"factor", 2.0}});
+  ASSERT_TRUE(linear.ok()) << linear.status().message();
+  EXPECT_EQ(linear->rope_freq_scale, 0.5f);
   {
-    auto out = GgufFile::open(o.output);
+    auto out = GgufFile::open(e.options().output);
     ASSERT_TRUE(out.ok());
     EXPECT_EQ((*out)->get_string("llama.rope.scaling.type"), "linear");
     EXPECT_EQ((*out)->get_float("llama.rope.scaling.factor"), 2.0);
-    auto loaded = testing::load(o.output);
-    ASSERT_TRUE(loaded.ok()) << loaded.status().message();
-    EXPECT_EQ(loaded->program->model().config().rope_freq_scale, 0.5f);
   }
-  config["rope_scaling"] = {{"type", "dynamic"}, {"factor", 2.0}};
-  write_config(dir, config);
-  std::filesystem::remove(o.output);
-  r = export_package(o);
-  ASSERT_FALSE(r.ok());
-  EXPECT_NE(r.status().message().find("rope_scaling type 'dynamic' is not supported (llama3, linear and yarn are)"),
+  auto dynamic = e.export_and_load({{"type", "dynamic"}, {"factor", 2.0}});
+  ASSERT_FALSE(dynamic.ok());
+  EXPECT_NE(dynamic.status().message().find(
+                "rope_scaling type 'dynamic' is not supported (llama3, linear and yarn are)"),
             std::string::npos)
-      << r.status().message();
-  EXPECT_FALSE(std::filesystem::exists(o.output));
+      << dynamic.status().message();
 }
 
 // rope_scaling yarn (Qwen's long-context configs) exports as llama.cpp's
@@ -320,26 +339,15 @@ TEST(HfFolderRopeScaling, LinearIsWrittenAndDynamicRefused) {
 // scaled by once loaded. DeepSeek's mscale pair is refused.
 TEST(HfFolderRopeScaling, YarnIsWrittenAsLlamaCppKeysAndLoads) {
   LLMPACK_REQUIRE_FIXTURE(hf, "safetensors/stories260K-hf");
-  ScratchDir dir;
-  json config = copy_stories260k_hf(hf, dir);
-  const ExportOptions o = hf_export_options(dir);
-  const auto export_and_load = [&](const json& rope_scaling) -> Result<ModelConfig> {
-    config["rope_scaling"] = rope_scaling;
-    write_config(dir, config);
-    std::filesystem::remove(o.output);
-    auto r = export_package(o);
-    if (!r.ok()) return r.status();
-    auto loaded = testing::load(o.output);
-    if (!loaded.ok()) return loaded.status();
-    return loaded->program->model().config();
-  };
+  RopeScalingExport e(hf);
+  const auto export_and_load = [&e](const json& rope_scaling) { return e.export_and_load(rope_scaling); };
   auto plain = export_and_load({{"rope_type", "yarn"}, {"factor", 4.0}});
   ASSERT_TRUE(plain.ok()) << plain.status().message();
   EXPECT_EQ(plain->rope_freq_scale, 0.25f);
-  EXPECT_EQ(plain->rope_yarn.original_context, config["max_position_embeddings"].get<int64_t>());
+  EXPECT_EQ(plain->rope_yarn.original_context, e.config()["max_position_embeddings"].get<int64_t>());
   EXPECT_FLOAT_EQ(plain->rope_attn_scale, static_cast<float>(1.0 + 0.1 * std::log(4.0)));
   {
-    auto out = GgufFile::open(o.output);
+    auto out = GgufFile::open(e.options().output);
     ASSERT_TRUE(out.ok());
     EXPECT_EQ((*out)->get_string("llama.rope.scaling.type"), "yarn");
     EXPECT_EQ((*out)->get_float("llama.rope.scaling.factor"), 4.0);
