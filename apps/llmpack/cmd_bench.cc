@@ -6,6 +6,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <thread>
 
 #include "bench_bandwidth.h"
@@ -125,9 +126,19 @@ std::string kernel_path_note(const std::string& avx512_decode) {
          ")";
 }
 
+// Every -m is checked before the first test: a typo in the third model
+// should not surface after the first two have run for minutes.
 Result<std::vector<BenchModelSource>> model_sources(const BenchOptions& o) {
   std::vector<BenchModelSource> sources;
-  for (const auto& path : o.models) sources.push_back(BenchModelSource{path, {}, {}, {}});
+  for (const auto& path : o.models) {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+      return error_status("-m '" + path + "': " +
+                          (std::filesystem::is_directory(path, ec) ? "is a directory, expected a model file"
+                                                                   : "no such file") +
+                          " (every -m is checked before the tests run)");
+    sources.push_back(BenchModelSource{path, {}, {}, {}});
+  }
   for (const auto& spec : o.synthetic) {
     LLMPACK_ASSIGN_OR_RETURN(BenchModelSource s, parse_synthetic_spec(spec));
     s.synthetic.n_layers = o.synthetic_layers;

@@ -270,6 +270,8 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
        "--params: '" + folder + "' is a directory, expected a file"},
       {"export output is a folder", "export --checkpoint " + gguf + " -o " + folder,
        "--output '" + folder + "' is a directory, expected the path of the .gguf file to write"},
+      {"bench's second model is missing", "bench -m " + gguf + " -m /no/such/model.gguf -p 8 -n 4 -r 1",
+       "-m '/no/such/model.gguf': no such file (every -m is checked before the tests run)"},
       {"export output's folder is missing", "export --checkpoint " + gguf + " -o " + folder + "/no/x.gguf",
        "--output '" + folder + "/no/x.gguf': the folder '" + folder + "/no' does not exist"},
   };
