@@ -479,7 +479,6 @@ Status run_tests(const BenchOptions& o, const BenchModel& m, int threads, const 
 
 // --save: writes the synthetic model as a package file instead of measuring.
 int save_synthetic(const BenchOptions& o, const BenchModelSource& source) {
-  if (!source.is_synthetic()) return fail("--save needs a --synthetic model, not -m");
   auto model = load_bench_model(source, o.threads.empty() ? 1 : static_cast<int>(o.threads[0]), 1, 32);
   if (!model.ok()) return fail(model.status());
   if (auto status = save_model_gguf(model->program->model(), o.save_path); !status.ok()) return fail(status);
@@ -550,6 +549,8 @@ DecodeReads note_decode_bound(const BenchModel& model, int threads, int64_t mib,
 }  // namespace
 
 int run_bench(const BenchOptions& o) {
+  // The flags' conflict first: it holds whatever the -m paths are.
+  if (!o.save_path.empty() && !o.models.empty()) return fail("--save needs a --synthetic model, not -m");
   auto sources = model_sources(o);
   if (!sources.ok()) return fail(sources.status());
   const std::vector<int> threads =
