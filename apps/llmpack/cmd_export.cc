@@ -46,6 +46,15 @@ void register_export(CLI::App& app, std::function<int()>& action) {
   dynamic->excludes(stat);
   cmd->add_option("--static_chunk", o->static_chunk, "N: tokens per call with --static_shape (default 1)");
   cmd->add_option("--dtype", o->dtype, "Weights: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, q3_k_m, q4_k_m, q5_k_m (default: the source's types)");
+  cmd->add_option("--output_dtype", o->output_dtype,
+                  "Type of the output matrix (the embedding when the model ties them), e.g. q6_k as llama.cpp's "
+                  "q4_0 files have it (llama-quantize's --output-tensor-type)");
+  cmd->add_option("--embedding_dtype", o->embedding_dtype,
+                  "Type of token_embd.weight (llama-quantize's --token-embedding-type)");
+  cmd->add_option("--tensor_dtype", o->tensor_dtypes,
+                  "PATTERN=TYPE: tensors whose name the regular expression PATTERN finds get TYPE (repeatable; "
+                  "the first that matches wins; llama-quantize's --tensor-type)")
+      ->allow_extra_args(false);
   cmd->add_option("--name", o->name, "general.name to write");
   cmd->add_option("-t,--cpu_threads", o->threads, "Threads that quantize the rows (default: one per performance core)")
       ->check(CLI::Range(1, 1024));

@@ -1,4 +1,4 @@
-// `llmpack inspect PKG [--json]`: the model, the contract and the findings (I1).
+// `llmpack inspect PKG [--json] [--tensors]`: the model, the contract and the findings (I1).
 #include <cstdio>
 
 #include "cli_common.h"
@@ -12,6 +12,7 @@ struct InspectOptions {
   std::string path;
   std::string tokenizer_path;
   bool json = false;
+  bool tensors = false;
   int64_t max_seq_len = 0;
   int64_t max_context_len = 4096;
 };
@@ -22,8 +23,8 @@ int execute(const InspectOptions& o) {
   defaults.max_context_len = o.max_context_len;
   auto report = inspect_package(o.path, o.tokenizer_path, defaults);
   if (!report.ok()) return fail(report.status());
-  if (o.json) std::printf("%s\n", report_to_json(*report).dump(2).c_str());
-  else std::printf("%s", report_to_text(*report).c_str());
+  if (o.json) std::printf("%s\n", report_to_json(*report, o.tensors).dump(2).c_str());
+  else std::printf("%s", report_to_text(*report, o.tensors).c_str());
   return 0;
 }
 
@@ -35,6 +36,7 @@ void register_inspect(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("package", o->path, "A .gguf package or a llama2.c .bin checkpoint")->required();
   cmd->add_option("--tokenizer_path", o->tokenizer_path, "Tokenizer for a llama2.c checkpoint");
   cmd->add_flag("--json", o->json, "Print the report as JSON");
+  cmd->add_flag("--tensors", o->tensors, "List every tensor: name, type, shape, bytes, offset (JSON: tensors.list)");
   cmd->add_option("--max_seq_len", o->max_seq_len, "For plain GGUFs: S = B (default 512)");
   cmd->add_option("--max_context_len", o->max_context_len, "For plain GGUFs: cap on C (default 4096)");
   cmd->callback([&action, o] { action = [o] { return execute(*o); }; });

@@ -1,5 +1,6 @@
 #include "engine/package_inspection.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -32,6 +33,7 @@ void count_tensors(const GgufFile& gguf, PackageReport& r) {
     r.dtype_bytes[type] += t.n_bytes;
     r.n_params += t.n_elements();
     ++r.n_tensors;
+    r.tensor_list.push_back({t.name, type, t.ne, t.n_bytes, t.offset});
   }
 }
 
@@ -152,7 +154,7 @@ Result<PackageReport> inspect_package(const std::string& path, const std::string
   return r;
 }
 
-nlohmann::ordered_json report_to_json(const PackageReport& r) {
+nlohmann::ordered_json report_to_json(const PackageReport& r, bool list_tensors) {
   nlohmann::ordered_json j;
   j["path"] = r.path;
   j["format"] = r.format;
@@ -174,6 +176,13 @@ nlohmann::ordered_json report_to_json(const PackageReport& r) {
   j["tensors"] = {{"count", r.n_tensors}, {"params", r.n_params}, {"dtype_counts", r.dtype_tensor_counts},
                   {"dtype_bytes", r.dtype_bytes}};
   if (!r.file_type.empty()) j["tensors"]["file_type"] = r.file_type;
+  if (list_tensors) {
+    nlohmann::ordered_json list = nlohmann::ordered_json::array();
+    for (const TensorEntry& t : r.tensor_list)
+      list.push_back({{"name", t.name}, {"type", t.type}, {"shape", t.shape}, {"bytes", t.bytes},
+                      {"offset", t.offset}});
+    j["tensors"]["list"] = list;
+  }
   j["contract_keys"] = r.contract_keys;
   j["loads"] = r.loads;
   if (!r.loads) j["load_error"] = r.load_error;
@@ -199,7 +208,35 @@ nlohmann::ordered_json report_to_json(const PackageReport& r) {
   return j;
 }
 
-std::string report_to_text(const PackageReport& r) {
+// The tensor table of `inspect --tensors`: columns as wide as their longest entry.
+std::string tensor_table(const std::vector<TensorEntry>& tensors) {
+  auto shape_text = [](const std::vector<int64_t>& shape) {
+    std::string s;
+    for (int64_t d : shape) s += (s.empty() ? "[" : ", ") + n(d);
+    return s + "]";
+  };
+  size_t name_w = 4, type_w = 4, shape_w = 5;
+  for (const TensorEntry& t : tensors) {
+    name_w = std::max(name_w, t.name.size());
+    type_w = std::max(type_w, t.type.size());
+    shape_w = std::max(shape_w, shape_text(t.shape).size());
+  }
+  std::string out;
+  char buf[512];
+  auto row = [&](const std::string& name, const std::string& type, const std::string& shape, const std::string& bytes,
+                 const std::string& offset) {
+    std::snprintf(buf, sizeof buf, "  %-*s  %-*s  %-*s  %12s  %12s\n", static_cast<int>(name_w), name.c_str(),
+                  static_cast<int>(type_w), type.c_str(), static_cast<int>(shape_w), shape.c_str(), bytes.c_str(),
+                  offset.c_str());
+    out += buf;
+  };
+  row("name", "type", "shape", "bytes", "offset");
+  for (const TensorEntry& t : tensors)
+    row(t.name, t.type, shape_text(t.shape), n(static_cast<int64_t>(t.bytes)), n(static_cast<int64_t>(t.offset)));
+  return out;
+}
+
+std::string report_to_text(const PackageReport& r, bool list_tensors) {
   std::string out;
   auto line = [&](const std::string& s) { out += s + "\n"; };
   line(r.path + " (" + r.format + ", " + n(static_cast<int64_t>(r.file_bytes)) + " bytes)");
@@ -249,6 +286,12 @@ std::string report_to_text(const PackageReport& r) {
   line("template:  " + r.chat_template_name);
   if (r.findings.empty()) line("findings:  none");
   for (const auto& f : r.findings) line("finding:   " + f);
+  if (list_tensors && !r.tensor_list.empty()) {
+    line("tensors (shape as GGUF writes it, row length first; offset from the data section's start):");
+    out += tensor_table(r.tensor_list);
+  } else if (list_tensors) {
+    line("tensors:   a llama2.c checkpoint holds one f32 blob, not named tensors");
+  }
   return out;
 }
 

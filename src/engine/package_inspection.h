@@ -15,6 +15,15 @@
 
 namespace llmpack {
 
+// One tensor of a GGUF, as `inspect --tensors` lists it.
+struct TensorEntry {
+  std::string name;
+  std::string type;            // "q4_0"
+  std::vector<int64_t> shape;  // GGUF order: shape[0] is the row length
+  uint64_t bytes = 0;
+  uint64_t offset = 0;         // from the start of the data section
+};
+
 struct PackageReport {
   std::string path;
   std::string format;  // "gguf" or "llama2c"
@@ -26,6 +35,7 @@ struct PackageReport {
   std::map<std::string, uint64_t> dtype_bytes;
   int64_t n_tensors = 0;
   int64_t n_params = 0;
+  std::vector<TensorEntry> tensor_list;  // a GGUF's tensors in file order (empty for llama2.c)
   std::string file_type;  // llama.cpp's words for a GGUF's file type ("Q4_K - Medium"); empty for llama2.c
   // The contract keys as written (absent keys are missing from the map).
   nlohmann::ordered_json contract_keys = nlohmann::ordered_json::object();
@@ -45,7 +55,8 @@ struct PackageReport {
 Result<PackageReport> inspect_package(const std::string& path, const std::string& tokenizer_path,
                                       const ContractDefaults& defaults);
 
-std::string report_to_text(const PackageReport& report);
-nlohmann::ordered_json report_to_json(const PackageReport& report);
+// With `list_tensors`, every tensor's name, type, shape, bytes and offset too.
+std::string report_to_text(const PackageReport& report, bool list_tensors = false);
+nlohmann::ordered_json report_to_json(const PackageReport& report, bool list_tensors = false);
 
 }  // namespace llmpack

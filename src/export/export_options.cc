@@ -2,43 +2,86 @@
 
 #include <algorithm>
 #include <cctype>
+#include <utility>
 
 namespace llmpack {
 namespace {
 
 constexpr int64_t kMaxPositions = int64_t{1} << 24;
 
+constexpr const char* kSingleTypes =
+    "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs";
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// One weight type by its llama.cpp name ("q6_k"), or nothing.
+std::optional<DType> single_type(const std::string& name) {
+  static const std::pair<const char*, DType> kTypes[] = {
+      {"f32", DType::kF32},    {"f16", DType::kF16},       {"bf16", DType::kBF16},    {"q8_0", DType::kQ8_0},
+      {"q4_0", DType::kQ4_0},  {"q4_1", DType::kQ4_1},     {"q5_0", DType::kQ5_0},    {"q5_1", DType::kQ5_1},
+      {"q2_k", DType::kQ2_K},  {"q3_k", DType::kQ3_K},     {"q4_k", DType::kQ4_K},    {"q5_k", DType::kQ5_K},
+      {"q6_k", DType::kQ6_K},  {"iq4_nl", DType::kIQ4_NL}, {"iq4_xs", DType::kIQ4_XS}};
+  for (const auto& [n, t] : kTypes)
+    if (name == n) return t;
+  return std::nullopt;
+}
+
 Result<DTypePlan> parse_dtype_plan(const std::string& given) {
   DTypePlan plan;
   if (given.empty()) return plan;
-  std::string d = given;
-  std::transform(d.begin(), d.end(), d.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string d = lower(given);
   plan.keep = false;
   plan.name = d;
-  if (d == "f32") plan.matrix = DType::kF32;
-  else if (d == "f16") plan.matrix = DType::kF16;
-  else if (d == "bf16") plan.matrix = DType::kBF16;
-  else if (d == "q8_0") plan.matrix = DType::kQ8_0;
-  else if (d == "q4_0") plan.matrix = DType::kQ4_0;
-  else if (d == "q4_1") plan.matrix = DType::kQ4_1;
-  else if (d == "q5_0") plan.matrix = DType::kQ5_0;
-  else if (d == "q5_1") plan.matrix = DType::kQ5_1;
-  else if (d == "q2_k") plan.matrix = DType::kQ2_K;
-  else if (d == "q3_k") plan.matrix = DType::kQ3_K;
-  else if (d == "iq4_nl") plan.matrix = DType::kIQ4_NL;
-  else if (d == "iq4_xs") plan.matrix = DType::kIQ4_XS;
-  else if (d == "q4_k") plan.matrix = DType::kQ4_K;
-  else if (d == "q5_k") plan.matrix = DType::kQ5_K;
-  else if (d == "q6_k") plan.matrix = DType::kQ6_K;
-  else if (d == "q3_k_m" || d == "q4_k_m" || d == "q5_k_m") {
+  if (auto t = single_type(d)) {
+    plan.matrix = *t;
+  } else if (d == "q3_k_m" || d == "q4_k_m" || d == "q5_k_m") {
     plan.matrix = d == "q3_k_m" ? DType::kQ3_K : d == "q4_k_m" ? DType::kQ4_K : DType::kQ5_K;
     plan.medium_mix = true;
   } else {
-    return error_status("--dtype '" + given +
-                        "' is not one of f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, "
-                        "iq4_nl, iq4_xs, q3_k_m, q4_k_m, q5_k_m");
+    return error_status("--dtype '" + given + "' is not one of " + kSingleTypes + ", q3_k_m, q4_k_m, q5_k_m");
   }
   return plan;
+}
+
+Result<TypeOverride> parse_override_type(const std::string& flag, const std::string& type_name,
+                                         const std::string& given) {
+  auto t = single_type(lower(type_name));
+  if (!t) return error_status(flag + " '" + given + "': '" + type_name + "' is not one of " + kSingleTypes);
+  return TypeOverride{*t, flag + " " + given, nullptr};
+}
+
+// --tensor_dtype PATTERN=TYPE (the last '=' splits, so a pattern may hold one).
+Result<TypeOverride> parse_tensor_rule(const std::string& given) {
+  const size_t eq = given.rfind('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == given.size())
+    return error_status("--tensor_dtype '" + given + "' is not PATTERN=TYPE (e.g. attn_v=q8_0)");
+  LLMPACK_ASSIGN_OR_RETURN(TypeOverride rule,
+                           parse_override_type("--tensor_dtype", given.substr(eq + 1), given));
+  try {
+    rule.pattern = std::make_shared<const std::regex>(given.substr(0, eq), std::regex::ECMAScript | std::regex::icase);
+  } catch (const std::regex_error& e) {
+    return error_status("--tensor_dtype '" + given + "': '" + given.substr(0, eq) +
+                        "' is not a regular expression (" + e.what() + ")");
+  }
+  return rule;
+}
+
+Status parse_overrides(const ExportOptions& o, DTypePlan* plan) {
+  if (!o.output_dtype.empty()) {
+    LLMPACK_ASSIGN_OR_RETURN(plan->output, parse_override_type("--output_dtype", o.output_dtype, o.output_dtype));
+  }
+  if (!o.embedding_dtype.empty()) {
+    LLMPACK_ASSIGN_OR_RETURN(plan->embedding,
+                             parse_override_type("--embedding_dtype", o.embedding_dtype, o.embedding_dtype));
+  }
+  for (const std::string& rule : o.tensor_dtypes) {
+    LLMPACK_ASSIGN_OR_RETURN(TypeOverride r, parse_tensor_rule(rule));
+    plan->tensor_rules.push_back(std::move(r));
+  }
+  return ok_status();
 }
 
 }  // namespace
@@ -48,6 +91,7 @@ Result<PackageShape> resolve_export_options(const ExportOptions& o) {
   if (o.checkpoint.empty()) return error_status("--checkpoint is required");
   if (o.output.empty()) return error_status("--output is required");
   LLMPACK_ASSIGN_OR_RETURN(p.dtype, parse_dtype_plan(o.dtype));
+  LLMPACK_RETURN_IF_ERROR(parse_overrides(o, &p.dtype));
   if (o.max_seq_len <= 0 || o.max_seq_len > kMaxPositions)
     return error_status("--max_seq_length " + std::to_string(o.max_seq_len) + " is out of range 1.." +
                         std::to_string(kMaxPositions));

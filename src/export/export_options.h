@@ -3,8 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <regex>
 #include <string>
+#include <vector>
 
 #include "core/dtype.h"
 #include "core/status.h"
@@ -23,13 +26,29 @@ struct ExportOptions {
   bool static_shape = false;
   int64_t static_chunk = 0;      // N (static shape only); 0: unset, meaning 1
   std::string dtype;             // f32 | f16 | bf16 | q8_0 | q4_0 | q4_k_m; "": keep the source's types
+  // Types named for single tensors, as llama-quantize's --output-tensor-type,
+  // --token-embedding-type and --tensor-type (DTypePlan gives the precedence).
+  std::string output_dtype;      // output.weight, or the embedding a model ties to it
+  std::string embedding_dtype;   // token_embd.weight
+  std::vector<std::string> tensor_dtypes;  // "PATTERN=TYPE": tensors whose name the regex PATTERN finds
   int64_t token_bound = 0;       // B override (legacy packages in tests); 0: derived (E3)
   std::string name;              // general.name; "": from the source
   int threads = 0;               // threads that convert rows; 0: all cores
 };
 
+// A type the user named for some tensors, and how they named it (for notices).
+struct TypeOverride {
+  DType type = DType::kF32;
+  std::string given;                            // "--output_dtype q6_k", "--tensor_dtype attn_v=q8_0"
+  std::shared_ptr<const std::regex> pattern;    // --tensor_dtype's PATTERN (case-insensitive)
+};
+
 // The weight types an export writes: matrices get `matrix`, except where
-// q4_k_m asks for Q6_K (output, half the attn_v / ffn_down layers).
+// q4_k_m asks for Q6_K (output, half the attn_v / ffn_down layers), and
+// where an override names a tensor. Overrides, strongest first, as
+// llama-quantize applies its own: `embedding` for token_embd.weight;
+// `output` for output.weight; the first of `tensor_rules` whose pattern the
+// name holds; `output` for an embedding the model ties to its output.
 struct DTypePlan {
   bool keep = true;              // --dtype absent: keep the source's types
   // q4_k_m / q5_k_m: llama.cpp's "medium" mixes, Q6_K for the output matrix
@@ -39,6 +58,8 @@ struct DTypePlan {
   bool medium_mix = false;
   DType matrix = DType::kF32;
   std::string name;              // as given ("q4_k_m")
+  std::optional<TypeOverride> output, embedding;
+  std::vector<TypeOverride> tensor_rules;
 };
 
 // The contract the package will carry, derived from the options.

@@ -85,14 +85,15 @@ std::string megabytes(uint64_t bytes) {
 // source's own bytes) is let go here, once the next one is asked for.
 Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, std::vector<uint8_t>* buffer,
                    ThreadPool& pool, ExportReport* report) {
-  std::map<std::string, std::pair<int, int64_t>> fallbacks;  // "f16" -> (count, a row length)
+  // (what asked, the type written) -> (count, a row length)
+  std::map<std::pair<std::string, std::string>, std::pair<int, int64_t>> fallbacks;
   const std::string output_name = s.find("output.weight") ? "output.weight" : "token_embd.weight";
   for (size_t i = 0; i < s.tensors.size(); ++i) {
     const SourceTensor& t = s.tensors[i];
-    bool fell_back = false;
-    const DType type = plan_tensor_type(t, plan, s.hp.n_layers, output_name, &fell_back);
-    if (fell_back) {
-      auto& f = fallbacks[std::string(dtype_name(type))];
+    const TensorTypeChoice choice = plan_tensor_type(t, plan, s.hp.n_layers, output_name);
+    const DType type = choice.type;
+    if (choice.fell_back) {
+      auto& f = fallbacks[{choice.asked_by, std::string(dtype_name(type))}];
       ++f.first;
       f.second = t.ne[0];
     }
@@ -105,9 +106,10 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
     ++report->dtype_counts[std::string(dtype_name(type))];
     ++report->n_tensors;
   }
-  for (const auto& [type, f] : fallbacks)
-    report->notices.push_back(std::to_string(f.first) + " matrices with rows that do not fit " + plan.name +
-                              " blocks (e.g. rows of " + std::to_string(f.second) + ") written as " + type);
+  for (const auto& [key, f] : fallbacks)
+    report->notices.push_back(std::to_string(f.first) + (f.first == 1 ? " matrix" : " matrices") +
+                              " with rows that do not fit " + key.first + " blocks (e.g. rows of " +
+                              std::to_string(f.second) + ") written as " + key.second);
   return ok_status();
 }
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <regex>
 
 #include "core/half.h"
 #include "format/mapped_file.h"
@@ -81,27 +82,49 @@ DType fallback_type(DType want) {
   }
 }
 
+// The plan's type for matrix `name`: its --dtype, or the mix's choice.
+DType mix_type(const std::string& name, const DTypePlan& plan, int64_t n_layers, const std::string& output_name) {
+  if (!plan.medium_mix) return plan.matrix;
+  if (plan.matrix == DType::kQ3_K) return q3_k_m_type(name, layer_of(name), n_layers, output_name);
+  const bool v_or_down =
+      name.find("attn_v.weight") != std::string::npos || name.find("ffn_down.weight") != std::string::npos;
+  if (name == output_name || (v_or_down && more_bits_layer(layer_of(name), n_layers))) return DType::kQ6_K;
+  return plan.matrix;
+}
+
+// The override that names tensor `name`, in llama-quantize's precedence
+// (its --token-embedding-type, --output-tensor-type and --tensor-type): the
+// embedding's and the output's own flags first, then the first pattern the
+// name holds, then the output's type for an embedding tied to the output.
+const TypeOverride* override_for(const std::string& name, const DTypePlan& plan, const std::string& output_name) {
+  if (plan.embedding && name == "token_embd.weight") return &*plan.embedding;
+  if (plan.output && name == "output.weight") return &*plan.output;
+  for (const TypeOverride& rule : plan.tensor_rules)
+    if (std::regex_search(name, *rule.pattern)) return &rule;
+  if (plan.output && name == output_name) return &*plan.output;
+  return nullptr;
+}
+
 }  // namespace
 
-DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers, const std::string& output_name,
-                       bool* fallback) {
-  *fallback = false;
-  if (is_vector(t)) return DType::kF32;
-  if (plan.keep) return t.dtype;
-  DType want = plan.matrix;
-  if (plan.medium_mix && plan.matrix == DType::kQ3_K) {
-    want = q3_k_m_type(t.name, layer_of(t.name), n_layers, output_name);
-  } else if (plan.medium_mix) {
-    const int64_t layer = layer_of(t.name);
-    const bool v_or_down = t.name.find("attn_v.weight") != std::string::npos ||
-                           t.name.find("ffn_down.weight") != std::string::npos;
-    if (t.name == output_name || (v_or_down && more_bits_layer(layer, n_layers))) want = DType::kQ6_K;
+TensorTypeChoice plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers,
+                                  const std::string& output_name) {
+  TensorTypeChoice c;
+  if (is_vector(t)) return c;  // f32
+  const TypeOverride* named = override_for(t.name, plan, output_name);
+  if (named == nullptr && plan.keep) {
+    c.type = t.dtype;
+    return c;
   }
+  DType want = named != nullptr ? named->type : mix_type(t.name, plan, n_layers, output_name);
+  c.asked_by = named != nullptr ? named->given : plan.name;
+  c.type = want;
   const int64_t cols = t.ne[0];
-  if (fits(want, cols)) return want;
-  *fallback = true;
+  if (fits(want, cols)) return c;
+  c.fell_back = true;
   const DType second = fallback_type(want);
-  return fits(second, cols) ? second : DType::kF16;
+  c.type = fits(second, cols) ? second : DType::kF16;
+  return c;
 }
 
 Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target, std::vector<uint8_t>* out,

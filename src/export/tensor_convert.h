@@ -16,14 +16,20 @@
 
 namespace llmpack {
 
-// The type `t` is written as under `plan`. A matrix whose rows do not fit the
-// type's block falls back (K types to q8_0 when rows fit 32-blocks, else f16)
-// and `*fallback` is set. Vectors (norms, biases) are always f32. The mixes
-// give the output matrix more bits; `output_name` names it: output.weight, or
+// The type `t` is written as under `plan` (overrides included). A matrix whose
+// rows do not fit the type's block falls back as llama.cpp's quantizer does
+// (Q4_K to Q5_0, Q6_K to Q8_0, ...; f16 when that does not fit either) and
+// `fell_back` is set. Vectors (norms, biases) are always f32. The mixes give
+// the output matrix more bits; `output_name` names it: output.weight, or
 // token_embd.weight when the model ties its output to the embedding (as
 // llama.cpp's quantizer treats a model without output.weight).
-DType plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers, const std::string& output_name,
-                       bool* fallback);
+struct TensorTypeChoice {
+  DType type = DType::kF32;
+  bool fell_back = false;
+  std::string asked_by;  // what asked for the type that did not fit: "q4_k_m", "--output_dtype q6_k"
+};
+TensorTypeChoice plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers,
+                                  const std::string& output_name);
 
 // The bytes of `t` as `target`: a view of the source when nothing changes,
 // else `*out`, resized and overwritten (the exporter reuses one buffer for

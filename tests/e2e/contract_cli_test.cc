@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -187,6 +189,55 @@ TEST(ContractCli, I1_InspectShowsModelTensorsContractForwardTokenizerTemplateAnd
   EXPECT_EQ(j["chat_template"], "none");
   ASSERT_EQ(j["findings"].size(), 1u) << j["findings"].dump();
   EXPECT_NE(j["findings"][0].get<std::string>().find("exceeds forward's token bound 127"), std::string::npos);
+  std::remove(pkg.c_str());
+}
+
+// inspect --tensors lists every tensor (name, type, shape, bytes, offset), in
+// text and in JSON's tensors.list; export's --tensor_dtype (repeatable) put
+// the types it shows there.
+TEST(ContractCli, I1_InspectTensorsListsEachTensorsTypeShapeBytesAndOffset) {
+  LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
+  LLMPACK_REQUIRE_FIXTURE(tok_path, "llama2c/tok512.bin");
+  const std::string pkg = llmpack::testing::temp_stem("tensors") + ".gguf";
+  auto e = llmpack("export --checkpoint " + bin + " --tokenizer_path " + tok_path + " --dtype q4_0" +
+                   " --tensor_dtype attn_q=q8_0 --tensor_dtype 'blk\\.4\\.attn_k=q5_0' --output " + pkg);
+  ASSERT_EQ(e.exit_code, 0) << e.err;
+  auto text = llmpack("inspect --tensors " + pkg);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  std::map<std::string, std::vector<std::string>> rows;  // name -> the row's other fields
+  std::istringstream lines(text.out.substr(text.out.find("\n  name ") + 1));
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string name, field;
+    fields >> name;
+    while (fields >> field) rows[name].push_back(field);
+  }
+  EXPECT_EQ(rows.size(), 48u) << text.out;  // the header and 47 tensors
+  const std::vector<std::string> q = rows["blk.0.attn_q.weight"];
+  ASSERT_EQ(q.size(), 5u);
+  EXPECT_EQ(q[0], "q8_0");
+  EXPECT_EQ(q[1] + q[2], "[64,64]");
+  EXPECT_EQ(q[3], "4352");  // 64 rows of two 34-byte Q8_0 blocks
+  EXPECT_EQ(rows["blk.4.attn_k.weight"].at(0), "q5_0");
+  EXPECT_EQ(rows["blk.3.attn_k.weight"].at(0), "q4_0");
+  EXPECT_EQ(rows["blk.0.ffn_down.weight"].at(0), "f16");  // 172-wide rows fit no 32-block
+
+  auto js = llmpack("inspect --json --tensors " + pkg);
+  ASSERT_EQ(js.exit_code, 0) << js.err;
+  const auto j = nlohmann::json::parse(js.out);
+  const auto& list = j["tensors"]["list"];
+  ASSERT_EQ(list.size(), 47u);
+  std::map<std::string, uint64_t> bytes_by_type;
+  uint64_t end_of_previous = 0;
+  for (const auto& t : list) {
+    const uint64_t offset = t["offset"], bytes = t["bytes"];
+    EXPECT_GE(offset, end_of_previous) << t.dump();  // in file order, none overlapping
+    EXPECT_EQ(offset % 32, 0u) << t.dump();          // GGUF's default alignment
+    end_of_previous = offset + bytes;
+    bytes_by_type[t["type"]] += bytes;
+  }
+  for (const auto& [type, total] : bytes_by_type) EXPECT_EQ(j["tensors"]["dtype_bytes"][type], total) << type;
+  EXPECT_FALSE(nlohmann::json::parse(llmpack("inspect --json " + pkg).out)["tensors"].contains("list"));
   std::remove(pkg.c_str());
 }
 

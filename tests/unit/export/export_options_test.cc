@@ -58,6 +58,12 @@ TEST(ExportOptions, E2_BadCombinationsAreRefusedNamingTheOption) {
       {[](ExportOptions& o) { o.token_bound = 500; }, "--token_bound 500"},
       {[](ExportOptions& o) { o.kv_cache = "none"; o.static_shape = true; }, "--static_shape needs a KV cache"},
       {[](ExportOptions& o) { o.kv_cache = "none"; o.max_context_len = 256; }, "--kv_cache none"},
+      {[](ExportOptions& o) { o.output_dtype = "q4_k_m"; }, "--output_dtype 'q4_k_m': 'q4_k_m' is not one of f32"},
+      {[](ExportOptions& o) { o.embedding_dtype = "q9"; }, "--embedding_dtype 'q9'"},
+      {[](ExportOptions& o) { o.tensor_dtypes = {"attn_v"}; }, "--tensor_dtype 'attn_v' is not PATTERN=TYPE"},
+      {[](ExportOptions& o) { o.tensor_dtypes = {"attn_v="}; }, "--tensor_dtype 'attn_v=' is not PATTERN=TYPE"},
+      {[](ExportOptions& o) { o.tensor_dtypes = {"attn_v=q3"}; }, "--tensor_dtype 'attn_v=q3': 'q3' is not one of"},
+      {[](ExportOptions& o) { o.tensor_dtypes = {"ffn_(up=q8_0"}; }, "'ffn_(up' is not a regular expression"},
   };
   for (const Case& c : cases) {
     ScratchDir dir;

@@ -144,7 +144,9 @@ TEST(ExportTypes, MixesGiveATiedEmbeddingTheOutputsType) {
       auto gguf = GgufFile::open(o.output);
       ASSERT_TRUE(gguf.ok());
       EXPECT_EQ((*gguf)->find_tensor("token_embd.weight")->dtype, tied ? DType::kQ6_K : base) << dtype;
-      if (!tied) EXPECT_EQ((*gguf)->find_tensor("output.weight")->dtype, DType::kQ6_K) << dtype;
+      if (!tied) {
+        EXPECT_EQ((*gguf)->find_tensor("output.weight")->dtype, DType::kQ6_K) << dtype;
+      }
       EXPECT_EQ((*gguf)->find_tensor("output.weight") != nullptr, !tied);
     }
   }
