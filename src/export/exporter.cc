@@ -87,6 +87,7 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
                    ThreadPool& pool, ExportReport* report) {
   // (what asked, the type written) -> (count, a row length)
   std::map<std::pair<std::string, std::string>, std::pair<int, int64_t>> fallbacks;
+  std::map<std::string, int> requantized;  // a block type of the source -> matrices converted from it
   const std::string output_name = s.find("output.weight") ? "output.weight" : "token_embd.weight";
   for (size_t i = 0; i < s.tensors.size(); ++i) {
     const SourceTensor& t = s.tensors[i];
@@ -97,6 +98,8 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
       ++f.first;
       f.second = t.ne[0];
     }
+    if (const auto info = dtype_info(t.dtype); type != t.dtype && info && info->block_elems > 1)
+      ++requantized[std::string(dtype_name(t.dtype))];
     const SourceTensor* source = &t;
     const SourceTensor* previous = i > 0 ? &s.tensors[i - 1] : nullptr;  // written by now
     LLMPACK_RETURN_IF_ERROR(w.add_tensor(t.name, type, t.ne, [=, &pool]() {
@@ -110,6 +113,14 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
     report->notices.push_back(std::to_string(f.first) + (f.first == 1 ? " matrix" : " matrices") +
                               " with rows that do not fit " + key.first + " blocks (e.g. rows of " +
                               std::to_string(f.second) + ") written as " + key.second);
+  if (!requantized.empty()) {
+    int n = 0;
+    std::string from;
+    for (const auto& [type, count] : requantized) n += count, from += (from.empty() ? "" : ", ") + type;
+    report->notices.push_back(std::to_string(n) + (n == 1 ? " matrix" : " matrices") + " requantized from " + from +
+                              ": each keeps the rounding error of its first quantization; quantizing the f32, f16 or "
+                              "bf16 weights gives the better file");
+  }
   return ok_status();
 }
 

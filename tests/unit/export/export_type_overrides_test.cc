@@ -174,5 +174,30 @@ TEST(ExportTypeOverrides, MoreBitsForTheOutputBringTheLogitsCloser) {
   EXPECT_GT(testing::max_abs_diff(f32, better), 0.0f);
 }
 
+// A source already quantized converts through f32 (each block dequantized,
+// then quantized again), which llama-quantize refuses without
+// --allow-requantize; the export goes on and says what it did.
+TEST(ExportTypeOverrides, RequantizingAQuantizedSourceIsNoticed) {
+  ScratchDir dir;
+  testing::TinyModelSpec spec;
+  spec.dim = 64, spec.hidden_dim = 128, spec.n_heads = 4, spec.n_kv_heads = 2;
+  spec.n_layers = 2, spec.vocab_size = 320, spec.dtype = DType::kQ8_0;
+  const std::string model = dir.file("q8_0.gguf");
+  testing::write_file(model, testing::make_tiny_gguf(spec));
+  const auto notices_of = [&](void (*edit)(ExportOptions&)) {
+    std::vector<std::string> notices;
+    exported_types(dir, model, edit, &notices);
+    return notices;
+  };
+  const auto q4 = notices_of([](ExportOptions& o) { o.dtype = "q4_0"; });
+  ASSERT_EQ(q4.size(), 1u);
+  EXPECT_EQ(q4[0].rfind("16 matrices requantized from q8_0: ", 0), 0u) << q4[0];
+  const auto one = notices_of([](ExportOptions& o) { o.output_dtype = "q4_0"; });
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].rfind("1 matrix requantized from q8_0: ", 0), 0u) << one[0];
+  EXPECT_TRUE(notices_of([](ExportOptions&) {}).empty());                              // kept as it is
+  EXPECT_TRUE(notices_of([](ExportOptions& o) { o.dtype = "q8_0"; }).empty());         // the same type
+}
+
 }  // namespace
 }  // namespace llmpack
