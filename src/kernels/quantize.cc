@@ -9,6 +9,10 @@
 #include <type_traits>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
+
 #include "core/half.h"
 #include "kernels/grouped_blocks.h"
 #include "kernels/quant_blocks.h"
@@ -37,9 +41,54 @@ int clamp_round(float v, int lo, int hi) {
 
 // The searches sum over a sub-block (16 or 32 values) in kFitLanes running sums,
 // element i into sum i % kFitLanes, added up in a fixed order at the end: the
-// result does not depend on whether, or how wide, the compiler vectorizes.
+// result does not depend on whether, or how wide, the machine's vectors are.
+// The sums are GCC's and Clang's vector extension (the baseline's SIMD on
+// every target: two SSE2 or NEON registers), element for element the scalar
+// arithmetic (no contraction: the baseline has no FMA), so the bytes equal a
+// loop over the lanes one at a time; written as loops, GCC kept most scalar.
 constexpr int kFitLanes = 8;
-using FitLanes = std::array<float, kFitLanes>;
+typedef float Float4 __attribute__((vector_size(16)));
+
+// Eight lanes as two 4-float vectors (an 8-float vector type without AVX
+// went through memory and ran at half the scalar loop's speed).
+struct FitLanes {
+  Float4 a{}, b{};  // lanes 0-3, 4-7
+  float operator[](int l) const { return l < 4 ? a[l] : b[l - 4]; }
+  FitLanes operator+(const FitLanes& o) const { return {a + o.a, b + o.b}; }
+  FitLanes operator-(const FitLanes& o) const { return {a - o.a, b - o.b}; }
+  FitLanes operator*(const FitLanes& o) const { return {a * o.a, b * o.b}; }
+  FitLanes operator+(float v) const { return {a + v, b + v}; }
+  FitLanes operator-(float v) const { return {a - v, b - v}; }
+  FitLanes operator*(float v) const { return {a * v, b * v}; }
+  FitLanes& operator+=(const FitLanes& o) { return *this = *this + o; }
+};
+FitLanes operator*(float v, const FitLanes& x) { return {v * x.a, v * x.b}; }
+
+FitLanes load_lanes(const float* x) {
+  FitLanes v;
+  std::memcpy(&v.a, x, sizeof v.a);
+  std::memcpy(&v.b, x + 4, sizeof v.b);
+  return v;
+}
+
+// round_clamped of each lane (the same two steps, then max and min as
+// std::max(r, lo) and std::min(r, hi) take them: NaN stays NaN).
+Float4 round_clamped4(Float4 v, float lo, float hi) {
+  constexpr float kRound = 12582912.0f;  // 1.5 * 2^23
+  const Float4 r = (v + kRound) - kRound, vlo = {lo, lo, lo, lo}, vhi = {hi, hi, hi, hi};
+#if defined(__SSE2__)
+  // maxps(a, b) is a > b ? a : b and minps(a, b) a < b ? a : b (b when
+  // either is NaN): the selects below in one instruction each, where GCC
+  // spent four on each select.
+  return _mm_min_ps(vhi, _mm_max_ps(vlo, r));
+#else
+  const Float4 m = vlo > r ? vlo : r;
+  return vhi < m ? vhi : m;
+#endif
+}
+FitLanes round_clamped_lanes(const FitLanes& v, float lo, float hi) {
+  return {round_clamped4(v.a, lo, hi), round_clamped4(v.b, lo, hi)};
+}
 
 double fit_lanes_total(const FitLanes& s) {
   typedef double Double2 __attribute__((vector_size(16)));
@@ -158,10 +207,9 @@ struct ScaleCandidate {
 
   // Lanes i..i + kFitLanes - 1: the levels the scale tried picks, into the sums.
   void add_levels(const float* x, float lo, float levels) {
-    for (int l = 0; l < kFitLanes; ++l) {
-      const float q = round_clamped((x[l] - lo) * inv_s, 0.0f, levels);
-      lq[l] += q, lqq[l] += q * q, lqx[l] += q * x[l];
-    }
+    const FitLanes v = load_lanes(x);
+    const FitLanes q = round_clamped_lanes((v - lo) * inv_s, 0.0f, levels);
+    lq += q, lqq += q * q, lqx += q * v;
   }
   // The refit of (scale, min) for those levels (the sums of q and q^2 are
   // integers, exact in floats); fs <= 0 leaves no candidate.
@@ -177,11 +225,10 @@ struct ScaleCandidate {
     inv_fs = fs > 0.0f ? 1.0f / fs : 0.0f;
   }
   void add_error(const float* x, float levels) {
-    for (int l = 0; l < kFitLanes; ++l) {
-      const float q = round_clamped((x[l] + fm) * inv_fs, 0.0f, levels);
-      const float e = fs * q - fm - x[l];
-      lerr[l] += e * e;
-    }
+    const FitLanes v = load_lanes(x);
+    const FitLanes q = round_clamped_lanes((v + fm) * inv_fs, 0.0f, levels);
+    const FitLanes e = fs * q - fm - v;
+    lerr += e * e;
   }
 };
 
@@ -189,10 +236,11 @@ struct ScaleCandidate {
 // 31 for Q5_K, 3 for Q2_K), min >= 0: tries scales around (max - min) / top
 // with min fixed at -min(x, 0), refits both by least squares for the levels
 // q each picks, and keeps the refit with the least squared error.
-// The candidates go through the loops two at a time: each one's arithmetic is
-// what it would be alone, so the result is too, but the two chains of
-// dependent steps (a division, the lane sums and their totals, the refit's
-// divisions, the error pass) can overlap.
+// Every candidate goes through each step before any goes to the next: each
+// one's arithmetic is what it would be alone, so the result is too, but the
+// candidates' chains of dependent steps (a division, the lane sums and their
+// totals, the refit's divisions, the error pass) overlap, where one candidate
+// at a time waited on each (the search was bound by those latencies).
 void fit_scale_min(const float* x, int n, int top, float* scale, float* min) {
   const float levels = static_cast<float>(top);
   float lo = 0.0f, hi = 0.0f;
@@ -210,20 +258,21 @@ void fit_scale_min(const float* x, int n, int top, float* scale, float* min) {
   double sx = 0;
   for (int i = 0; i < n; ++i) sx += x[i];
   constexpr int kFirst = -4, kLast = 12;  // scales (max - min) / (top (1 + k / 60))
-  for (int k = kFirst; k <= kLast; k += 2) {
-    ScaleCandidate a, b;
-    a.s = (hi - lo) / (levels * (1.0f + static_cast<float>(k) / 60.0f));
-    b.s = (hi - lo) / (levels * (1.0f + static_cast<float>(k + 1) / 60.0f));
-    a.inv_s = 1.0f / a.s, b.inv_s = 1.0f / b.s;
-    for (int i = 0; i < n; i += kFitLanes) a.add_levels(x + i, lo, levels), b.add_levels(x + i, lo, levels);
-    a.refit(n, sx, lo), b.refit(n, sx, lo);
-    for (int i = 0; i < n; i += kFitLanes) a.add_error(x + i, levels), b.add_error(x + i, levels);
-    for (const ScaleCandidate* c : {&a, &b}) {  // in k order, as one at a time
-      if (c == &b && k + 1 > kLast) break;
-      if (c->fs <= 0.0f) continue;
-      const double err = fit_lanes_total(c->lerr);
-      if (err < best_err) best_err = static_cast<float>(err), best_scale = c->fs, best_min = c->fm;
-    }
+  constexpr int kCount = kLast - kFirst + 1;
+  ScaleCandidate c[kCount];
+  for (int k = 0; k < kCount; ++k) {
+    c[k].s = (hi - lo) / (levels * (1.0f + static_cast<float>(k + kFirst) / 60.0f));
+    c[k].inv_s = 1.0f / c[k].s;
+  }
+  for (int i = 0; i < n; i += kFitLanes)
+    for (ScaleCandidate& cand : c) cand.add_levels(x + i, lo, levels);
+  for (ScaleCandidate& cand : c) cand.refit(n, sx, lo);
+  for (int i = 0; i < n; i += kFitLanes)
+    for (ScaleCandidate& cand : c) cand.add_error(x + i, levels);
+  for (const ScaleCandidate& cand : c) {  // in k order
+    if (cand.fs <= 0.0f) continue;
+    const double err = fit_lanes_total(cand.lerr);
+    if (err < best_err) best_err = static_cast<float>(err), best_scale = cand.fs, best_min = cand.fm;
   }
   *scale = best_scale;
   *min = best_min;
@@ -276,10 +325,9 @@ struct SignedCandidate {
   FitLanes lerr{};         // its squared error, by lane
 
   void add_levels(const float* x, float qlo, float qhi) {
-    for (int l = 0; l < kFitLanes; ++l) {
-      const float q = round_clamped(x[l] * inv_s, qlo, qhi);
-      lqx[l] += q * x[l], lqq[l] += q * q;
-    }
+    const FitLanes v = load_lanes(x);
+    const FitLanes q = round_clamped_lanes(v * inv_s, qlo, qhi);
+    lqx += q * v, lqq += q * q;
   }
   void refit() {
     const double sqx = fit_lanes_total(lqx), sqq = fit_lanes_total(lqq);
@@ -287,17 +335,16 @@ struct SignedCandidate {
     inv_fs = 1.0f / fs;
   }
   void add_error(const float* x, float qlo, float qhi) {
-    for (int l = 0; l < kFitLanes; ++l) {
-      const float e = fs * round_clamped(x[l] * inv_fs, qlo, qhi) - x[l];
-      lerr[l] += e * e;
-    }
+    const FitLanes v = load_lanes(x);
+    const FitLanes e = fs * round_clamped_lanes(v * inv_fs, qlo, qhi) - v;
+    lerr += e * e;
   }
 };
 
 // Best scale for x[n] ~ scale * q, q in lo..hi (lo < 0 < hi; the value of
 // largest magnitude maps to lo): candidates (signed max) / (lo + step k),
 // each refit by least squares for its levels. Q6_K: -32..31, Q3_K: -4..3.
-// Two candidates at a time, as in fit_scale_min (the same result).
+// All candidates step by step together, as in fit_scale_min (the same result).
 float fit_scale_signed(const float* x, int n, int lo, int hi, float step) {
   const float vmax = signed_max(x, n);
   if (vmax == 0.0f) return 0.0f;
@@ -305,19 +352,20 @@ float fit_scale_signed(const float* x, int n, int lo, int hi, float step) {
   double best_err = INFINITY;
   const float qlo = static_cast<float>(lo), qhi = static_cast<float>(hi);
   constexpr int kFirst = -6, kLast = 6;
-  for (int k = kFirst; k <= kLast; k += 2) {
-    SignedCandidate a, b;
-    a.s = vmax / (qlo + step * static_cast<float>(k));
-    b.s = vmax / (qlo + step * static_cast<float>(k + 1));
-    a.inv_s = 1.0f / a.s, b.inv_s = 1.0f / b.s;
-    for (int i = 0; i < n; i += kFitLanes) a.add_levels(x + i, qlo, qhi), b.add_levels(x + i, qlo, qhi);
-    a.refit(), b.refit();
-    for (int i = 0; i < n; i += kFitLanes) a.add_error(x + i, qlo, qhi), b.add_error(x + i, qlo, qhi);
-    for (const SignedCandidate* c : {&a, &b}) {  // in k order, as one at a time
-      if (c == &b && k + 1 > kLast) break;
-      const double err = fit_lanes_total(c->lerr);
-      if (err < best_err) best_err = err, best = c->fs;
-    }
+  constexpr int kCount = kLast - kFirst + 1;
+  SignedCandidate c[kCount];
+  for (int k = 0; k < kCount; ++k) {
+    c[k].s = vmax / (qlo + step * static_cast<float>(k + kFirst));
+    c[k].inv_s = 1.0f / c[k].s;
+  }
+  for (int i = 0; i < n; i += kFitLanes)
+    for (SignedCandidate& cand : c) cand.add_levels(x + i, qlo, qhi);
+  for (SignedCandidate& cand : c) cand.refit();
+  for (int i = 0; i < n; i += kFitLanes)
+    for (SignedCandidate& cand : c) cand.add_error(x + i, qlo, qhi);
+  for (const SignedCandidate& cand : c) {  // in k order
+    const double err = fit_lanes_total(cand.lerr);
+    if (err < best_err) best_err = err, best = cand.fs;
   }
   return best;
 }
@@ -434,15 +482,20 @@ int nearest_iq4(float v) {
   return index;
 }
 
-// kIQ4Values[nearest_iq4(v)] without the table lookup (which keeps the
-// fit's loops from vectorizing): the grid's first value plus the step to
-// each next value whose midpoint lies below v (integer steps: exact).
-float nearest_iq4_value(float v) {
-  float value = kIQ4Values[0];
-  for (int k = 0; k < 15; ++k)
-    value += v > kIQ4Midpoints[k] ? static_cast<float>(kIQ4Values[k + 1] - kIQ4Values[k]) : 0.0f;
+// kIQ4Values[nearest_iq4(v)] of each lane without a table lookup: the grid's
+// first value plus the step to each next value whose midpoint lies below v
+// (integer steps: exact).
+Float4 nearest_iq4_value4(Float4 v) {
+  const float first = static_cast<float>(kIQ4Values[0]);
+  Float4 value = {first, first, first, first};
+  for (int k = 0; k < 15; ++k) {
+    const float mid = kIQ4Midpoints[k], step = static_cast<float>(kIQ4Values[k + 1] - kIQ4Values[k]);
+    const Float4 vmid = {mid, mid, mid, mid}, vstep = {step, step, step, step}, zero = {};
+    value += v > vmid ? vstep : zero;
+  }
   return value;
 }
+FitLanes nearest_iq4_lanes(const FitLanes& v) { return {nearest_iq4_value4(v.a), nearest_iq4_value4(v.b)}; }
 
 // Best d for x[32] ~ d * kIQ4Values[index]: candidates mapping the value of
 // largest magnitude to around -127 (the grid's widest end), each refit by
@@ -456,20 +509,18 @@ float fit_scale_iq4(const float* x) {
     const float s = vmax / (-127.0f + 2.0f * static_cast<float>(k));
     const float inv_s = 1.0f / s;
     FitLanes lxv{}, lvv{};
-    for (int i = 0; i < kQK; i += kFitLanes)
-      for (int l = 0; l < kFitLanes; ++l) {
-        const float v = nearest_iq4_value(x[i + l] * inv_s);
-        lxv[l] += v * x[i + l], lvv[l] += v * v;
-      }
+    for (int i = 0; i < kQK; i += kFitLanes) {
+      const FitLanes xv = load_lanes(x + i), v = nearest_iq4_lanes(xv * inv_s);
+      lxv += v * xv, lvv += v * v;
+    }
     const double sxv = fit_lanes_total(lxv), svv = fit_lanes_total(lvv);
     const float fs = svv > 0 ? static_cast<float>(sxv / svv) : s;
     const float inv_fs = 1.0f / fs;
     FitLanes lerr{};
-    for (int i = 0; i < kQK; i += kFitLanes)
-      for (int l = 0; l < kFitLanes; ++l) {
-        const float e = fs * nearest_iq4_value(x[i + l] * inv_fs) - x[i + l];
-        lerr[l] += e * e;
-      }
+    for (int i = 0; i < kQK; i += kFitLanes) {
+      const FitLanes xv = load_lanes(x + i), e = fs * nearest_iq4_lanes(xv * inv_fs) - xv;
+      lerr += e * e;
+    }
     const double err = fit_lanes_total(lerr);
     if (err < best_err) best_err = err, best = fs;
   }
