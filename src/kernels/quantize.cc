@@ -497,32 +497,51 @@ Float4 nearest_iq4_value4(Float4 v) {
 }
 FitLanes nearest_iq4_lanes(const FitLanes& v) { return {nearest_iq4_value4(v.a), nearest_iq4_value4(v.b)}; }
 
+// One candidate scale of fit_scale_iq4: its least-squares refit and error.
+struct IQ4Candidate {
+  float s = 0, inv_s = 0;    // the scale tried
+  FitLanes lxv{}, lvv{};     // sums of v x and v^2 (v the grid value picked), by lane
+  float fs = 0, inv_fs = 0;  // the refit
+  FitLanes lerr{};           // its squared error, by lane
+
+  void add_levels(const float* x) {
+    const FitLanes xv = load_lanes(x), v = nearest_iq4_lanes(xv * inv_s);
+    lxv += v * xv, lvv += v * v;
+  }
+  void refit() {
+    const double sxv = fit_lanes_total(lxv), svv = fit_lanes_total(lvv);
+    fs = svv > 0 ? static_cast<float>(sxv / svv) : s;
+    inv_fs = 1.0f / fs;
+  }
+  void add_error(const float* x) {
+    const FitLanes xv = load_lanes(x), e = fs * nearest_iq4_lanes(xv * inv_fs) - xv;
+    lerr += e * e;
+  }
+};
+
 // Best d for x[32] ~ d * kIQ4Values[index]: candidates mapping the value of
 // largest magnitude to around -127 (the grid's widest end), each refit by
-// least squares for the indices it picks.
+// least squares for the indices it picks; all candidates step by step
+// together, as in fit_scale_min (the same result as one at a time).
 float fit_scale_iq4(const float* x) {
   const float vmax = signed_max(x, kQK);
   if (vmax == 0.0f) return 0.0f;
   float best = vmax / -127.0f;
   double best_err = INFINITY;
-  for (int k = -8; k <= 8; ++k) {
-    const float s = vmax / (-127.0f + 2.0f * static_cast<float>(k));
-    const float inv_s = 1.0f / s;
-    FitLanes lxv{}, lvv{};
-    for (int i = 0; i < kQK; i += kFitLanes) {
-      const FitLanes xv = load_lanes(x + i), v = nearest_iq4_lanes(xv * inv_s);
-      lxv += v * xv, lvv += v * v;
-    }
-    const double sxv = fit_lanes_total(lxv), svv = fit_lanes_total(lvv);
-    const float fs = svv > 0 ? static_cast<float>(sxv / svv) : s;
-    const float inv_fs = 1.0f / fs;
-    FitLanes lerr{};
-    for (int i = 0; i < kQK; i += kFitLanes) {
-      const FitLanes xv = load_lanes(x + i), e = fs * nearest_iq4_lanes(xv * inv_fs) - xv;
-      lerr += e * e;
-    }
-    const double err = fit_lanes_total(lerr);
-    if (err < best_err) best_err = err, best = fs;
+  constexpr int kFirst = -8, kCount = 17;
+  IQ4Candidate c[kCount];
+  for (int k = 0; k < kCount; ++k) {
+    c[k].s = vmax / (-127.0f + 2.0f * static_cast<float>(k + kFirst));
+    c[k].inv_s = 1.0f / c[k].s;
+  }
+  for (int i = 0; i < kQK; i += kFitLanes)
+    for (IQ4Candidate& cand : c) cand.add_levels(x + i);
+  for (IQ4Candidate& cand : c) cand.refit();
+  for (int i = 0; i < kQK; i += kFitLanes)
+    for (IQ4Candidate& cand : c) cand.add_error(x + i);
+  for (const IQ4Candidate& cand : c) {  // in k order
+    const double err = fit_lanes_total(cand.lerr);
+    if (err < best_err) best_err = err, best = cand.fs;
   }
   return best;
 }
