@@ -211,6 +211,14 @@ void add_sampling_options(CLI::App& app, GenerationConfig& c) {
       ->check(CLI::Range(0.0f, 1.0f));
   app.add_option("--repeat_penalty", c.repeat_penalty, "Penalty on recently generated tokens (1: off)")
       ->default_val(1.0f)->check(CLI::Range(0.01f, 100.0f));
+  app.add_option("--repeat_last_n", c.repeat_last_n, "Recent tokens the penalties look back over")
+      ->default_val(64)->check(CLI::Range(0, 1 << 24));
+  app.add_option("--presence_penalty", c.presence_penalty,
+                 "Subtracted from the logit of every token in that window (OpenAI's; 0: off)")
+      ->default_val(0.0f)->check(CLI::Range(-2.0f, 2.0f));
+  app.add_option("--frequency_penalty", c.frequency_penalty,
+                 "Subtracted once for each time a token occurs in that window (OpenAI's; 0: off)")
+      ->default_val(0.0f)->check(CLI::Range(-2.0f, 2.0f));
 }
 
 ProgramOptions program_options(const ModelOptions& o) {

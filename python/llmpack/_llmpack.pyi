@@ -18,6 +18,8 @@ class GenerationConfig:
     min_p: float
     repeat_penalty: float
     repeat_last_n: int
+    presence_penalty: float
+    frequency_penalty: float
     seed: Optional[int]
     ignore_eos: bool
     warming: bool
@@ -36,6 +38,8 @@ class GenerationConfig:
         min_p: float = 0.0,
         repeat_penalty: float = 1.0,
         repeat_last_n: int = 64,
+        presence_penalty: float = 0.0,
+        frequency_penalty: float = 0.0,
         seed: Optional[int] = None,
         ignore_eos: bool = False,
         warming: bool = False,

@@ -91,7 +91,8 @@ std::string config_repr(const Config& c) {
   o << "GenerationConfig(echo=" << (c.echo ? "True" : "False") << ", max_new_tokens=" << c.max_new_tokens
     << ", seq_len=" << c.seq_len << ", temperature=" << c.temperature << ", top_k=" << c.top_k
     << ", top_p=" << c.top_p << ", min_p=" << c.min_p << ", repeat_penalty=" << c.repeat_penalty
-    << ", repeat_last_n=" << c.repeat_last_n << ", seed=";
+    << ", repeat_last_n=" << c.repeat_last_n << ", presence_penalty=" << c.presence_penalty
+    << ", frequency_penalty=" << c.frequency_penalty << ", seed=";
   if (c.seed) o << *c.seed; else o << "None";
   o << ", ignore_eos=" << (c.ignore_eos ? "True" : "False") << ", warming=" << (c.warming ? "True" : "False")
     << ", num_bos=" << c.num_bos << ", num_eos=" << c.num_eos << ", stop=[";
@@ -107,7 +108,7 @@ void bind_generation_config(py::module_& m) {
                          "the defaults are the C++ ones.");
   cls.def(py::init([](bool echo, int64_t max_new_tokens, int64_t seq_len, double temperature, int64_t top_k,
                       double top_p, double min_p, double repeat_penalty, int64_t repeat_last_n,
-                      const py::object& seed, bool ignore_eos, bool warming, int64_t num_bos, int64_t num_eos,
+                      double presence_penalty, double frequency_penalty, const py::object& seed, bool ignore_eos, bool warming, int64_t num_bos, int64_t num_eos,
                       const py::object& stop) {
             Config c;
             c.echo = echo;
@@ -119,6 +120,8 @@ void bind_generation_config(py::module_& m) {
             c.min_p = static_cast<float>(min_p);
             c.repeat_penalty = static_cast<float>(repeat_penalty);
             c.repeat_last_n = to_int32("repeat_last_n", repeat_last_n);
+            c.presence_penalty = static_cast<float>(presence_penalty);
+            c.frequency_penalty = static_cast<float>(frequency_penalty);
             c.seed = to_seed(seed);
             c.ignore_eos = ignore_eos;
             c.warming = warming;
@@ -131,7 +134,8 @@ void bind_generation_config(py::module_& m) {
           py::kw_only(), py::arg("echo") = d.echo, py::arg("max_new_tokens") = d.max_new_tokens,
           py::arg("seq_len") = d.seq_len, py::arg("temperature") = d.temperature, py::arg("top_k") = d.top_k,
           py::arg("top_p") = d.top_p, py::arg("min_p") = d.min_p, py::arg("repeat_penalty") = d.repeat_penalty,
-          py::arg("repeat_last_n") = d.repeat_last_n, py::arg("seed") = py::none(),
+          py::arg("repeat_last_n") = d.repeat_last_n, py::arg("presence_penalty") = d.presence_penalty,
+          py::arg("frequency_penalty") = d.frequency_penalty, py::arg("seed") = py::none(),
           py::arg("ignore_eos") = d.ignore_eos, py::arg("warming") = d.warming, py::arg("num_bos") = d.num_bos,
           py::arg("num_eos") = d.num_eos, py::arg("stop") = py::none());
   cls.def_readwrite("echo", &Config::echo);
@@ -147,6 +151,8 @@ void bind_generation_config(py::module_& m) {
   float_field(cls, "top_p", &Config::top_p);
   float_field(cls, "min_p", &Config::min_p);
   float_field(cls, "repeat_penalty", &Config::repeat_penalty);
+  float_field(cls, "presence_penalty", &Config::presence_penalty);
+  float_field(cls, "frequency_penalty", &Config::frequency_penalty);
   cls.def_property(
       "seed", [](const Config& c) -> py::object { if (c.seed) return py::int_(*c.seed); return py::none(); },
       [](Config& c, const py::object& v) { c.seed = to_seed(v); });

@@ -14,18 +14,22 @@ def test_defaults_are_the_cpp_ones():
     assert c.max_new_tokens == -1 and c.seq_len == -1
     assert c.temperature == pytest.approx(0.8)
     assert c.top_k == 0 and c.top_p == 1.0 and c.min_p == 0.0 and c.repeat_penalty == 1.0
+    assert c.repeat_last_n == 64 and c.presence_penalty == 0.0 and c.frequency_penalty == 0.0
     assert c.seed is None and c.ignore_eos is False and c.warming is False
     assert c.num_bos == -1 and c.num_eos == 0 and c.stop == []
 
 
 def test_keywords_and_repr():
     c = GenerationConfig(echo=False, max_new_tokens=7, seq_len=99, temperature=1.7, top_k=40, top_p=0.9,
-                         min_p=0.05, repeat_penalty=1.1, seed=2 ** 64 - 1, ignore_eos=True, warming=True,
-                         num_bos=0, num_eos=1, stop=["\n\n", "The end"])
+                         min_p=0.05, repeat_penalty=1.1, presence_penalty=0.5, frequency_penalty=-1.5,
+                         seed=2 ** 64 - 1, ignore_eos=True, warming=True, num_bos=0, num_eos=1,
+                         stop=["\n\n", "The end"])
     assert (c.max_new_tokens, c.seq_len, c.top_k, c.num_bos, c.num_eos) == (7, 99, 40, 0, 1)
     assert c.seed == 2 ** 64 - 1
     assert c.stop == ["\n\n", "The end"]
     assert "max_new_tokens=7" in repr(c) and "'The end'" in repr(c)
+    assert (c.presence_penalty, c.frequency_penalty) == (0.5, -1.5)
+    assert "presence_penalty=0.5" in repr(c) and "frequency_penalty=-1.5" in repr(c)
     d = copy.deepcopy(c)
     d.max_new_tokens = 3
     assert c.max_new_tokens == 7
@@ -42,6 +46,7 @@ def test_a_single_stop_string_is_accepted():
     [
         dict(temperature=-0.1), dict(temperature=float("nan")), dict(top_p=0.0), dict(top_p=1.5),
         dict(min_p=2.0), dict(repeat_penalty=0.0), dict(max_new_tokens=-2), dict(seq_len=-5),
+        dict(presence_penalty=2.5), dict(frequency_penalty=-2.5), dict(presence_penalty=float("nan")),
         dict(num_bos=-2), dict(num_eos=-1), dict(max_new_tokens=2 ** 40), dict(seed=-1), dict(stop=[""]),
     ],
 )

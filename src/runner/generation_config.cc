@@ -13,6 +13,8 @@ SamplerParams GenerationConfig::sampler_params() const {
   p.min_p = min_p;
   p.repeat_penalty = repeat_penalty;
   p.repeat_last_n = repeat_last_n;
+  p.presence_penalty = presence_penalty;
+  p.frequency_penalty = frequency_penalty;
   return p;
 }
 

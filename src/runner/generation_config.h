@@ -20,7 +20,9 @@ struct GenerationConfig {
   float top_p = 1.0f;            // (0, 1]; 1 = off
   float min_p = 0.0f;            // [0, 1]; 0 = off
   float repeat_penalty = 1.0f;   // > 0; 1 = off
-  int32_t repeat_last_n = 64;    // tokens the penalty looks back over
+  int32_t repeat_last_n = 64;    // tokens the penalties look back over
+  float presence_penalty = 0.0f;   // [-2, 2]; 0 = off (SamplerParams)
+  float frequency_penalty = 0.0f;  // [-2, 2]; 0 = off
   std::optional<uint64_t> seed;  // unset: a seed drawn from the clock
   bool ignore_eos = false;       // run the whole budget even past EOS
   bool warming = false;          // no callbacks (warmup runs)

@@ -299,6 +299,13 @@ int32_t argmax(std::span<const float> values) {
   return 0;
 }
 
+namespace {
+// Whether any penalty changes a logit.
+bool penalizes(const SamplerParams& p) {
+  return p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+}
+}  // namespace
+
 Status validate_sampler_params(const SamplerParams& p) {
   if (!std::isfinite(p.temperature) || p.temperature < 0.0f) {
     return error_status("temperature must be a finite number >= 0 (0 = greedy), got " +
@@ -319,6 +326,13 @@ Status validate_sampler_params(const SamplerParams& p) {
   }
   if (p.repeat_last_n < 0) {
     return error_status("repeat_last_n must be >= 0, got " + std::to_string(p.repeat_last_n));
+  }
+  if (!(p.presence_penalty >= -2.0f && p.presence_penalty <= 2.0f)) {
+    return error_status("presence_penalty must be in [-2, 2] (0 = off), got " + std::to_string(p.presence_penalty));
+  }
+  if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f)) {
+    return error_status("frequency_penalty must be in [-2, 2] (0 = off), got " +
+                        std::to_string(p.frequency_penalty));
   }
   return ok_status();
 }
@@ -529,14 +543,18 @@ void Sampler::penalize(std::span<const float> logits) const {
   v.resize(logits.size());
   // x != x is NaN's test: a select the compiler vectorizes (std::isnan's branch kept it scalar)
   std::transform(logits.begin(), logits.end(), v.begin(), [](float x) { return x != x ? kNegInf : x; });
-  if (params_.repeat_penalty == 1.0f) return;
+  const SamplerParams& p = params_;
+  if (!penalizes(p)) return;
   std::vector<int32_t> ids(recent_.begin(), recent_.end());
   std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  for (int32_t id : ids) {
-    if (id < 0 || static_cast<size_t>(id) >= v.size()) continue;
+  for (size_t i = 0; i < ids.size();) {  // each distinct id once, with its count in the window
+    const int32_t id = ids[i];
+    size_t count = 0;
+    for (; i < ids.size() && ids[i] == id; ++i) ++count;
+    if (id < 0 || static_cast<size_t>(id) >= v.size() || v[id] == kNegInf) continue;  // masked stays masked
     float& x = v[id];
-    x = x > 0.0f ? x / params_.repeat_penalty : x * params_.repeat_penalty;
+    if (p.repeat_penalty != 1.0f) x = x > 0.0f ? x / p.repeat_penalty : x * p.repeat_penalty;
+    x -= p.presence_penalty + static_cast<float>(count) * p.frequency_penalty;
   }
 }
 
@@ -602,7 +620,7 @@ int32_t Sampler::draw(const Kept& k, double u) const {
 
 Result<int32_t> Sampler::sample(std::span<const float> logits) {
   if (logits.empty()) return error_status("sampler: expected logits of at least one token, got none");
-  if (params_.temperature == 0.0f && params_.repeat_penalty == 1.0f) {  // plain greedy: no copy to make
+  if (params_.temperature == 0.0f && !penalizes(params_)) {  // plain greedy: no copy to make
     const int32_t token = argmax(logits);
     accept(token);
     return token;

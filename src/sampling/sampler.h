@@ -1,4 +1,4 @@
-// The sampler chain (CONTRACT G5): repetition penalty over recent tokens,
+// The sampler chain (CONTRACT G5): repetition, presence and frequency penalties over recent tokens,
 // temperature (0 = argmax), top-k, top-p, min-p, then a draw from the softmax
 // with a seeded Rng. One Sampler lives as long as a conversation: its Rng
 // stream and its window of recent tokens persist between calls.
@@ -24,7 +24,13 @@ struct SamplerParams {
   float top_p = 1.0f;          // in (0, 1]; 1 = off
   float min_p = 0.0f;          // in [0, 1]; 0 = off; keep p >= min_p * p_max
   float repeat_penalty = 1.0f; // > 0; 1 = off
-  int32_t repeat_last_n = 64;  // window of recent tokens the penalty looks at
+  int32_t repeat_last_n = 64;  // window of recent tokens the penalties look at
+  // OpenAI's (and llama.cpp's) additive penalties over the same window, in
+  // [-2, 2], 0 = off: a token seen c > 0 times there loses
+  // presence_penalty + c * frequency_penalty from its logit (after
+  // repeat_penalty's division or multiplication; negative values favour it).
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
 };
 
 // Checks ranges; the message names the field, the range and the value found.
@@ -83,7 +89,7 @@ class Sampler {
     bool dense = false;
     double total = 1.0;
   };
-  // logits with NaN masked and the repetition penalty applied, into penalized_.
+  // logits with NaN masked and the penalties applied, into penalized_.
   void penalize(std::span<const float> logits) const;
   // temperature, top-k, top-p and min-p over penalized_ (temperature > 0).
   Kept filter() const;

@@ -36,7 +36,8 @@ TEST(Cli, VersionAndHelp) {
   EXPECT_EQ(h.exit_code, 0);
   for (const char* flag : {"--model_path", "--tokenizer_path", "--prompt", "--prompt_file", "--temperature",
                            "--seq_len", "--max_new_tokens", "--cpu_threads", "--num_bos", "--num_eos", "--warmup",
-                           "--ignore_eos", "--seed", "--top_k", "--top_p", "--min_p", "--repeat_penalty"})
+                           "--ignore_eos", "--seed", "--top_k", "--top_p", "--min_p", "--repeat_penalty",
+                           "--repeat_last_n", "--presence_penalty", "--frequency_penalty"})
     EXPECT_NE(h.out.find(flag), std::string::npos) << flag;
 }
 
@@ -254,6 +255,9 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
       {"poll level", "run -m " + gguf + " --poll 101", "--poll"},
       {"cpu strict level", "run -m " + gguf + " --cpu-strict 2", "--cpu-strict"},
       {"negative seed", "run -m " + gguf + " --seed -5", "--seed: expected a non-negative integer, found -5"},
+      {"presence penalty beyond OpenAI's range", "run -m " + gguf + " --presence_penalty 2.5", "--presence_penalty"},
+      {"frequency penalty beyond OpenAI's range", "chat -m " + gguf + " --frequency_penalty -3", "--frequency_penalty"},
+      {"negative penalty window", "run -m " + gguf + " --repeat_last_n -1", "--repeat_last_n"},
       {"seed not a number", "chat -m " + gguf + " --seed 7x", "--seed: expected a non-negative integer, found 7x"},
       // A folder where a file is expected (read as a file it was empty, or threw and aborted).
       {"prompt file is a folder", "run -m " + gguf + " --prompt_file " + folder,

@@ -321,6 +321,44 @@ TEST(Sampler, RepeatPenaltyWindowForgetsOldTokens) {
   EXPECT_EQ(*s.sample(logits), 0);
 }
 
+// OpenAI's penalties, as llama.cpp applies them after repeat_penalty: a token
+// seen c times in the window loses presence + c * frequency from its logit.
+TEST(Sampler, G5_PresenceAndFrequencyPenaltiesSubtractByOccurrence) {
+  SamplerParams p = params_with(1.0f);
+  p.presence_penalty = 0.5f;
+  p.frequency_penalty = 0.25f;
+  Sampler s(p, 1);
+  s.accept(0);
+  for (int i = 0; i < 3; ++i) s.accept(1);
+  const std::vector<float> logits = {1.0f, 1.0f, 1.0f, 1.0f};
+  // token 0: 1 - 0.5 - 0.25 = 0.25; token 1: 1 - 0.5 - 0.75 = -0.25; tokens 2, 3: 1
+  const double z = std::exp(0.25) + std::exp(-0.25) + 2 * std::exp(1.0);
+  std::map<int32_t, double> prob;
+  for (const TokenProb& t : s.distribution(logits)) prob[t.id] = t.prob;
+  EXPECT_NEAR(prob[0], std::exp(0.25) / z, 1e-6);
+  EXPECT_NEAR(prob[1], std::exp(-0.25) / z, 1e-6);
+  EXPECT_NEAR(prob[2], std::exp(1.0) / z, 1e-6);
+  // after repeat_penalty's division: token 0 at 2 -> 2 / 2 - 0.75 = 0.25
+  p.repeat_penalty = 2.0f;
+  ASSERT_TRUE(s.set_params(p).ok());
+  prob.clear();
+  for (const TokenProb& t : s.distribution(std::vector<float>{2.0f, 1.0f, 1.0f, 1.0f})) prob[t.id] = t.prob;
+  const double z2 = std::exp(0.25) + std::exp(-0.75) + 2 * std::exp(1.0);  // token 1: 1 / 2 - 0.5 - 0.75
+  EXPECT_NEAR(prob[0], std::exp(0.25) / z2, 1e-6);
+  EXPECT_NEAR(prob[1], std::exp(-0.75) / z2, 1e-6);
+  // negative penalties favour what was seen; the window forgets as repeat_penalty's does
+  p = params_with(0.0f);
+  p.presence_penalty = -2.0f;
+  p.repeat_last_n = 2;
+  Sampler favour(p, 1);
+  favour.accept(3);
+  const std::vector<float> flat = {1.0f, 2.5f, 0.0f, 1.0f};
+  EXPECT_EQ(*favour.sample(flat), 3);  // 1 + 2 = 3 beats 2.5; token 3 recorded again
+  favour.accept(0);
+  favour.accept(0);  // the window is {0, 0}: token 3 forgotten, token 0 at 3
+  EXPECT_EQ(*favour.sample(flat), 0);
+}
+
 TEST(Sampler, G5_ValidationRejectsOutOfRange) {
   SamplerParams p;
   p.temperature = -0.1f;
@@ -343,6 +381,17 @@ TEST(Sampler, G5_ValidationRejectsOutOfRange) {
   p = SamplerParams();
   p.repeat_penalty = 0.0f;
   EXPECT_FALSE(validate_sampler_params(p).ok());
+  for (float bad : {2.5f, -2.01f, std::numeric_limits<float>::quiet_NaN()}) {
+    p = SamplerParams();
+    p.presence_penalty = bad;
+    EXPECT_NE(validate_sampler_params(p).message().find("presence_penalty must be in [-2, 2]"), std::string::npos);
+    p = SamplerParams();
+    p.frequency_penalty = bad;
+    EXPECT_NE(validate_sampler_params(p).message().find("frequency_penalty must be in [-2, 2]"), std::string::npos);
+  }
+  p = SamplerParams();
+  p.presence_penalty = -2.0f, p.frequency_penalty = 2.0f;
+  EXPECT_TRUE(validate_sampler_params(p).ok());
   p = SamplerParams();
   p.temperature = 0.0f;
   EXPECT_TRUE(validate_sampler_params(p).ok());
@@ -499,6 +548,7 @@ TEST(Sampler, ExtremeLogitsAndSettingsAlwaysDrawAKeptToken) {
   const float top_ps[] = {1.0f, 1.0f, 0.9f, 0.5f, 1e-6f};
   const float min_ps[] = {0.0f, 0.0f, 0.05f, 1.0f};
   const float penalties[] = {1.0f, 1.3f, 100.0f, 0.01f};
+  const float additive[] = {0.0f, 0.0f, 1.5f, -2.0f};
   uint32_t x = 2026;
   const auto next = [&] { return x = x * 1664525u + 1013904223u; };
   for (int c = 0; c < 1500; ++c) {
@@ -517,6 +567,8 @@ TEST(Sampler, ExtremeLogitsAndSettingsAlwaysDrawAKeptToken) {
     p.top_p = top_ps[next() % 5];
     p.min_p = min_ps[next() % 4];
     p.repeat_penalty = penalties[next() % 4];
+    p.presence_penalty = additive[next() % 4];
+    p.frequency_penalty = additive[next() % 4];
     p.repeat_last_n = 8;
     Sampler s(p, c);
     std::vector<int32_t> recent;
@@ -524,20 +576,25 @@ TEST(Sampler, ExtremeLogitsAndSettingsAlwaysDrawAKeptToken) {
       recent.push_back(static_cast<int32_t>(next() % n));
       s.accept(recent.back());
     }
-    // the penalty as specified: each distinct recent token's logit divided by it when positive, multiplied when not
+    // the penalties as specified: each distinct recent token's logit divided by
+    // repeat_penalty when positive, multiplied when not, then less presence +
+    // count x frequency (a masked one stays masked)
     std::vector<float> penalized = logits;
-    std::sort(recent.begin(), recent.end());
-    recent.erase(std::unique(recent.begin(), recent.end()), recent.end());
-    for (int32_t id : recent) {
+    std::map<int32_t, int> counts;
+    for (int32_t id : recent) ++counts[id];
+    for (const auto& [id, count] : counts) {
       float& v = penalized[id];
+      if (std::isnan(v) || v == -std::numeric_limits<float>::infinity()) continue;
       v = v > 0.0f ? v / p.repeat_penalty : v * p.repeat_penalty;
+      v -= p.presence_penalty + static_cast<float>(count) * p.frequency_penalty;
     }
     const auto drawable = [](float v) { return !std::isnan(v) && v != -std::numeric_limits<float>::infinity(); };
     const bool any_drawable = std::any_of(penalized.begin(), penalized.end(), drawable);
     const std::string where = "case " + std::to_string(c) + " (n " + std::to_string(n) + ", mode " +
                               std::to_string(mode) + ", temperature " + std::to_string(p.temperature) + ", top_k " +
                               std::to_string(p.top_k) + ", top_p " + std::to_string(p.top_p) + ", min_p " +
-                              std::to_string(p.min_p) + ", penalty " + std::to_string(p.repeat_penalty) + ")";
+                              std::to_string(p.min_p) + ", penalty " + std::to_string(p.repeat_penalty) + ", presence " +
+                              std::to_string(p.presence_penalty) + ", frequency " + std::to_string(p.frequency_penalty) + ")";
     const auto dist = s.distribution(logits);
     ASSERT_FALSE(dist.empty()) << where;
     double total = 0.0;
