@@ -1,7 +1,10 @@
 // `llmpack chat`: an interactive conversation over a runner-owned KV cache
 // (CONTRACT C1-C7). Replies go to stdout; notices, errors and --stats
 // reports go to stderr.
+#include <cerrno>
+#include <climits>
 #include <csignal>
+#include <cstdlib>
 #include <termios.h>
 #include <unistd.h>
 #include <cstdio>
@@ -74,6 +77,9 @@ const char* const kHelp =
     "  /undo [N]     drop the last N turns (default 1)\n"
     "  /save FILE    save the conversation and its cache\n"
     "  /load FILE    load a conversation saved with this model\n"
+    "  /set NAME VALUE  change a setting for the next replies: temperature, top_k, top_p, min_p,\n"
+    "                repeat_penalty, repeat_last_n, presence_penalty, frequency_penalty, max_new_tokens\n"
+    "  /set          show those settings\n"
     "  /help         this list\n"
     "Ctrl-C stops a reply; Ctrl-C twice at an empty prompt or Ctrl-D quits.";
 
@@ -83,6 +89,79 @@ Result<std::string> template_source(const ChatOptions& o, const LoadedPackage& p
     if (auto t = g->get_string("tokenizer.chat_template")) return *t;
   }
   return std::string();  // ChatSession explains what to pass
+}
+
+// The settings /set changes, by name: a float or an int32 field of GenerationConfig.
+struct Setting {
+  const char* name;
+  float GenerationConfig::*real;
+  int32_t GenerationConfig::*integer;
+};
+constexpr Setting kSettings[] = {
+    {"temperature", &GenerationConfig::temperature, nullptr},
+    {"top_k", nullptr, &GenerationConfig::top_k},
+    {"top_p", &GenerationConfig::top_p, nullptr},
+    {"min_p", &GenerationConfig::min_p, nullptr},
+    {"repeat_penalty", &GenerationConfig::repeat_penalty, nullptr},
+    {"repeat_last_n", nullptr, &GenerationConfig::repeat_last_n},
+    {"presence_penalty", &GenerationConfig::presence_penalty, nullptr},
+    {"frequency_penalty", &GenerationConfig::frequency_penalty, nullptr},
+    {"max_new_tokens", nullptr, &GenerationConfig::max_new_tokens},
+};
+
+std::string settings_text(const GenerationConfig& c) {
+  std::string out;
+  for (const Setting& s : kSettings) {
+    char value[32];
+    if (s.real) std::snprintf(value, sizeof value, "%g", static_cast<double>(c.*s.real));
+    else std::snprintf(value, sizeof value, "%d", c.*s.integer);
+    out += std::string(out.empty() ? "(" : ", ") + s.name + " " + value;
+  }
+  return out + ")";
+}
+
+// `/set NAME VALUE`: the value parsed whole, then checked by the session as
+// the flags are (a refused value changes nothing); `/set` alone shows them.
+void set_command(ChatSession& session, const std::string& arg) {
+  std::istringstream in(arg);
+  std::string name, value, extra;
+  in >> name >> value >> extra;
+  if (name.empty()) {
+    notice(settings_text(session.generation_config()));
+    return;
+  }
+  const Setting* setting = nullptr;
+  for (const Setting& s : kSettings)
+    if (name == s.name) setting = &s;
+  if (setting == nullptr) {
+    std::string names;
+    for (const Setting& s : kSettings) names += std::string(names.empty() ? "" : ", ") + s.name;
+    fail("/set: unknown setting '" + name + "'; expected one of " + names);
+    return;
+  }
+  if (value.empty() || !extra.empty()) {
+    fail("/set " + name + ": expected one value, found '" + (value.empty() ? "" : arg.substr(arg.find(value))) + "'");
+    return;
+  }
+  GenerationConfig c = session.generation_config();
+  char* end = nullptr;
+  errno = 0;
+  if (setting->real) {
+    c.*setting->real = std::strtof(value.c_str(), &end);
+  } else {
+    const long long v = std::strtoll(value.c_str(), &end, 10);
+    if (v < INT32_MIN || v > INT32_MAX) errno = ERANGE;
+    c.*setting->integer = static_cast<int32_t>(v);
+  }
+  if (end == value.c_str() || *end != '\0' || errno == ERANGE) {
+    fail("/set " + name + ": expected " + (setting->real ? "a number" : "an integer") + ", found '" + value + "'");
+    return;
+  }
+  if (Status s = session.set_generation_config(c); !s.ok()) {
+    fail(s.with_context("/set " + name));
+    return;
+  }
+  notice("(" + name + " " + value + ")");
 }
 
 // Runs one slash command; false for an unknown one.
@@ -112,6 +191,8 @@ void run_command(ChatSession& session, const std::string& line) {
     } else {
       notice("(undid " + std::to_string(n) + (n == 1 ? " turn)" : " turns)"));
     }
+  } else if (cmd == "/set") {
+    set_command(session, arg);
   } else if (cmd == "/save" || cmd == "/load") {
     if (arg.empty()) {
       fail(cmd + " needs a file name");

@@ -84,6 +84,32 @@ TEST_F(ChatCli, C4_SaveThenLoadInAnotherProcessContinuesTheSame) {
 // A folder given to /load or /save (read as a file, it threw from the
 // stream and aborted the chat): one line each, and the conversation goes on
 // as if neither had been typed.
+// /set NAME VALUE changes the settings of the following replies as the flag
+// of that name would have; a refused value changes nothing; /set alone shows them.
+TEST_F(ChatCli, SetChangesTheNextRepliesAsTheFlagWould) {
+  auto flags = run_chat_cli(base_ + " -n 6 --frequency_penalty 1.5 --repeat_last_n 8", "Hello.\nWho is Tom?\n");
+  ASSERT_EQ(flags.exit_code, 0) << flags.err;
+  auto set = run_chat_cli(base_ + " -n 16",
+                          "/set max_new_tokens 6\n/set frequency_penalty 1.5\n/set repeat_last_n 8\nHello.\n"
+                          "Who is Tom?\n");
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  EXPECT_EQ(set.out, flags.out);
+  EXPECT_NE(set.err.find("(frequency_penalty 1.5)"), std::string::npos) << set.err;
+  auto plain = run_chat_cli(base_ + " -n 6", "Hello.\nWho is Tom?\n");
+  EXPECT_NE(plain.out, flags.out);  // the penalty did change the text
+
+  auto refused = run_chat_cli(base_ + " -n 4",
+                              "/set top_p 2\n/set top_k many\n/set nucleus 0.5\n/set min_p 0.1 0.2\n/set\nHi.\n");
+  ASSERT_EQ(refused.exit_code, 0) << refused.err;
+  for (const char* said : {"/set top_p: top_p must be in (0, 1]", "/set top_k: expected an integer, found 'many'",
+                           "/set: unknown setting 'nucleus'; expected one of temperature,",
+                           "/set min_p: expected one value, found '0.1 0.2'",
+                           "(temperature 0, top_k 0, top_p 1, min_p 0, repeat_penalty 1, repeat_last_n 64, "
+                           "presence_penalty 0, frequency_penalty 0, max_new_tokens 4)"})
+    EXPECT_NE(refused.err.find(said), std::string::npos) << said << "\nin:\n" << refused.err;
+  EXPECT_FALSE(refused.out.empty());  // the conversation went on
+}
+
 TEST_F(ChatCli, C4_LoadOrSaveOfAFolderIsRefusedAndTheConversationGoesOn) {
   const std::string folder = temp_stem("conv_folder");
   std::filesystem::create_directory(folder);

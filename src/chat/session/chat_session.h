@@ -106,6 +106,7 @@ class ChatSession {
   // New sampling, max_new_tokens and stop strings for the following replies;
   // the sampler's random stream carries on (D7).
   Status set_generation_config(const GenerationConfig& config);
+  const GenerationConfig& generation_config() const { return options_.generation; }
 
   // The tokens the cache holds, in order.
   std::span<const int64_t> tokens() const { return seq_.tokens; }
