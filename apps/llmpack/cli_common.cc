@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <limits>
 
 #include "chat/template/chat_template.h"
 #include "core/cpu_topology.h"
@@ -200,6 +202,31 @@ CLI::Validator unsigned_integer() {
       "");  // the option's own type name (UINT) says it
 }
 
+namespace {
+// "ID+BIAS" or "ID-BIAS" (llama.cpp's --logit-bias): BIAS a number, or inf to ban the token.
+LogitBias parse_logit_bias(const std::string& text) {
+  const size_t sign = text.find_first_of("+-", 1);
+  const auto bad = [&](const std::string& why) {
+    return CLI::ValidationError("--logit_bias", "'" + text + "': " + why + " (e.g. 15043+1.5, or 15043-inf to ban it)");
+  };
+  if (sign == std::string::npos) throw bad("expected TOKEN_ID+BIAS or TOKEN_ID-BIAS");
+  const std::string id_text = text.substr(0, sign), bias_text = text.substr(sign);
+  if (id_text.find_first_not_of("0123456789") != std::string::npos || id_text.size() > 9)
+    throw bad("'" + id_text + "' is not a token id");
+  LogitBias b;
+  b.id = std::stoi(id_text);
+  if (bias_text == "-inf") {
+    b.bias = -std::numeric_limits<float>::infinity();
+    return b;
+  }
+  char* end = nullptr;
+  b.bias = std::strtof(bias_text.c_str(), &end);
+  if (end == bias_text.c_str() || *end != '\0' || !(b.bias >= -100.0f && b.bias <= 100.0f))
+    throw bad("the bias '" + bias_text + "' is not a number in [-100, 100] or -inf");
+  return b;
+}
+}  // namespace
+
 void add_sampling_options(CLI::App& app, GenerationConfig& c) {
   app.add_option("--temperature", c.temperature, "Sampling temperature (0 = greedy)")
       ->default_val(0.8f)->check(non_negative_number());
@@ -219,6 +246,13 @@ void add_sampling_options(CLI::App& app, GenerationConfig& c) {
   app.add_option("--frequency_penalty", c.frequency_penalty,
                  "Subtracted once for each time a token occurs in that window (OpenAI's; 0: off)")
       ->default_val(0.0f)->check(CLI::Range(-2.0f, 2.0f));
+  app.add_option_function<std::vector<std::string>>(
+         "--logit_bias",
+         [&c](const std::vector<std::string>& given) {
+           for (const std::string& g : given) c.logit_bias.push_back(parse_logit_bias(g));
+         },
+         "TOKEN_ID+BIAS or TOKEN_ID-BIAS added to that token's logit (repeatable; -inf bans it)")
+      ->allow_extra_args(false);
 }
 
 ProgramOptions program_options(const ModelOptions& o) {

@@ -20,6 +20,7 @@ class GenerationConfig:
     repeat_last_n: int
     presence_penalty: float
     frequency_penalty: float
+    logit_bias: Dict[int, float]
     seed: Optional[int]
     ignore_eos: bool
     warming: bool
@@ -40,6 +41,7 @@ class GenerationConfig:
         repeat_last_n: int = 64,
         presence_penalty: float = 0.0,
         frequency_penalty: float = 0.0,
+        logit_bias: Optional[Dict[int, float]] = None,
         seed: Optional[int] = None,
         ignore_eos: bool = False,
         warming: bool = False,

@@ -53,6 +53,30 @@ std::vector<std::string> to_stop(const py::object& v) {
   return out;
 }
 
+// logit_bias as OpenAI's: a mapping of token id to bias (None: none).
+std::vector<LogitBias> to_logit_bias(const py::object& v) {
+  if (v.is_none()) return {};
+  if (!py::isinstance<py::dict>(v))
+    throw_type_error("logit_bias must be a dict of int token id to float bias, got " +
+                     std::string(Py_TYPE(v.ptr())->tp_name));
+  std::vector<LogitBias> out;
+  for (auto [key, value] : v.cast<py::dict>()) {
+    if (!py::isinstance<py::int_>(key) || py::isinstance<py::bool_>(key))
+      throw_type_error("logit_bias keys are int token ids, found " + py::repr(key).cast<std::string>());
+    const int64_t id = key.cast<int64_t>();
+    if (id < 0 || id > INT32_MAX)
+      throw_value_error("logit_bias: token ids are in [0, 2**31), got " + std::to_string(id));
+    out.push_back({static_cast<int32_t>(id), static_cast<float>(value.cast<double>())});
+  }
+  return out;
+}
+
+py::dict logit_bias_dict(const Config& c) {
+  py::dict d;
+  for (const LogitBias& b : c.logit_bias) d[py::int_(b.id)] = py::float_(b.bias);
+  return d;
+}
+
 void validate_or_value_error(const Config& c) {
   const Status s = c.validate();
   if (!s.ok()) throw_value_error(s.message());
@@ -92,7 +116,8 @@ std::string config_repr(const Config& c) {
     << ", seq_len=" << c.seq_len << ", temperature=" << c.temperature << ", top_k=" << c.top_k
     << ", top_p=" << c.top_p << ", min_p=" << c.min_p << ", repeat_penalty=" << c.repeat_penalty
     << ", repeat_last_n=" << c.repeat_last_n << ", presence_penalty=" << c.presence_penalty
-    << ", frequency_penalty=" << c.frequency_penalty << ", seed=";
+    << ", frequency_penalty=" << c.frequency_penalty << ", logit_bias="
+    << py::repr(logit_bias_dict(c)).cast<std::string>() << ", seed=";
   if (c.seed) o << *c.seed; else o << "None";
   o << ", ignore_eos=" << (c.ignore_eos ? "True" : "False") << ", warming=" << (c.warming ? "True" : "False")
     << ", num_bos=" << c.num_bos << ", num_eos=" << c.num_eos << ", stop=[";
@@ -108,7 +133,8 @@ void bind_generation_config(py::module_& m) {
                          "the defaults are the C++ ones.");
   cls.def(py::init([](bool echo, int64_t max_new_tokens, int64_t seq_len, double temperature, int64_t top_k,
                       double top_p, double min_p, double repeat_penalty, int64_t repeat_last_n,
-                      double presence_penalty, double frequency_penalty, const py::object& seed, bool ignore_eos, bool warming, int64_t num_bos, int64_t num_eos,
+                      double presence_penalty, double frequency_penalty, const py::object& logit_bias,
+                      const py::object& seed, bool ignore_eos, bool warming, int64_t num_bos, int64_t num_eos,
                       const py::object& stop) {
             Config c;
             c.echo = echo;
@@ -122,6 +148,7 @@ void bind_generation_config(py::module_& m) {
             c.repeat_last_n = to_int32("repeat_last_n", repeat_last_n);
             c.presence_penalty = static_cast<float>(presence_penalty);
             c.frequency_penalty = static_cast<float>(frequency_penalty);
+            c.logit_bias = to_logit_bias(logit_bias);
             c.seed = to_seed(seed);
             c.ignore_eos = ignore_eos;
             c.warming = warming;
@@ -135,7 +162,8 @@ void bind_generation_config(py::module_& m) {
           py::arg("seq_len") = d.seq_len, py::arg("temperature") = d.temperature, py::arg("top_k") = d.top_k,
           py::arg("top_p") = d.top_p, py::arg("min_p") = d.min_p, py::arg("repeat_penalty") = d.repeat_penalty,
           py::arg("repeat_last_n") = d.repeat_last_n, py::arg("presence_penalty") = d.presence_penalty,
-          py::arg("frequency_penalty") = d.frequency_penalty, py::arg("seed") = py::none(),
+          py::arg("frequency_penalty") = d.frequency_penalty, py::arg("logit_bias") = py::none(),
+          py::arg("seed") = py::none(),
           py::arg("ignore_eos") = d.ignore_eos, py::arg("warming") = d.warming, py::arg("num_bos") = d.num_bos,
           py::arg("num_eos") = d.num_eos, py::arg("stop") = py::none());
   cls.def_readwrite("echo", &Config::echo);
@@ -156,6 +184,9 @@ void bind_generation_config(py::module_& m) {
   cls.def_property(
       "seed", [](const Config& c) -> py::object { if (c.seed) return py::int_(*c.seed); return py::none(); },
       [](Config& c, const py::object& v) { c.seed = to_seed(v); });
+  cls.def_property(
+      "logit_bias", [](const Config& c) { return logit_bias_dict(c); },
+      [](Config& c, const py::object& v) { checked_set(c, [&](Config& x) { x.logit_bias = to_logit_bias(v); }); });
   cls.def_property(
       "stop", [](const Config& c) { return c.stop; },
       [](Config& c, const py::object& v) { checked_set(c, [&](Config& x) { x.stop = to_stop(v); }); });

@@ -29,6 +29,9 @@ def test_keywords_and_repr():
     assert c.stop == ["\n\n", "The end"]
     assert "max_new_tokens=7" in repr(c) and "'The end'" in repr(c)
     assert (c.presence_penalty, c.frequency_penalty) == (0.5, -1.5)
+    assert c.logit_bias == {}
+    c.logit_bias = {5: float("-inf"), 7: 2.0}
+    assert c.logit_bias == {5: float("-inf"), 7: 2.0} and "logit_bias={5: -inf, 7: 2.0}" in repr(c)
     assert "presence_penalty=0.5" in repr(c) and "frequency_penalty=-1.5" in repr(c)
     d = copy.deepcopy(c)
     d.max_new_tokens = 3
@@ -47,6 +50,7 @@ def test_a_single_stop_string_is_accepted():
         dict(temperature=-0.1), dict(temperature=float("nan")), dict(top_p=0.0), dict(top_p=1.5),
         dict(min_p=2.0), dict(repeat_penalty=0.0), dict(max_new_tokens=-2), dict(seq_len=-5),
         dict(presence_penalty=2.5), dict(frequency_penalty=-2.5), dict(presence_penalty=float("nan")),
+        dict(logit_bias={-1: 1.0}), dict(logit_bias={3: 150.0}), dict(logit_bias={3: float("inf")}),
         dict(num_bos=-2), dict(num_eos=-1), dict(max_new_tokens=2 ** 40), dict(seed=-1), dict(stop=[""]),
     ],
 )
@@ -108,3 +112,11 @@ def test_stats_fields_and_json():
     assert s.num_generated_tokens == 0 and s.model_load_start_ms == 5
     s.reset(all_stats=True)
     assert s.model_load_start_ms == 0
+
+
+def test_logit_bias_takes_a_dict_of_token_ids():
+    assert GenerationConfig(logit_bias={3: -1.5}).logit_bias == {3: -1.5}
+    with pytest.raises(TypeError):
+        GenerationConfig(logit_bias=[3])
+    with pytest.raises(TypeError):
+        GenerationConfig(logit_bias={"3": 1.0})

@@ -15,6 +15,7 @@ SamplerParams GenerationConfig::sampler_params() const {
   p.repeat_last_n = repeat_last_n;
   p.presence_penalty = presence_penalty;
   p.frequency_penalty = frequency_penalty;
+  p.logit_bias = logit_bias;
   return p;
 }
 

@@ -23,6 +23,7 @@ struct GenerationConfig {
   int32_t repeat_last_n = 64;    // tokens the penalties look back over
   float presence_penalty = 0.0f;   // [-2, 2]; 0 = off (SamplerParams)
   float frequency_penalty = 0.0f;  // [-2, 2]; 0 = off
+  std::vector<LogitBias> logit_bias;  // per-token logit offsets (SamplerParams)
   std::optional<uint64_t> seed;  // unset: a seed drawn from the clock
   bool ignore_eos = false;       // run the whole budget even past EOS
   bool warming = false;          // no callbacks (warmup runs)

@@ -302,7 +302,8 @@ int32_t argmax(std::span<const float> values) {
 namespace {
 // Whether any penalty changes a logit.
 bool penalizes(const SamplerParams& p) {
-  return p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f;
+  return p.repeat_penalty != 1.0f || p.presence_penalty != 0.0f || p.frequency_penalty != 0.0f ||
+         !p.logit_bias.empty();
 }
 }  // namespace
 
@@ -333,6 +334,12 @@ Status validate_sampler_params(const SamplerParams& p) {
   if (!(p.frequency_penalty >= -2.0f && p.frequency_penalty <= 2.0f)) {
     return error_status("frequency_penalty must be in [-2, 2] (0 = off), got " +
                         std::to_string(p.frequency_penalty));
+  }
+  for (const LogitBias& b : p.logit_bias) {
+    if (b.id < 0) return error_status("logit_bias: token ids are >= 0, got " + std::to_string(b.id));
+    if (!((b.bias >= -100.0f && b.bias <= 100.0f) || b.bias == kNegInf))
+      return error_status("logit_bias of token " + std::to_string(b.id) +
+                          " must be in [-100, 100] or -inf (never drawn), got " + std::to_string(b.bias));
   }
   return ok_status();
 }
@@ -545,6 +552,10 @@ void Sampler::penalize(std::span<const float> logits) const {
   std::transform(logits.begin(), logits.end(), v.begin(), [](float x) { return x != x ? kNegInf : x; });
   const SamplerParams& p = params_;
   if (!penalizes(p)) return;
+  for (const LogitBias& b : p.logit_bias) {  // ids checked against the vocabulary
+    float& x = v[b.id];
+    x = b.bias == kNegInf ? kNegInf : x + b.bias;  // banned even if +inf (inf + -inf would be NaN)
+  }
   std::vector<int32_t> ids(recent_.begin(), recent_.end());
   std::sort(ids.begin(), ids.end());
   for (size_t i = 0; i < ids.size();) {  // each distinct id once, with its count in the window
@@ -560,8 +571,16 @@ void Sampler::penalize(std::span<const float> logits) const {
 
 // Most likely first; equal weights (two close logits can share a float
 // weight, far ones underflow to 0) in logit order, then by id.
+Status Sampler::check_vocabulary(size_t vocab_size) const {
+  for (const LogitBias& b : params_.logit_bias)
+    if (static_cast<size_t>(b.id) >= vocab_size)
+      return error_status("logit_bias names token " + std::to_string(b.id) + ", beyond the vocabulary of " +
+                          std::to_string(vocab_size) + " tokens");
+  return ok_status();
+}
+
 std::vector<TokenProb> Sampler::distribution(std::span<const float> logits) const {
-  if (logits.empty()) return {};
+  if (logits.empty() || !check_vocabulary(logits.size()).ok()) return {};
   penalize(logits);
   const Kept k = params_.temperature > 0.0f ? filter() : Kept{};
   if (k.keep == 0) return {{argmax(penalized_), 1.0}};  // greedy, or every logit masked
@@ -620,6 +639,7 @@ int32_t Sampler::draw(const Kept& k, double u) const {
 
 Result<int32_t> Sampler::sample(std::span<const float> logits) {
   if (logits.empty()) return error_status("sampler: expected logits of at least one token, got none");
+  LLMPACK_RETURN_IF_ERROR(check_vocabulary(logits.size()));
   if (params_.temperature == 0.0f && !penalizes(params_)) {  // plain greedy: no copy to make
     const int32_t token = argmax(logits);
     accept(token);

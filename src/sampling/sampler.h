@@ -18,6 +18,13 @@
 
 namespace llmpack {
 
+// A bias added to one token's logit before the penalties (OpenAI's logit_bias,
+// llama.cpp's --logit-bias): finite in [-100, 100], or -inf to ban the token.
+struct LogitBias {
+  int32_t id = 0;
+  float bias = 0.0f;
+};
+
 struct SamplerParams {
   float temperature = 0.8f;    // 0 = argmax; negative is an error
   int32_t top_k = 0;           // 0 = off; keep the k most likely tokens
@@ -31,6 +38,7 @@ struct SamplerParams {
   // repeat_penalty's division or multiplication; negative values favour it).
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
+  std::vector<LogitBias> logit_bias;  // applied first; a token named twice gets both
 };
 
 // Checks ranges; the message names the field, the range and the value found.
@@ -62,7 +70,7 @@ class Sampler {
   static Result<Sampler> create(const SamplerParams& params, uint64_t seed);
 
   // Picks the next token from logits [vocab] and records it in the window of
-  // recent tokens. Empty logits are an error.
+  // recent tokens. Empty logits, or a logit_bias token beyond them, are an error.
   Result<int32_t> sample(std::span<const float> logits);
 
   // Records a token that entered the sequence without being sampled (prompt).
@@ -72,6 +80,8 @@ class Sampler {
   // first, equal probabilities in logit order, then by id (one entry of
   // probability 1 at temperature 0). For tests and tools.
   std::vector<TokenProb> distribution(std::span<const float> logits) const;
+  // An error when a logit_bias token lies beyond a vocabulary of `vocab_size`.
+  Status check_vocabulary(size_t vocab_size) const;
 
   // New parameters; the Rng stream and the recent tokens carry on.
   Status set_params(const SamplerParams& params);
@@ -89,7 +99,7 @@ class Sampler {
     bool dense = false;
     double total = 1.0;
   };
-  // logits with NaN masked and the penalties applied, into penalized_.
+  // logits with NaN masked, the biases added and the penalties applied, into penalized_.
   void penalize(std::span<const float> logits) const;
   // temperature, top-k, top-p and min-p over penalized_ (temperature > 0).
   Kept filter() const;

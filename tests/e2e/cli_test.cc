@@ -37,7 +37,7 @@ TEST(Cli, VersionAndHelp) {
   for (const char* flag : {"--model_path", "--tokenizer_path", "--prompt", "--prompt_file", "--temperature",
                            "--seq_len", "--max_new_tokens", "--cpu_threads", "--num_bos", "--num_eos", "--warmup",
                            "--ignore_eos", "--seed", "--top_k", "--top_p", "--min_p", "--repeat_penalty",
-                           "--repeat_last_n", "--presence_penalty", "--frequency_penalty"})
+                           "--repeat_last_n", "--presence_penalty", "--frequency_penalty", "--logit_bias"})
     EXPECT_NE(h.out.find(flag), std::string::npos) << flag;
 }
 
@@ -258,6 +258,10 @@ TEST(Cli, BadInputGetsOneClearLineAndNonZeroExit) {
       {"presence penalty beyond OpenAI's range", "run -m " + gguf + " --presence_penalty 2.5", "--presence_penalty"},
       {"frequency penalty beyond OpenAI's range", "chat -m " + gguf + " --frequency_penalty -3", "--frequency_penalty"},
       {"negative penalty window", "run -m " + gguf + " --repeat_last_n -1", "--repeat_last_n"},
+      {"logit bias without a sign", "run -m " + gguf + " --logit_bias 12",
+       "--logit_bias: '12': expected TOKEN_ID+BIAS"},
+      {"logit bias beyond the vocabulary", "run -m " + gguf + " --logit_bias 600+1",
+       "logit_bias names token 600, beyond the vocabulary of 512 tokens"},
       {"seed not a number", "chat -m " + gguf + " --seed 7x", "--seed: expected a non-negative integer, found 7x"},
       // A folder where a file is expected (read as a file it was empty, or threw and aborted).
       {"prompt file is a folder", "run -m " + gguf + " --prompt_file " + folder,

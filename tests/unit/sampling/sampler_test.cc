@@ -359,6 +359,43 @@ TEST(Sampler, G5_PresenceAndFrequencyPenaltiesSubtractByOccurrence) {
   EXPECT_EQ(*favour.sample(flat), 0);
 }
 
+// logit_bias (OpenAI's, llama.cpp's --logit-bias) is added before the
+// penalties; -inf bans a token, even one whose logit is +inf.
+TEST(Sampler, G5_LogitBiasShiftsOrBansTokens) {
+  SamplerParams p = params_with(1.0f);
+  p.logit_bias = {{1, 1.5f}, {2, -0.5f}, {1, 0.5f}};  // token 1 named twice: both added
+  Sampler s(p, 1);
+  std::map<int32_t, double> prob;
+  for (const TokenProb& t : s.distribution(std::vector<float>{1.0f, 1.0f, 1.0f})) prob[t.id] = t.prob;
+  const double z = std::exp(1.0) + std::exp(3.0) + std::exp(0.5);
+  EXPECT_NEAR(prob[0], std::exp(1.0) / z, 1e-6);
+  EXPECT_NEAR(prob[1], std::exp(3.0) / z, 1e-6);
+  EXPECT_NEAR(prob[2], std::exp(0.5) / z, 1e-6);
+  // before repeat_penalty: token 0 at 1 + 3 = 4, halved to 2 once seen
+  p.logit_bias = {{0, 3.0f}};
+  p.repeat_penalty = 2.0f;
+  ASSERT_TRUE(s.set_params(p).ok());
+  s.accept(0);
+  prob.clear();
+  for (const TokenProb& t : s.distribution(std::vector<float>{1.0f, 1.0f, 1.0f})) prob[t.id] = t.prob;
+  EXPECT_NEAR(prob[0], std::exp(2.0) / (std::exp(2.0) + 2 * std::exp(1.0)), 1e-6);
+  // banned, greedy and sampled, whatever its logit
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float temperature : {0.0f, 1.0f}) {
+    SamplerParams ban = params_with(temperature);
+    ban.logit_bias = {{0, -inf}};
+    Sampler b(ban, 3);
+    for (int i = 0; i < 50; ++i) EXPECT_NE(*b.sample(std::vector<float>{inf, 1.0f, 0.5f}), 0);
+  }
+  // a token beyond the vocabulary is an error that names it
+  SamplerParams beyond = params_with(0.0f);
+  beyond.logit_bias = {{3, 1.0f}};
+  Sampler out(beyond, 1);
+  auto r = out.sample(std::vector<float>{1.0f, 2.0f, 3.0f});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "logit_bias names token 3, beyond the vocabulary of 3 tokens");
+}
+
 TEST(Sampler, G5_ValidationRejectsOutOfRange) {
   SamplerParams p;
   p.temperature = -0.1f;
@@ -391,6 +428,16 @@ TEST(Sampler, G5_ValidationRejectsOutOfRange) {
   }
   p = SamplerParams();
   p.presence_penalty = -2.0f, p.frequency_penalty = 2.0f;
+  EXPECT_TRUE(validate_sampler_params(p).ok());
+  p = SamplerParams();
+  p.logit_bias = {{-1, 1.0f}};
+  EXPECT_NE(validate_sampler_params(p).message().find("logit_bias: token ids are >= 0, got -1"), std::string::npos);
+  for (float bad : {100.5f, std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    p.logit_bias = {{4, bad}};
+    EXPECT_NE(validate_sampler_params(p).message().find("logit_bias of token 4 must be in [-100, 100] or -inf"),
+              std::string::npos);
+  }
+  p.logit_bias = {{4, -std::numeric_limits<float>::infinity()}, {5, -100.0f}};
   EXPECT_TRUE(validate_sampler_params(p).ok());
   p = SamplerParams();
   p.temperature = 0.0f;
@@ -569,6 +616,9 @@ TEST(Sampler, ExtremeLogitsAndSettingsAlwaysDrawAKeptToken) {
     p.repeat_penalty = penalties[next() % 4];
     p.presence_penalty = additive[next() % 4];
     p.frequency_penalty = additive[next() % 4];
+    const float biases[] = {0.0f, 3.0f, -7.5f, -std::numeric_limits<float>::infinity()};
+    for (uint32_t b = next() % 3; b > 0; --b)
+      p.logit_bias.push_back({static_cast<int32_t>(next() % n), biases[next() % 4]});
     p.repeat_last_n = 8;
     Sampler s(p, c);
     std::vector<int32_t> recent;
@@ -580,6 +630,8 @@ TEST(Sampler, ExtremeLogitsAndSettingsAlwaysDrawAKeptToken) {
     // repeat_penalty when positive, multiplied when not, then less presence +
     // count x frequency (a masked one stays masked)
     std::vector<float> penalized = logits;
+    for (const LogitBias& b : p.logit_bias)
+      penalized[b.id] = b.bias == -std::numeric_limits<float>::infinity() ? b.bias : penalized[b.id] + b.bias;
     std::map<int32_t, int> counts;
     for (int32_t id : recent) ++counts[id];
     for (const auto& [id, count] : counts) {
