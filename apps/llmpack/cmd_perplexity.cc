@@ -1,11 +1,13 @@
 // `llmpack perplexity -m MODEL -f TEXT_FILE -c CTX`: strided, non-overlapping
 // windows scored on their second half, with a running estimate, ending with
-// the line llama-perplexity prints.
+// the line llama-perplexity prints. With `--kl_divergence BASE`, the model's
+// distributions against the base model's over the same windows instead.
 #include <cstdio>
 
 #include "cli_common.h"
 #include "commands.h"
 #include "core/file_text.h"
+#include "runner/kl_divergence.h"
 #include "runner/perplexity.h"
 
 namespace llmpack::cli {
@@ -17,7 +19,50 @@ struct PerplexityOptions {
   int64_t context = 512;
   std::string kv_dtype{kv_dtype_name(kDefaultKvDtype)};
   bool kv_dtype_given = false;
+  std::string kl_base;  // --kl_divergence: the base model's package
 };
+
+void print_kl_divergence(const KlDivergenceResult& r) {
+  std::printf("\n====== Perplexity statistics ======\n");
+  std::printf("Mean PPL(model)  : %10.6f +/- %10.6f\n", r.ppl_model, r.ppl_model_error);
+  std::printf("Mean PPL(base)   : %10.6f +/- %10.6f\n", r.ppl_base, r.ppl_base_error);
+  std::printf("PPL ratio        : %10.6f\n", r.ppl_model / r.ppl_base);
+  std::printf("\n====== KL divergence statistics (%lld positions) ======\n", static_cast<long long>(r.n_scored));
+  std::printf("Mean    KLD: %10.6f +/- %10.6f\n", r.kld_mean, r.kld_mean_error);
+  std::printf("Maximum KLD: %10.6f\n", r.kld_max);
+  std::printf("99.0%%   KLD: %10.6f\n", r.kld_p99);
+  std::printf("Median  KLD: %10.6f\n", r.kld_median);
+  std::printf("\n====== Token probability statistics ======\n");
+  std::printf("Mean    dp: %8.4f %%\n", 100.0 * r.delta_p_mean);
+  std::printf("RMS     dp: %8.4f %%\n", 100.0 * r.delta_p_rms);
+  std::printf("Same top p: %8.4f +/- %.4f %%\n", 100.0 * r.same_top, 100.0 * r.same_top_error);
+}
+
+// Both packages loaded with the same options; the base must split the text into the same tokens.
+int execute_kl_divergence(const PerplexityOptions& o, const ProgramOptions& options, LoadedPackage& model,
+                          const std::string& text) {
+  auto base = load_package(o.kl_base, o.model.tokenizer_path, options);
+  if (!base.ok()) return fail(base.status().with_context("--kl_divergence"));
+  auto ids = model.tokenizer->encode(text, 1, 0);
+  auto base_ids = base->tokenizer->encode(text, 1, 0);
+  if (ids.ok() && base_ids.ok() && *ids != *base_ids)
+    return fail("--kl_divergence: the base model's tokenizer splits the text into other tokens (" +
+                std::to_string(base_ids->size()) + " against " + std::to_string(ids->size()) +
+                "): the two models must share a vocabulary");
+  std::fprintf(stderr, "kl divergence: windows of %lld tokens against %s, the second half of each\n",
+               static_cast<long long>(o.context), o.kl_base.c_str());
+  auto result = compute_kl_divergence(*model.program, *base->program, *model.tokenizer, text, o.context,
+                                      [](int64_t w, double kld) {
+                                        std::printf("[%lld]%.6f,", static_cast<long long>(w + 1), kld);
+                                        std::fflush(stdout);
+                                      });
+  if (!result.ok()) {
+    std::printf("\n");
+    return fail(result.status());
+  }
+  print_kl_divergence(*result);
+  return 0;
+}
 
 int execute(PerplexityOptions& o) {
   auto text = read_file_text(o.text_file);
@@ -32,6 +77,7 @@ int execute(PerplexityOptions& o) {
   if (!loaded.ok()) return fail(loaded.status());
   if (o.kv_dtype_given) note_kv_cache(*loaded->program);
   note_thread_placement(*loaded->program, o.model, options);
+  if (!o.kl_base.empty()) return execute_kl_divergence(o, options, *loaded, *text);
   std::fprintf(stderr, "perplexity: windows of %lld tokens, scoring the second half of each\n",
                static_cast<long long>(o.context));
   auto result = compute_perplexity(*loaded->program, *loaded->tokenizer, *text, o.context,
@@ -56,6 +102,9 @@ void register_perplexity(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("-f,--file", o->text_file, "Text file to score")->required();
   cmd->add_option("-c,--ctx_size", o->context, "Window size in tokens")->default_val(512)->check(CLI::Range(2, 1 << 20));
   CLI::Option* kv_dtype = add_kv_dtype_option(*cmd, o->kv_dtype);
+  cmd->add_option("--kl_divergence", o->kl_base,
+                  "A base package (the unquantized model): report the KL divergence of -m's next-token "
+                  "distributions from its, both perplexities and how often their top tokens agree");
   cmd->callback([&action, o, kv_dtype] {
     o->kv_dtype_given = kv_dtype->count() > 0;
     action = [o] { return execute(*o); };

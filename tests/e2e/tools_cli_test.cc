@@ -10,6 +10,7 @@
 
 #include "common/cli_runner.h"
 #include "common/fixtures.h"
+#include "common/tiny_model.h"
 
 namespace {
 
@@ -42,6 +43,35 @@ TEST(ToolsCli, PerplexityEndsWithTheFinalEstimateLine) {
   auto missing = run_tool("perplexity -m " + model + " -f /no/such/file.txt");
   EXPECT_NE(missing.exit_code, 0);
   EXPECT_NE(missing.err.find("/no/such/file.txt"), std::string::npos);
+  std::filesystem::remove(text_path);
+}
+
+// perplexity --kl_divergence BASE: the statistics blocks, zero against the
+// model itself; a base with another vocabulary is refused naming the counts.
+TEST(ToolsCli, PerplexityAgainstABaseModelReportsKlDivergence) {
+  LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
+  LLMPACK_REQUIRE_FIXTURE(golden, "llama2c/stories260K_greedy_256.json");
+  const std::string text_path = story_text_file(golden, "kld");
+  auto self = run_tool("perplexity -m " + model + " -f " + text_path + " -c 64 -t 2 --kl_divergence " + model);
+  ASSERT_EQ(self.exit_code, 0) << self.err;
+  for (const char* line : {"Mean PPL(model)  :", "Mean PPL(base)   :", "PPL ratio        :   1.000000",
+                           "Mean    KLD:   0.000000 +/-   0.000000", "Maximum KLD:", "99.0%   KLD:", "Median  KLD:",
+                           "RMS     dp:", "Same top p: 100.0000 +/- 0.0000 %"})
+    EXPECT_NE(self.out.find(line), std::string::npos) << line << "\nin:\n" << self.out;
+  llmpack::testing::TinyModelSpec spec;  // a random model with its own 300-token vocabulary
+  spec.vocab_size = 300;
+  const std::string other = ::testing::TempDir() + "/kld_other_" + std::to_string(getpid()) + ".gguf";
+  {
+    const std::vector<uint8_t> bytes = llmpack::testing::make_tiny_gguf(spec);
+    std::ofstream(other, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
+                                                 static_cast<std::streamsize>(bytes.size()));
+  }
+  auto mismatch = run_tool("perplexity -m " + model + " -f " + text_path + " -c 64 --kl_divergence " + other);
+  EXPECT_NE(mismatch.exit_code, 0);
+  EXPECT_NE(mismatch.err.find("--kl_divergence: the base model's tokenizer splits the text into other tokens"),
+            std::string::npos)
+      << mismatch.err;
+  std::filesystem::remove(other);
   std::filesystem::remove(text_path);
 }
 

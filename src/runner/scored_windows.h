@@ -1,0 +1,50 @@
+// What perplexity and KL divergence share: the text cut into windows as
+// llama-perplexity cuts it (non-overlapping windows of `context` tokens, BOS in
+// place of each one's first token, the second half of each scored), and the
+// running statistics they report.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "engine/program.h"
+#include "tokenizer/tokenizer.h"
+
+namespace llmpack {
+
+struct ScoredWindows {
+  std::vector<int64_t> ids;  // the whole text's tokens (one BOS first)
+  int64_t context = 0;
+  int64_t n_windows = 0;
+  int64_t bound = 0;         // tokens a forward call takes
+  int64_t bos = -1;
+
+  // Window w's tokens: ids [w context, (w + 1) context) with BOS first (when the vocabulary has one).
+  std::vector<int64_t> window(int64_t w) const;
+  // Row p of a window's logits predicts token p + 1; llama-perplexity scores
+  // positions context / 2 .. context - 2.
+  bool scored(int64_t p) const { return p >= context / 2 && p + 1 < context; }
+};
+
+// Tokenizes `text` and checks that `program` can score windows of `context`
+// tokens (dynamic shape; context within the cache; without a KV cache, a
+// window in one call). Errors name the numbers.
+Result<ScoredWindows> plan_scored_windows(Program& program, const Tokenizer& tokenizer, std::string_view text,
+                                          int64_t context);
+
+// ln softmax(logits)[target], in double.
+double log_probability(std::span<const float> logits, int64_t target);
+
+// A running mean with its standard error.
+struct RunningMean {
+  double sum = 0, sum_sq = 0;
+  int64_t n = 0;
+  void add(double v) { sum += v, sum_sq += v * v, ++n; }
+  double mean() const { return n > 0 ? sum / n : 0.0; }
+  double stderr_of_mean() const;
+};
+
+}  // namespace llmpack
