@@ -2,7 +2,9 @@
 // Hugging Face folder) into a package (docs/CONTRACT.md E1-E5).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <string>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -10,6 +12,19 @@
 
 namespace llmpack::cli {
 namespace {
+
+// --dry_run's table: each tensor's name, types, shape and size in the package.
+void print_plan(const ExportReport& r) {
+  size_t name_w = 4;
+  for (const PlannedTensor& t : r.tensors) name_w = std::max(name_w, t.name.size());
+  std::printf("%-*s  %-6s -> %-6s  %-16s  %10s\n", static_cast<int>(name_w), "name", "source", "type", "shape", "MB");
+  for (const PlannedTensor& t : r.tensors) {
+    std::string shape;
+    for (int64_t d : t.shape) shape += (shape.empty() ? "" : " x ") + std::to_string(d);
+    std::printf("%-*s  %-6s -> %-6s  %-16s  %10.3f\n", static_cast<int>(name_w), t.name.c_str(), t.from.c_str(),
+                t.to.c_str(), shape.c_str(), static_cast<double>(t.bytes) / 1e6);
+  }
+}
 
 int execute(const ExportOptions& o) {
   if (o.threads > 0) note_threads_beyond_cpus(o.threads);
@@ -22,6 +37,7 @@ int execute(const ExportOptions& o) {
   };
   auto report = export_package(o, progress, stderr_log_sink());
   if (!report.ok()) return fail(report.status().with_context("export"));
+  if (o.dry_run) print_plan(*report);
   std::printf("%s\n", report->summary().c_str());
   return 0;
 }
@@ -35,7 +51,7 @@ void register_export(CLI::App& app, std::function<int()>& action) {
       ->required();
   cmd->add_option("--params", o->params_path, "Meta params.json (PyTorch checkpoints without model_args)");
   cmd->add_option("--tokenizer_path", o->tokenizer_path, "tokenizer.bin, SentencePiece tokenizer.model, HF tokenizer.json(.gz), tiktoken file or a GGUF");
-  cmd->add_option("-o,--output", o->output, "The package to write (.gguf)")->required();
+  cmd->add_option("-o,--output", o->output, "The package to write (.gguf); required unless --dry_run");
   cmd->add_option("--max_seq_length", o->max_seq_len, "S: tokens one forward call may take")->default_val(128);
   cmd->add_option("--max_context_length", o->max_context_len, "C: positions the KV cache holds (default S)");
   cmd->add_option("--kv_cache", o->kv_cache, "KV cache: in_graph, off_graph (chat needs it) or none")
@@ -56,6 +72,8 @@ void register_export(CLI::App& app, std::function<int()>& action) {
                   "the first that matches wins; llama-quantize's --tensor-type)")
       ->allow_extra_args(false);
   cmd->add_option("--name", o->name, "general.name to write");
+  cmd->add_flag("--dry_run", o->dry_run,
+                "Print every tensor's planned type and size and the total, and write nothing (llama-quantize's --dry-run)");
   cmd->add_option("-t,--cpu_threads", o->threads, "Threads that quantize the rows (default: one per performance core)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--token_bound", o->token_bound, "B override (legacy packages for tests)")->group("");

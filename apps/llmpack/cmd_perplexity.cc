@@ -100,7 +100,7 @@ void register_perplexity(CLI::App& app, std::function<int()>& action) {
   auto o = std::make_shared<PerplexityOptions>();
   add_model_options(*cmd, o->model);
   cmd->add_option("-f,--file", o->text_file, "Text file to score")->required();
-  cmd->add_option("-c,--ctx_size", o->context, "Window size in tokens")->default_val(512)->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("-c,--ctx_size", o->context, "Window size in tokens")->default_val(512)->check(CLI::Range(3, 1 << 20));
   CLI::Option* kv_dtype = add_kv_dtype_option(*cmd, o->kv_dtype);
   cmd->add_option("--kl_divergence", o->kl_base,
                   "A base package (the unquantized model): report the KL divergence of -m's next-token "

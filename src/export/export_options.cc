@@ -89,7 +89,7 @@ Status parse_overrides(const ExportOptions& o, DTypePlan* plan) {
 Result<PackageShape> resolve_export_options(const ExportOptions& o) {
   PackageShape p;
   if (o.checkpoint.empty()) return error_status("--checkpoint is required");
-  if (o.output.empty()) return error_status("--output is required");
+  if (o.output.empty() && !o.dry_run) return error_status("--output is required");
   LLMPACK_ASSIGN_OR_RETURN(p.dtype, parse_dtype_plan(o.dtype));
   LLMPACK_RETURN_IF_ERROR(parse_overrides(o, &p.dtype));
   if (o.max_seq_len <= 0 || o.max_seq_len > kMaxPositions)

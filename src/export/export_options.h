@@ -34,6 +34,7 @@ struct ExportOptions {
   int64_t token_bound = 0;       // B override (legacy packages in tests); 0: derived (E3)
   std::string name;              // general.name; "": from the source
   int threads = 0;               // threads that convert rows; 0: all cores
+  bool dry_run = false;          // plan every tensor's type and size, read nothing more, write nothing
 };
 
 // A type the user named for some tensors, and how they named it (for notices).

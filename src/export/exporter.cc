@@ -84,7 +84,7 @@ std::string megabytes(uint64_t bytes) {
 // tensor's source pages go band by band; a tensor written as it is (the
 // source's own bytes) is let go here, once the next one is asked for.
 Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, std::vector<uint8_t>* buffer,
-                   ThreadPool& pool, ExportReport* report) {
+                   ThreadPool& pool, bool dry_run, ExportReport* report) {
   // (what asked, the type written) -> (count, a row length)
   std::map<std::pair<std::string, std::string>, std::pair<int, int64_t>> fallbacks;
   std::map<std::string, int> requantized;  // a block type of the source -> matrices converted from it
@@ -100,12 +100,22 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
     }
     if (const auto info = dtype_info(t.dtype); type != t.dtype && info && info->block_elems > 1)
       ++requantized[std::string(dtype_name(t.dtype))];
+    PlannedTensor planned{t.name, std::string(dtype_name(t.dtype)), std::string(dtype_name(type)), t.ne, 0};
+    if (const auto info = dtype_info(type); info && !t.ne.empty()) {
+      int64_t rows = 1;
+      for (size_t d = 1; d < t.ne.size(); ++d) rows *= t.ne[d];
+      planned.bytes = static_cast<uint64_t>(row_bytes(*info, t.ne[0]) * rows);
+    }
+    report->tensor_bytes += planned.bytes;
+    report->tensors.push_back(std::move(planned));
     const SourceTensor* source = &t;
     const SourceTensor* previous = i > 0 ? &s.tensors[i - 1] : nullptr;  // written by now
-    LLMPACK_RETURN_IF_ERROR(w.add_tensor(t.name, type, t.ne, [=, &pool]() {
-      if (previous != nullptr) MappedFile::release_pages(previous->bytes);
-      return convert_tensor(*source, type, buffer, pool);
-    }));
+    if (!dry_run) {
+      LLMPACK_RETURN_IF_ERROR(w.add_tensor(t.name, type, t.ne, [=, &pool]() {
+        if (previous != nullptr) MappedFile::release_pages(previous->bytes);
+        return convert_tensor(*source, type, buffer, pool);
+      }));
+    }
     ++report->dtype_counts[std::string(dtype_name(type))];
     ++report->n_tensors;
   }
@@ -143,6 +153,10 @@ Status check_output_path(const std::string& output) {
 std::string ExportReport::summary() const {
   std::string mix;
   for (const auto& [type, n] : dtype_counts) mix += (mix.empty() ? "" : ", ") + type + " " + std::to_string(n);
+  if (dry_run)
+    return "dry run: " + std::to_string(n_tensors) + " tensors (" + mix + "), " + megabytes(tensor_bytes) +
+           " of tensor data, S " + std::to_string(shape.max_seq_len) + ", C " + std::to_string(shape.max_context_len) +
+           ", B " + std::to_string(shape.token_bound) + "; nothing written";
   return "wrote " + output + ": " + megabytes(file_bytes) + ", " + std::to_string(n_tensors) + " tensors (" + mix +
          "), S " + std::to_string(shape.max_seq_len) + ", C " + std::to_string(shape.max_context_len) + ", B " +
          std::to_string(shape.token_bound) + ", " + (shape.dynamic_shape ? "dynamic" : "static") + " shape, " +
@@ -154,7 +168,8 @@ Result<ExportReport> export_package(const ExportOptions& o, const GgufWriter::Pr
   LLMPACK_ASSIGN_OR_RETURN(report.shape, resolve_export_options(o));
   const PackageShape& p = report.shape;
   report.output = o.output;
-  LLMPACK_RETURN_IF_ERROR(check_output_path(o.output));
+  report.dry_run = o.dry_run;
+  if (!o.dry_run) LLMPACK_RETURN_IF_ERROR(check_output_path(o.output));
   LLMPACK_ASSIGN_OR_RETURN(ModelSource src, open_model_source(o.checkpoint, o.params_path));
   report.source_kind = src.kind;
   report.notices = src.notices;
@@ -191,8 +206,9 @@ Result<ExportReport> export_package(const ExportOptions& o, const GgufWriter::Pr
 
   std::vector<uint8_t> buffer;
   ThreadPool pool(o.threads > 0 ? o.threads : default_threads());
-  LLMPACK_RETURN_IF_ERROR(add_tensors(w, src, p.dtype, &buffer, pool, &report));
+  LLMPACK_RETURN_IF_ERROR(add_tensors(w, src, p.dtype, &buffer, pool, o.dry_run, &report));
   for (const auto& n : report.notices) log(LogLevel::kWarning, n);
+  if (o.dry_run) return report;
   LLMPACK_RETURN_IF_ERROR(w.write(o.output, progress).with_context("writing " + o.output));
   std::error_code ec;
   report.file_bytes = std::filesystem::file_size(o.output, ec);

@@ -21,8 +21,8 @@ Result<ScoredWindows> plan_scored_windows(Program& program, const Tokenizer& tok
   LLMPACK_ASSIGN_OR_RETURN(const bool kv, get_bool_constant(program, "use_kv_cache"));
   LLMPACK_ASSIGN_OR_RETURN(const int64_t max_context, get_int_constant(program, "get_max_context_len"));
   if (!meta.inputs[0].dynamic_dim1) return error_status("perplexity needs a dynamic-shape package");
-  if (context < 2 || context > max_context)
-    return error_status("context " + std::to_string(context) + " must be in 2.." + std::to_string(max_context));
+  if (context < 3 || context > max_context)  // a window of 2 scores no position (its second half, less its last)
+    return error_status("context " + std::to_string(context) + " must be in 3.." + std::to_string(max_context));
   if (!kv && context > s.bound)
     return error_status("a package without KV cache takes at most " + std::to_string(s.bound) +
                         " tokens per call, the context asks for " + std::to_string(context));

@@ -241,6 +241,23 @@ TEST(ContractCli, I1_InspectTensorsListsEachTensorsTypeShapeBytesAndOffset) {
   std::remove(pkg.c_str());
 }
 
+// export --dry_run prints each tensor's planned type and size and writes nothing.
+TEST(ContractCli, ExportDryRunPrintsThePlanAndWritesNothing) {
+  LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
+  LLMPACK_REQUIRE_FIXTURE(tok_path, "llama2c/tok512.bin");
+  const std::string pkg = llmpack::testing::temp_stem("dry") + ".gguf";
+  auto r = llmpack("export --checkpoint " + bin + " --tokenizer_path " + tok_path + " --dtype q8_0 --dry_run -o " + pkg);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(pkg));
+  EXPECT_NE(r.out.find("blk.0.attn_q.weight"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("f32    -> q8_0    64 x 64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("f32    -> f16     172 x 64"), std::string::npos) << r.out;  // ffn_down: rows fit no block
+  EXPECT_NE(r.out.find("dry run: 47 tensors (f16 5, f32 11, q8_0 31)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("; nothing written"), std::string::npos) << r.out;
+  auto no_output = llmpack("export --checkpoint " + bin + " --tokenizer_path " + tok_path + " --dry_run");
+  EXPECT_EQ(no_output.exit_code, 0) << no_output.err;
+}
+
 TEST(ContractCli, ExportRefusesBadCombinationsWithoutWritingAFile) {
   LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
   LLMPACK_REQUIRE_FIXTURE(tok_path, "llama2c/tok512.bin");

@@ -83,6 +83,18 @@ Direct direct_statistics(Program& model, Program& base, const std::vector<int32_
   return d;
 }
 
+// A window of two tokens scores no position (the second half, less the last
+// token, is empty): refused before any forward call, as perplexity refuses it.
+TEST(KlDivergence, AWindowThatScoresNothingIsRefused) {
+  LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
+  LLMPACK_REQUIRE_FIXTURE(golden, "llama2c/stories260K_greedy_256.json");
+  auto a = load_for_windows(model, 64, 16), b = load_for_windows(model, 64, 16);
+  ASSERT_TRUE(a.ok() && b.ok());
+  auto r = compute_kl_divergence(*a->program, *b->program, *a->tokenizer, story_text(), 2);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("context 2 must be in 3.."), std::string::npos) << r.status().message();
+}
+
 // Q8_0 and Q4_0 exports against the f32 package: the statistics as recomputed
 // directly, and a mean KLD that grows with the coarser type.
 TEST(KlDivergence, MatchesADirectComputationAndGrowsWithCoarserTypes) {

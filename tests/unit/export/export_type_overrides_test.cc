@@ -199,5 +199,44 @@ TEST(ExportTypeOverrides, RequantizingAQuantizedSourceIsNoticed) {
   EXPECT_TRUE(notices_of([](ExportOptions& o) { o.dtype = "q8_0"; }).empty());         // the same type
 }
 
+// --dry_run: every tensor's type and size as the export would write them,
+// the notices too, and no file (an output path is not needed).
+TEST(ExportTypeOverrides, DryRunPlansWhatTheExportWrites) {
+  ScratchDir dir;
+  const std::string model = write_model(dir, true);
+  ExportOptions o;
+  o.checkpoint = model;
+  o.dtype = "q4_0", o.embedding_dtype = "q6_k";  // 64-wide rows: Q6_K falls back, with a notice
+  o.dry_run = true;
+  auto plan = export_package(o);
+  ASSERT_TRUE(plan.ok()) << plan.status().message();
+  EXPECT_TRUE(plan->dry_run);
+  EXPECT_EQ(dir.n_files(), 1u);  // the model alone
+  ASSERT_EQ(plan->notices.size(), 1u);
+  EXPECT_NE(plan->summary().find("; nothing written"), std::string::npos) << plan->summary();
+  o.dry_run = false;
+  o.output = dir.file("out.gguf");
+  auto real = export_package(o);
+  ASSERT_TRUE(real.ok()) << real.status().message();
+  EXPECT_EQ(plan->notices, real->notices);
+  auto gguf = GgufFile::open(o.output);
+  ASSERT_TRUE(gguf.ok());
+  ASSERT_EQ(plan->tensors.size(), (*gguf)->tensors().size());
+  uint64_t total = 0;
+  for (size_t i = 0; i < plan->tensors.size(); ++i) {
+    const auto& written = (*gguf)->tensors()[i];
+    EXPECT_EQ(plan->tensors[i].name, written.name);
+    EXPECT_EQ(plan->tensors[i].to, std::string(dtype_name(written.dtype))) << written.name;
+    EXPECT_EQ(plan->tensors[i].from, "f32") << written.name;
+    EXPECT_EQ(plan->tensors[i].bytes, written.n_bytes) << written.name;
+    EXPECT_EQ(plan->tensors[i].shape, written.ne) << written.name;
+    total += written.n_bytes;
+  }
+  EXPECT_EQ(plan->tensor_bytes, total);
+  EXPECT_EQ(plan->dtype_counts, real->dtype_counts);
+  o.output.clear();
+  EXPECT_NE(export_package(o).status().message().find("--output is required"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace llmpack
