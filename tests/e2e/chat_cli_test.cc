@@ -99,15 +99,20 @@ TEST_F(ChatCli, SetChangesTheNextRepliesAsTheFlagWould) {
   EXPECT_NE(plain.out, flags.out);  // the penalty did change the text
 
   auto refused = run_chat_cli(base_ + " -n 4",
-                              "/set top_p 2\n/set top_k many\n/set nucleus 0.5\n/set min_p 0.1 0.2\n/set\nHi.\n");
+                              "/set top_p 2\n/set top_k many\n/set nucleus 0.5\n/set min_p 0.1 0.2\n"
+                              "/set max_new_tokens 0\n/set\nHi.\n");
   ASSERT_EQ(refused.exit_code, 0) << refused.err;
   for (const char* said : {"/set top_p: top_p must be in (0, 1]", "/set top_k: expected an integer, found 'many'",
                            "/set: unknown setting 'nucleus'; expected one of temperature,",
                            "/set min_p: expected one value, found '0.1 0.2'",
+                           "/set max_new_tokens: max_new_tokens 0 leaves no token for a reply",
                            "(temperature 0, top_k 0, top_p 1, min_p 0, repeat_penalty 1, repeat_last_n 64, "
                            "presence_penalty 0, frequency_penalty 0, max_new_tokens 4)"})
     EXPECT_NE(refused.err.find(said), std::string::npos) << said << "\nin:\n" << refused.err;
   EXPECT_FALSE(refused.out.empty());  // the conversation went on
+  auto zero = run_chat_cli(base_ + " -n 0", "Hi.\n");  // the flag as /set: refused at start
+  EXPECT_NE(zero.exit_code, 0);
+  EXPECT_NE(zero.err.find("max_new_tokens 0 leaves no token for a reply"), std::string::npos) << zero.err;
 }
 
 TEST_F(ChatCli, C4_LoadOrSaveOfAFolderIsRefusedAndTheConversationGoesOn) {

@@ -57,8 +57,18 @@ Result<std::unique_ptr<ChatSession>> ChatSession::create(Program& program, const
   return s;
 }
 
+namespace {
+// A chat reply's budget: -1 (until the context is full) or at least one token.
+Status check_reply_budget(const GenerationConfig& g) {
+  if (g.max_new_tokens == 0)
+    return error_status("max_new_tokens 0 leaves no token for a reply (-1: until the context is full)");
+  return ok_status();
+}
+}  // namespace
+
 Status ChatSession::init() {
   LLMPACK_RETURN_IF_ERROR(options_.generation.validate());
+  LLMPACK_RETURN_IF_ERROR(check_reply_budget(options_.generation));
   auto limits = read_model_limits(program_);
   if (!limits.ok()) return limits.status().with_context("reading the program's limits");
   limits_ = *limits;
@@ -121,6 +131,7 @@ Status ChatSession::prepare_sampler() {
 
 Status ChatSession::set_generation_config(const GenerationConfig& config) {
   LLMPACK_RETURN_IF_ERROR(config.validate());
+  LLMPACK_RETURN_IF_ERROR(check_reply_budget(config));
   LLMPACK_RETURN_IF_ERROR(sampler_->set_params(config.sampler_params()));
   options_.generation = config;
   return ok_status();
