@@ -236,6 +236,9 @@ void add_sampling_options(CLI::App& app, GenerationConfig& c) {
       ->check(CLI::Range(1e-6f, 1.0f));
   app.add_option("--min_p", c.min_p, "Drop tokens below min_p x the top probability")->default_val(0.0f)
       ->check(CLI::Range(0.0f, 1.0f));
+  app.add_option("--top_n_sigma", c.top_n_sigma,
+                 "Keep tokens within N standard deviations of the top logit, before the other filters (0: off)")
+      ->default_val(0.0f)->check(CLI::Range(0.0f, 1000.0f));
   app.add_option("--repeat_penalty", c.repeat_penalty, "Penalty on recently generated tokens (1: off)")
       ->default_val(1.0f)->check(CLI::Range(0.01f, 100.0f));
   app.add_option("--repeat_last_n", c.repeat_last_n, "Recent tokens the penalties look back over")

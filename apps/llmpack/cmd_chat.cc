@@ -77,7 +77,7 @@ const char* const kHelp =
     "  /undo [N]     drop the last N turns (default 1)\n"
     "  /save FILE    save the conversation and its cache\n"
     "  /load FILE    load a conversation saved with this model\n"
-    "  /set NAME VALUE  change a setting for the next replies: temperature, top_k, top_p, min_p,\n"
+    "  /set NAME VALUE  change a setting for the next replies: temperature, top_k, top_p, min_p, top_n_sigma,\n"
     "                repeat_penalty, repeat_last_n, presence_penalty, frequency_penalty, max_new_tokens\n"
     "  /set          show those settings\n"
     "  /help         this list\n"
@@ -102,6 +102,7 @@ constexpr Setting kSettings[] = {
     {"top_k", nullptr, &GenerationConfig::top_k},
     {"top_p", &GenerationConfig::top_p, nullptr},
     {"min_p", &GenerationConfig::min_p, nullptr},
+    {"top_n_sigma", &GenerationConfig::top_n_sigma, nullptr},
     {"repeat_penalty", &GenerationConfig::repeat_penalty, nullptr},
     {"repeat_last_n", nullptr, &GenerationConfig::repeat_last_n},
     {"presence_penalty", &GenerationConfig::presence_penalty, nullptr},

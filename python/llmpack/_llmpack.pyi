@@ -16,6 +16,7 @@ class GenerationConfig:
     top_k: int
     top_p: float
     min_p: float
+    top_n_sigma: float
     repeat_penalty: float
     repeat_last_n: int
     presence_penalty: float
@@ -37,6 +38,7 @@ class GenerationConfig:
         top_k: int = 0,
         top_p: float = 1.0,
         min_p: float = 0.0,
+        top_n_sigma: float = 0.0,
         repeat_penalty: float = 1.0,
         repeat_last_n: int = 64,
         presence_penalty: float = 0.0,

@@ -114,7 +114,8 @@ std::string config_repr(const Config& c) {
   std::ostringstream o;
   o << "GenerationConfig(echo=" << (c.echo ? "True" : "False") << ", max_new_tokens=" << c.max_new_tokens
     << ", seq_len=" << c.seq_len << ", temperature=" << c.temperature << ", top_k=" << c.top_k
-    << ", top_p=" << c.top_p << ", min_p=" << c.min_p << ", repeat_penalty=" << c.repeat_penalty
+    << ", top_p=" << c.top_p << ", min_p=" << c.min_p << ", top_n_sigma=" << c.top_n_sigma
+    << ", repeat_penalty=" << c.repeat_penalty
     << ", repeat_last_n=" << c.repeat_last_n << ", presence_penalty=" << c.presence_penalty
     << ", frequency_penalty=" << c.frequency_penalty << ", logit_bias="
     << py::repr(logit_bias_dict(c)).cast<std::string>() << ", seed=";
@@ -132,7 +133,7 @@ void bind_generation_config(py::module_& m) {
                          "What one generate() call should do (CONTRACT G1). Keyword arguments only; "
                          "the defaults are the C++ ones.");
   cls.def(py::init([](bool echo, int64_t max_new_tokens, int64_t seq_len, double temperature, int64_t top_k,
-                      double top_p, double min_p, double repeat_penalty, int64_t repeat_last_n,
+                      double top_p, double min_p, double top_n_sigma, double repeat_penalty, int64_t repeat_last_n,
                       double presence_penalty, double frequency_penalty, const py::object& logit_bias,
                       const py::object& seed, bool ignore_eos, bool warming, int64_t num_bos, int64_t num_eos,
                       const py::object& stop) {
@@ -144,6 +145,7 @@ void bind_generation_config(py::module_& m) {
             c.top_k = to_int32("top_k", top_k);
             c.top_p = static_cast<float>(top_p);
             c.min_p = static_cast<float>(min_p);
+            c.top_n_sigma = static_cast<float>(top_n_sigma);
             c.repeat_penalty = static_cast<float>(repeat_penalty);
             c.repeat_last_n = to_int32("repeat_last_n", repeat_last_n);
             c.presence_penalty = static_cast<float>(presence_penalty);
@@ -160,7 +162,8 @@ void bind_generation_config(py::module_& m) {
           }),
           py::kw_only(), py::arg("echo") = d.echo, py::arg("max_new_tokens") = d.max_new_tokens,
           py::arg("seq_len") = d.seq_len, py::arg("temperature") = d.temperature, py::arg("top_k") = d.top_k,
-          py::arg("top_p") = d.top_p, py::arg("min_p") = d.min_p, py::arg("repeat_penalty") = d.repeat_penalty,
+          py::arg("top_p") = d.top_p, py::arg("min_p") = d.min_p, py::arg("top_n_sigma") = d.top_n_sigma,
+          py::arg("repeat_penalty") = d.repeat_penalty,
           py::arg("repeat_last_n") = d.repeat_last_n, py::arg("presence_penalty") = d.presence_penalty,
           py::arg("frequency_penalty") = d.frequency_penalty, py::arg("logit_bias") = py::none(),
           py::arg("seed") = py::none(),
@@ -178,6 +181,7 @@ void bind_generation_config(py::module_& m) {
   float_field(cls, "temperature", &Config::temperature);
   float_field(cls, "top_p", &Config::top_p);
   float_field(cls, "min_p", &Config::min_p);
+  float_field(cls, "top_n_sigma", &Config::top_n_sigma);
   float_field(cls, "repeat_penalty", &Config::repeat_penalty);
   float_field(cls, "presence_penalty", &Config::presence_penalty);
   float_field(cls, "frequency_penalty", &Config::frequency_penalty);

@@ -15,6 +15,7 @@ def test_defaults_are_the_cpp_ones():
     assert c.temperature == pytest.approx(0.8)
     assert c.top_k == 0 and c.top_p == 1.0 and c.min_p == 0.0 and c.repeat_penalty == 1.0
     assert c.repeat_last_n == 64 and c.presence_penalty == 0.0 and c.frequency_penalty == 0.0
+    assert c.top_n_sigma == 0.0 and GenerationConfig(top_n_sigma=1.5).top_n_sigma == 1.5
     assert c.seed is None and c.ignore_eos is False and c.warming is False
     assert c.num_bos == -1 and c.num_eos == 0 and c.stop == []
 
@@ -51,6 +52,7 @@ def test_a_single_stop_string_is_accepted():
         dict(min_p=2.0), dict(repeat_penalty=0.0), dict(max_new_tokens=-2), dict(seq_len=-5),
         dict(presence_penalty=2.5), dict(frequency_penalty=-2.5), dict(presence_penalty=float("nan")),
         dict(logit_bias={-1: 1.0}), dict(logit_bias={3: 150.0}), dict(logit_bias={3: float("inf")}),
+        dict(top_n_sigma=-1.0), dict(top_n_sigma=float("inf")),
         dict(num_bos=-2), dict(num_eos=-1), dict(max_new_tokens=2 ** 40), dict(seed=-1), dict(stop=[""]),
     ],
 )

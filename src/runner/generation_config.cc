@@ -11,6 +11,7 @@ SamplerParams GenerationConfig::sampler_params() const {
   p.top_k = top_k;
   p.top_p = top_p;
   p.min_p = min_p;
+  p.top_n_sigma = top_n_sigma;
   p.repeat_penalty = repeat_penalty;
   p.repeat_last_n = repeat_last_n;
   p.presence_penalty = presence_penalty;

@@ -19,6 +19,7 @@ struct GenerationConfig {
   int32_t top_k = 0;             // 0 = off
   float top_p = 1.0f;            // (0, 1]; 1 = off
   float min_p = 0.0f;            // [0, 1]; 0 = off
+  float top_n_sigma = 0.0f;      // >= 0; 0 = off (SamplerParams)
   float repeat_penalty = 1.0f;   // > 0; 1 = off
   int32_t repeat_last_n = 64;    // tokens the penalties look back over
   float presence_penalty = 0.0f;   // [-2, 2]; 0 = off (SamplerParams)

@@ -321,6 +321,9 @@ Status validate_sampler_params(const SamplerParams& p) {
   if (!(p.min_p >= 0.0f && p.min_p <= 1.0f)) {
     return error_status("min_p must be in [0, 1] (0 = off), got " + std::to_string(p.min_p));
   }
+  if (!(p.top_n_sigma >= 0.0f && std::isfinite(p.top_n_sigma))) {
+    return error_status("top_n_sigma must be a finite number >= 0 (0 = off), got " + std::to_string(p.top_n_sigma));
+  }
   if (!std::isfinite(p.repeat_penalty) || p.repeat_penalty <= 0.0f) {
     return error_status("repeat_penalty must be a finite number > 0 (1 = off), got " +
                         std::to_string(p.repeat_penalty));
@@ -350,8 +353,32 @@ Status validate_sampler_params(const SamplerParams& p) {
 // Without top-k the vocabulary is weighed by kernels::exp_weights (one SIMD
 // pass; glibc's exp over a 150k vocabulary took about 0.5 ms a token) and
 // only the tokens a filter may keep become candidates.
+// The mean and the (population) standard deviation of the finite logits, in
+// double, summed in token order (two passes); with an infinite logit nothing
+// is masked (infinite logits take all the probability anyway).
+void Sampler::mask_below_n_sigma() const {
+  std::vector<float>& v = penalized_;
+  float mx = kNegInf;
+  double sum = 0;
+  size_t n = 0;
+  for (float x : v) {
+    if (x == kNegInf) continue;
+    if (!std::isfinite(x)) return;
+    mx = std::max(mx, x), sum += x, ++n;
+  }
+  if (n == 0) return;
+  const double mean = sum / static_cast<double>(n);
+  double var = 0;
+  for (float x : v)
+    if (x != kNegInf) var += (x - mean) * (x - mean);
+  const double threshold = mx - params_.top_n_sigma * std::sqrt(var / static_cast<double>(n));
+  for (float& x : v)
+    if (x < threshold) x = kNegInf;
+}
+
 Sampler::Kept Sampler::filter() const {
   const SamplerParams& p = params_;
+  if (p.top_n_sigma > 0.0f) mask_below_n_sigma();
   const float inv_t = 1.0f / p.temperature;
   if (p.top_k > 0 || !std::isfinite(inv_t)) return filter_candidates(inv_t);
   const size_t n = penalized_.size();

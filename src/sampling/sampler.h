@@ -30,6 +30,10 @@ struct SamplerParams {
   int32_t top_k = 0;           // 0 = off; keep the k most likely tokens
   float top_p = 1.0f;          // in (0, 1]; 1 = off
   float min_p = 0.0f;          // in [0, 1]; 0 = off; keep p >= min_p * p_max
+  // llama.cpp's top-n-sigma, 0 = off: before the other filters, keep the
+  // tokens whose (penalized) logit is at least max - n x the standard
+  // deviation of the finite logits (so the set does not depend on temperature).
+  float top_n_sigma = 0.0f;
   float repeat_penalty = 1.0f; // > 0; 1 = off
   int32_t repeat_last_n = 64;  // window of recent tokens the penalties look at
   // OpenAI's (and llama.cpp's) additive penalties over the same window, in
@@ -101,8 +105,10 @@ class Sampler {
   };
   // logits with NaN masked, the biases added and the penalties applied, into penalized_.
   void penalize(std::span<const float> logits) const;
-  // temperature, top-k, top-p and min-p over penalized_ (temperature > 0).
+  // temperature, top-n-sigma, top-k, top-p and min-p over penalized_ (temperature > 0).
   Kept filter() const;
+  // Masks (-inf) the penalized_ logits below top-n-sigma's threshold.
+  void mask_below_n_sigma() const;
   Kept filter_candidates(float inv_t) const;
   Kept keep_top_p(float max_logit, double sum, int cut) const;
   struct TopPCut {

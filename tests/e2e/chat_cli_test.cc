@@ -106,7 +106,7 @@ TEST_F(ChatCli, SetChangesTheNextRepliesAsTheFlagWould) {
                            "/set: unknown setting 'nucleus'; expected one of temperature,",
                            "/set min_p: expected one value, found '0.1 0.2'",
                            "/set max_new_tokens: max_new_tokens 0 leaves no token for a reply",
-                           "(temperature 0, top_k 0, top_p 1, min_p 0, repeat_penalty 1, repeat_last_n 64, "
+                           "(temperature 0, top_k 0, top_p 1, min_p 0, top_n_sigma 0, repeat_penalty 1, repeat_last_n 64, "
                            "presence_penalty 0, frequency_penalty 0, max_new_tokens 4)"})
     EXPECT_NE(refused.err.find(said), std::string::npos) << said << "\nin:\n" << refused.err;
   EXPECT_FALSE(refused.out.empty());  // the conversation went on

@@ -460,9 +460,24 @@ std::vector<TokenProb> chain_by_full_sort(const std::vector<float>& logits, cons
     int32_t id;
     float logit;
   };
+  // top-n-sigma first: max - n x the population standard deviation of the finite logits
+  double threshold = -std::numeric_limits<double>::infinity();
+  const bool any_inf = std::find(logits.begin(), logits.end(), std::numeric_limits<float>::infinity()) != logits.end();
+  if (p.top_n_sigma > 0.0f && !any_inf) {
+    float mx = -std::numeric_limits<float>::infinity();
+    double sum = 0, var = 0;
+    size_t n = 0;
+    for (float x : logits)
+      if (std::isfinite(x)) mx = std::max(mx, x), sum += x, ++n;
+    const double mean = sum / n;
+    for (float x : logits)
+      if (std::isfinite(x)) var += (x - mean) * (x - mean);
+    threshold = mx - p.top_n_sigma * std::sqrt(var / n);
+  }
   std::vector<C> c;
   for (size_t i = 0; i < logits.size(); ++i)
-    if (logits[i] != -std::numeric_limits<float>::infinity()) c.push_back({int32_t(i), logits[i] * (1.0f / p.temperature)});
+    if (logits[i] != -std::numeric_limits<float>::infinity() && !(logits[i] < threshold))
+      c.push_back({int32_t(i), logits[i] * (1.0f / p.temperature)});
   std::sort(c.begin(), c.end(), [](const C& a, const C& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); });
   if (p.top_k > 0 && size_t(p.top_k) < c.size()) c.resize(p.top_k);
   std::vector<double> prob(c.size());
@@ -522,12 +537,14 @@ std::vector<std::vector<float>> big_vocabularies() {
 TEST(Sampler, G5_FiltersOnABigVocabularyMatchAFullSort) {
   struct Setting {
     int32_t top_k;
-    float top_p, min_p, temperature;
+    float top_p, min_p, temperature, top_n_sigma = 0.0f;
   };
   const Setting settings[] = {{0, 1.0f, 0.0f, 0.8f},   {0, 0.9f, 0.0f, 0.8f},  {0, 0.5f, 0.0f, 1.3f},
                               {0, 0.999f, 0.0f, 1.0f}, {0, 0.05f, 0.0f, 1.0f}, {40, 1.0f, 0.0f, 0.7f},
                               {40, 0.9f, 0.0f, 1.0f},  {0, 1.0f, 0.05f, 0.8f}, {0, 0.95f, 0.02f, 1.0f},
-                              {200, 0.9f, 0.1f, 1.5f}, {31000, 0.7f, 0.0f, 2.0f}};
+                              {200, 0.9f, 0.1f, 1.5f}, {31000, 0.7f, 0.0f, 2.0f},
+                              {0, 1.0f, 0.0f, 1.0f, 1.0f}, {0, 0.9f, 0.0f, 1.5f, 2.0f}, {40, 1.0f, 0.0f, 0.8f, 0.5f},
+                              {0, 1.0f, 0.05f, 1.0f, 1.5f}};
   const auto vocabularies = big_vocabularies();
   for (size_t v = 0; v < vocabularies.size(); ++v) {
     for (const Setting& s : settings) {
@@ -535,11 +552,13 @@ TEST(Sampler, G5_FiltersOnABigVocabularyMatchAFullSort) {
       p.top_k = s.top_k;
       p.top_p = s.top_p;
       p.min_p = s.min_p;
+      p.top_n_sigma = s.top_n_sigma;
       const Sampler sampler(p, 1);
       const auto got = sampler.distribution(vocabularies[v]);
       const auto want = chain_by_full_sort(vocabularies[v], p);
       const std::string where = "vocabulary " + std::to_string(v) + ", top_k " + std::to_string(s.top_k) +
-                                ", top_p " + std::to_string(s.top_p) + ", min_p " + std::to_string(s.min_p);
+                                ", top_p " + std::to_string(s.top_p) + ", min_p " + std::to_string(s.min_p) +
+                                ", top_n_sigma " + std::to_string(s.top_n_sigma);
       ASSERT_EQ(got.size(), want.size()) << where;
       for (size_t i = 0; i < got.size(); ++i) {
         ASSERT_EQ(got[i].id, want[i].id) << where << ", rank " << i;
@@ -547,6 +566,51 @@ TEST(Sampler, G5_FiltersOnABigVocabularyMatchAFullSort) {
       }
     }
   }
+}
+
+// llama.cpp's top-n-sigma: tokens below max - n x std of the finite logits are
+// dropped before the other filters, whatever the temperature.
+TEST(Sampler, G5_TopNSigmaKeepsTheTokensNearTheTop) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  // finite logits 4, 2, 0, -2: mean 1, standard deviation sqrt(5) = 2.236
+  const std::vector<float> logits = {4.0f, 2.0f, ninf, 0.0f, -2.0f};
+  for (float temperature : {1.0f, 2.0f}) {
+    SamplerParams p = params_with(temperature);
+    p.top_n_sigma = 1.0f;  // threshold 1.76: tokens 0 and 1
+    auto d = Sampler(p, 1).distribution(logits);
+    ASSERT_EQ(d.size(), 2u) << temperature;
+    EXPECT_EQ(d[0].id, 0);
+    EXPECT_EQ(d[1].id, 1);
+    EXPECT_NEAR(d[0].prob, 1.0 / (1.0 + std::exp(-2.0 / temperature)), 1e-6);
+    p.top_n_sigma = 0.5f;  // threshold 2.88: token 0 alone
+    EXPECT_EQ(Sampler(p, 1).distribution(logits).size(), 1u);
+    p.top_n_sigma = 1.35f;  // threshold 0.98
+    EXPECT_EQ(Sampler(p, 1).distribution(logits).size(), 2u);
+    p.top_n_sigma = 1.4f;  // threshold 0.87
+    EXPECT_EQ(Sampler(p, 1).distribution(logits).size(), 2u);
+    p.top_n_sigma = 2.0f;  // threshold -0.47: token 3 (0) too
+    EXPECT_EQ(Sampler(p, 1).distribution(logits).size(), 3u);
+  }
+  // an infinite logit: nothing masked by it (the infinite one takes every probability)
+  SamplerParams p = params_with(1.0f);
+  p.top_n_sigma = 0.1f;
+  const std::vector<float> with_inf = {1.0f, std::numeric_limits<float>::infinity(), 0.0f};
+  auto inf = Sampler(p, 1).distribution(with_inf);
+  p.top_n_sigma = 0.0f;
+  auto inf_off = Sampler(p, 1).distribution(with_inf);
+  ASSERT_EQ(inf.size(), inf_off.size());
+  for (size_t i = 0; i < inf.size(); ++i) EXPECT_EQ(inf[i].id, inf_off[i].id);
+  EXPECT_EQ(inf[0].id, 1);
+  EXPECT_EQ(inf[0].prob, 1.0);
+  // sampling draws only kept tokens
+  p.top_n_sigma = 1.0f;
+  Sampler s(p, 7);
+  for (int i = 0; i < 100; ++i) {
+    const int32_t t = *s.sample(logits);
+    EXPECT_TRUE(t == 0 || t == 1) << t;
+  }
+  p.top_n_sigma = -1.0f;
+  EXPECT_NE(validate_sampler_params(p).message().find("top_n_sigma must be a finite number >= 0"), std::string::npos);
 }
 
 // A trained model's shape: a few tokens far above a bulk that lies 15-40
