@@ -3,6 +3,7 @@
 // the line llama-perplexity prints. With `--kl_divergence BASE`, the model's
 // distributions against the base model's over the same windows instead.
 #include <cstdio>
+#include <functional>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -38,6 +39,20 @@ void print_kl_divergence(const KlDivergenceResult& r) {
   std::printf("Same top p: %8.4f +/- %.4f %%\n", 100.0 * r.same_top, 100.0 * r.same_top_error);
 }
 
+// The running line llama-perplexity prints, "[1]x,[2]y,...", a value after each window.
+std::function<void(int64_t, double)> running_line(int decimals) {
+  return [decimals](int64_t w, double value) {
+    std::printf("[%lld]%.*f,", static_cast<long long>(w + 1), decimals, value);
+    std::fflush(stdout);
+  };
+}
+
+// A failure after the running line started: the line ends first.
+int fail_after_running_line(const Status& status) {
+  std::printf("\n");
+  return fail(status);
+}
+
 // Both packages loaded with the same options; the base must split the text into the same tokens.
 int execute_kl_divergence(const PerplexityOptions& o, const ProgramOptions& options, LoadedPackage& model,
                           const std::string& text) {
@@ -51,15 +66,9 @@ int execute_kl_divergence(const PerplexityOptions& o, const ProgramOptions& opti
                 "): the two models must share a vocabulary");
   std::fprintf(stderr, "kl divergence: windows of %lld tokens against %s, the second half of each\n",
                static_cast<long long>(o.context), o.kl_base.c_str());
-  auto result = compute_kl_divergence(*model.program, *base->program, *model.tokenizer, text, o.context,
-                                      [](int64_t w, double kld) {
-                                        std::printf("[%lld]%.6f,", static_cast<long long>(w + 1), kld);
-                                        std::fflush(stdout);
-                                      });
-  if (!result.ok()) {
-    std::printf("\n");
-    return fail(result.status());
-  }
+  auto result =
+      compute_kl_divergence(*model.program, *base->program, *model.tokenizer, text, o.context, running_line(6));
+  if (!result.ok()) return fail_after_running_line(result.status());
   print_kl_divergence(*result);
   return 0;
 }
@@ -80,15 +89,8 @@ int execute(PerplexityOptions& o) {
   if (!o.kl_base.empty()) return execute_kl_divergence(o, options, *loaded, *text);
   std::fprintf(stderr, "perplexity: windows of %lld tokens, scoring the second half of each\n",
                static_cast<long long>(o.context));
-  auto result = compute_perplexity(*loaded->program, *loaded->tokenizer, *text, o.context,
-                                   [](int64_t w, double ppl) {
-                                     std::printf("[%lld]%.4f,", static_cast<long long>(w + 1), ppl);
-                                     std::fflush(stdout);
-                                   });
-  if (!result.ok()) {
-    std::printf("\n");
-    return fail(result.status());
-  }
+  auto result = compute_perplexity(*loaded->program, *loaded->tokenizer, *text, o.context, running_line(4));
+  if (!result.ok()) return fail_after_running_line(result.status());
   std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", result->ppl, result->ppl_error);
   return 0;
 }

@@ -58,8 +58,8 @@ Result<KlDivergenceResult> compute_kl_divergence(Program& model, Program& base, 
                                                  std::string_view text, int64_t context,
                                                  const std::function<void(int64_t, double)>& on_window) {
   LLMPACK_ASSIGN_OR_RETURN(ScoredWindows s, plan_scored_windows(model, tokenizer, text, context));
-  LLMPACK_ASSIGN_OR_RETURN(const ScoredWindows sb, plan_scored_windows(base, tokenizer, text, context));
-  s.bound = std::min(s.bound, sb.bound);  // chunks both take
+  LLMPACK_ASSIGN_OR_RETURN(const int64_t base_bound, window_bound(base, context));
+  s.bound = std::min(s.bound, base_bound);  // chunks both take
   RunningMean kld, nll_model, nll_base, delta_p, same_top;
   std::vector<double> klds, lp_model, lp_base;
   for (int64_t w = 0; w < s.n_windows; ++w) {

@@ -12,20 +12,25 @@ std::vector<int64_t> ScoredWindows::window(int64_t w) const {
   return tokens;
 }
 
-Result<ScoredWindows> plan_scored_windows(Program& program, const Tokenizer& tokenizer, std::string_view text,
-                                          int64_t context) {
+Result<int64_t> window_bound(Program& program, int64_t context) {
   LLMPACK_ASSIGN_OR_RETURN(auto meta, program.method_meta("forward"));
-  ScoredWindows s;
-  s.context = context;
-  s.bound = meta.inputs.at(0).sizes.at(1);
+  const int64_t bound = meta.inputs.at(0).sizes.at(1);
   LLMPACK_ASSIGN_OR_RETURN(const bool kv, get_bool_constant(program, "use_kv_cache"));
   LLMPACK_ASSIGN_OR_RETURN(const int64_t max_context, get_int_constant(program, "get_max_context_len"));
   if (!meta.inputs[0].dynamic_dim1) return error_status("perplexity needs a dynamic-shape package");
   if (context < 3 || context > max_context)  // a window of 2 scores no position (its second half, less its last)
     return error_status("context " + std::to_string(context) + " must be in 3.." + std::to_string(max_context));
-  if (!kv && context > s.bound)
-    return error_status("a package without KV cache takes at most " + std::to_string(s.bound) +
+  if (!kv && context > bound)
+    return error_status("a package without KV cache takes at most " + std::to_string(bound) +
                         " tokens per call, the context asks for " + std::to_string(context));
+  return bound;
+}
+
+Result<ScoredWindows> plan_scored_windows(Program& program, const Tokenizer& tokenizer, std::string_view text,
+                                          int64_t context) {
+  ScoredWindows s;
+  s.context = context;
+  LLMPACK_ASSIGN_OR_RETURN(s.bound, window_bound(program, context));
   LLMPACK_ASSIGN_OR_RETURN(const auto ids, tokenizer.encode(text, 1, 0));
   s.ids.assign(ids.begin(), ids.end());
   s.n_windows = static_cast<int64_t>(s.ids.size()) / context;

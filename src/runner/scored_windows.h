@@ -29,9 +29,12 @@ struct ScoredWindows {
   bool scored(int64_t p) const { return p >= context / 2 && p + 1 < context; }
 };
 
-// Tokenizes `text` and checks that `program` can score windows of `context`
-// tokens (dynamic shape; context within the cache; without a KV cache, a
-// window in one call). Errors name the numbers.
+// The tokens one forward call of `program` takes, once checked that it can
+// score windows of `context` tokens (dynamic shape; context within the cache;
+// without a KV cache, a window in one call). Errors name the numbers.
+Result<int64_t> window_bound(Program& program, int64_t context);
+
+// window_bound's checks, then `text` tokenized and cut into windows.
 Result<ScoredWindows> plan_scored_windows(Program& program, const Tokenizer& tokenizer, std::string_view text,
                                           int64_t context);
 
