@@ -296,6 +296,18 @@ int fail(const std::string& message) {
   return 1;
 }
 
+std::function<void(int64_t, double)> running_line(int decimals) {
+  return [decimals](int64_t w, double value) {
+    std::printf("[%lld]%.*f,", static_cast<long long>(w + 1), decimals, value);
+    std::fflush(stdout);
+  };
+}
+
+int fail_after_running_line(const Status& status) {
+  std::printf("\n");
+  return fail(status);
+}
+
 CLI::Option* add_kv_dtype_option(CLI::App& app, std::string& kv_dtype) {
   return app
       .add_option("--kv_dtype", kv_dtype,

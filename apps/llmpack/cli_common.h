@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,6 +89,12 @@ Result<std::string> chat_template_from_option(const std::string& name_or_path);
 // Prints "llmpack: <message>" on stderr and returns the exit code 1.
 int fail(const Status& status);
 int fail(const std::string& message);
+
+// The running line llama-perplexity and llama-imatrix print, "[1]x,[2]y,...",
+// a value after each window (on stdout, flushed).
+std::function<void(int64_t, double)> running_line(int decimals);
+// A failure after the running line started: the line ends first.
+int fail_after_running_line(const Status& status);
 
 // Logs from the library go to stderr, prefixed with their level.
 LogSink stderr_log_sink();

@@ -39,20 +39,6 @@ void print_kl_divergence(const KlDivergenceResult& r) {
   std::printf("Same top p: %8.4f +/- %.4f %%\n", 100.0 * r.same_top, 100.0 * r.same_top_error);
 }
 
-// The running line llama-perplexity prints, "[1]x,[2]y,...", a value after each window.
-std::function<void(int64_t, double)> running_line(int decimals) {
-  return [decimals](int64_t w, double value) {
-    std::printf("[%lld]%.*f,", static_cast<long long>(w + 1), decimals, value);
-    std::fflush(stdout);
-  };
-}
-
-// A failure after the running line started: the line ends first.
-int fail_after_running_line(const Status& status) {
-  std::printf("\n");
-  return fail(status);
-}
-
 // Both packages loaded with the same options; the base must split the text into the same tokens.
 int execute_kl_divergence(const PerplexityOptions& o, const ProgramOptions& options, LoadedPackage& model,
                           const std::string& text) {

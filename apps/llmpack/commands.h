@@ -10,6 +10,7 @@ namespace llmpack::cli {
 void register_run(CLI::App& app, std::function<int()>& action);
 void register_chat(CLI::App& app, std::function<int()>& action);
 void register_perplexity(CLI::App& app, std::function<int()>& action);
+void register_imatrix(CLI::App& app, std::function<int()>& action);
 void register_chat_template(CLI::App& app, std::function<int()>& action);
 void register_export(CLI::App& app, std::function<int()>& action);
 void register_inspect(CLI::App& app, std::function<int()>& action);

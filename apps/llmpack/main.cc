@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   llmpack::cli::register_run(app, action);
   llmpack::cli::register_chat(app, action);
   llmpack::cli::register_perplexity(app, action);
+  llmpack::cli::register_imatrix(app, action);
   llmpack::cli::register_chat_template(app, action);
   llmpack::cli::register_export(app, action);
   llmpack::cli::register_inspect(app, action);

@@ -56,6 +56,9 @@ class LlamaProgram final : public Program {
   // Forward calls add their wall time per stage to `profile` (not owned;
   // nullptr stops): `llmpack bench --profile`.
   void bind_profile(ForwardProfile* profile) { transformer_->bind_profile(profile); }
+  // Forward calls add every matmul's input rows to `stats` (not owned;
+  // nullptr stops): `llmpack imatrix`. Transformer::bind_activation_stats.
+  Status bind_activation_stats(ActivationStats* stats) { return transformer_->bind_activation_stats(stats); }
   // The threads forward runs on (bench places them: ThreadPool::place).
   ThreadPool& thread_pool() { return *pool_; }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <string>
 
 namespace llmpack {
 
@@ -96,6 +97,44 @@ uint64_t Transformer::activation_bytes() const {
   return floats * sizeof(float) + scratch_.size();
 }
 
+Status Transformer::bind_activation_stats(ActivationStats* stats) {
+  stats_ = nullptr;
+  layer_sums_.clear();
+  output_sums_ = nullptr;
+  if (!stats) return ok_status();
+  const ModelWeights& w = model_.weights();
+  std::vector<LayerSums> layers(w.layers.size());
+  for (size_t i = 0; i < layers.size(); ++i) {
+    const LayerWeights& m = w.layers[i];
+    const std::string p = "blk." + std::to_string(i) + ".";
+    LayerSums& l = layers[i];
+    LLMPACK_ASSIGN_OR_RETURN(l.q, stats->entry(p + "attn_q.weight", m.wq.cols));
+    LLMPACK_ASSIGN_OR_RETURN(l.k, stats->entry(p + "attn_k.weight", m.wk.cols));
+    LLMPACK_ASSIGN_OR_RETURN(l.v, stats->entry(p + "attn_v.weight", m.wv.cols));
+    LLMPACK_ASSIGN_OR_RETURN(l.o, stats->entry(p + "attn_output.weight", m.wo.cols));
+    LLMPACK_ASSIGN_OR_RETURN(l.gate, stats->entry(p + "ffn_gate.weight", m.w_gate.cols));
+    LLMPACK_ASSIGN_OR_RETURN(l.up, stats->entry(p + "ffn_up.weight", m.w_up.cols));
+    LLMPACK_ASSIGN_OR_RETURN(l.down, stats->entry(p + "ffn_down.weight", m.w_down.cols));
+  }
+  ActivationSums* output = nullptr;
+  if (stats->include_output()) {
+    // A tied output multiplies by the embedding, which the exporter names so.
+    const char* name = w.tied_output ? "token_embd.weight" : "output.weight";
+    LLMPACK_ASSIGN_OR_RETURN(output, stats->entry(name, w.output.cols));
+  }
+  stats_ = stats;
+  layer_sums_ = std::move(layers);
+  output_sums_ = output;
+  return ok_status();
+}
+
+// Adds the rows x[n, cols] to each of `sums` on the calling thread, so the
+// sums do not depend on how many threads the matmuls ran on.
+void Transformer::add_activations(std::initializer_list<ActivationSums*> sums, const float* x, int64_t n) {
+  const StageTimer timer(profile_, ForwardStage::kOther);
+  for (ActivationSums* s : sums) s->add_rows(x, n);
+}
+
 void Transformer::matmul(ForwardStage stage, const kernels::WeightMatrix& w, const float* x, int64_t n,
                          float* y) {
   const StageTimer timer(profile_, stage);
@@ -157,16 +196,20 @@ std::span<const float> Transformer::forward(std::span<const int64_t> tokens, int
 void Transformer::output_logits(int64_t n, int64_t n_logits) {
   const float* last_rows = x_.data() + (n - n_logits) * cfg_.dim;
   rmsnorm_rows(xb_.data(), last_rows, model_.weights().output_norm, n_logits, cfg_.dim);
+  if (output_sums_) add_activations({output_sums_}, xb_.data(), n_logits);
   matmul(ForwardStage::kLogits, model_.weights().output, xb_.data(), n_logits, logits_.data());
 }
 
 // x += Wo · attention(rope(Wq·norm(x)), cache(rope(Wk·norm(x)), Wv·norm(x)))
 void Transformer::attention_block(int64_t layer, int64_t n, int64_t start_pos) {
   const LayerWeights& w = model_.weights().layers[layer];
+  const LayerSums* sums = stats_ ? &layer_sums_[layer] : nullptr;
   rmsnorm_rows(xb_.data(), x_.data(), w.attn_norm, n, cfg_.dim);
+  if (sums) add_activations({sums->q, sums->k, sums->v}, xb_.data(), n);
   project_qkv(w, n);
   rotate_and_cache(w, layer, n, start_pos);
   attend(layer, n, start_pos);
+  if (sums) add_activations({sums->o}, att_.data(), n);
   matmul(ForwardStage::kAttnOutput, w.wo, att_.data(), n, xb_.data());
   add_residual(xb_.data(), n);
 }
@@ -174,9 +217,12 @@ void Transformer::attention_block(int64_t layer, int64_t n, int64_t start_pos) {
 // x += W_down · (silu(W_gate · norm(x)) * (W_up · norm(x)))
 void Transformer::feed_forward_block(int64_t layer, int64_t n) {
   const LayerWeights& w = model_.weights().layers[layer];
+  const LayerSums* sums = stats_ ? &layer_sums_[layer] : nullptr;
   rmsnorm_rows(xb_.data(), x_.data(), w.ffn_norm, n, cfg_.dim);
+  if (sums) add_activations({sums->gate, sums->up}, xb_.data(), n);
   project_gate_up(w, n);
   swiglu_rows(n);
+  if (sums) add_activations({sums->down}, hb_.data(), n);
   matmul(ForwardStage::kFfnDown, w.w_down, hb_.data(), n, xb_.data());
   add_residual(xb_.data(), n);
 }

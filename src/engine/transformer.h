@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "core/status.h"
 #include "core/thread_pool.h"
 #include "core/zero_pages.h"
+#include "engine/activation_stats.h"
 #include "engine/forward_profile.h"
 #include "engine/kv_cache.h"
 #include "model/model.h"
@@ -59,6 +61,12 @@ class Transformer {
   // it is unbound with nullptr.
   void bind_profile(ForwardProfile* profile) { profile_ = profile; }
 
+  // Forward passes add each matmul's input rows to `stats` (not owned) until
+  // it is unbound with nullptr (`llmpack imatrix`). Binding creates the
+  // entries of this model's weights in `stats`; an error (and nothing bound)
+  // where `stats` already holds one of them with another width.
+  Status bind_activation_stats(ActivationStats* stats);
+
  private:
   void embed(std::span<const int64_t> tokens);
   void attention_block(int64_t layer, int64_t n, int64_t start_pos);
@@ -76,6 +84,7 @@ class Transformer {
   void swiglu_rows(int64_t n);
   void matmul(ForwardStage stage, const kernels::WeightMatrix& w, const float* x, int64_t n, float* y);
   void output_logits(int64_t n, int64_t n_logits);
+  void add_activations(std::initializer_list<ActivationSums*> sums, const float* x, int64_t n);
 
   const Model& model_;
   const ModelConfig& cfg_;
@@ -95,6 +104,14 @@ class Transformer {
   ZeroedVector<float> logits_;    // [logits_rows, vocab_size]
   ZeroedVector<uint8_t> scratch_; // matmul scratch
   ForwardProfile* profile_ = nullptr;
+  // Bound activation statistics: each layer's entries, by the matmul they
+  // feed (pointers into stats_, whose map keeps them in place).
+  struct LayerSums {
+    ActivationSums *q, *k, *v, *o, *gate, *up, *down;
+  };
+  ActivationStats* stats_ = nullptr;
+  std::vector<LayerSums> layer_sums_;   // [n_layers]
+  ActivationSums* output_sums_ = nullptr;  // when stats_ includes the output matrix
 };
 
 }  // namespace llmpack

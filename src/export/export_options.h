@@ -35,6 +35,9 @@ struct ExportOptions {
   std::string name;              // general.name; "": from the source
   int threads = 0;               // threads that convert rows; 0: all cores
   bool dry_run = false;          // plan every tensor's type and size, read nothing more, write nothing
+  // An importance matrix (llama-imatrix's or `llmpack imatrix`'s file): the
+  // types that search their scales weight each column's error by it.
+  std::string imatrix;
 };
 
 // A type the user named for some tensors, and how they named it (for notices).

@@ -9,6 +9,7 @@
 #include "export/model_source.h"
 #include "export/tensor_convert.h"
 #include "export/tokenizer_metadata_bpe.h"
+#include "format/imatrix_file.h"
 
 namespace llmpack {
 namespace {
@@ -76,6 +77,70 @@ std::string megabytes(uint64_t bytes) {
   return buf;
 }
 
+// Where the importances came from, under llama-quantize's keys.
+void write_imatrix_provenance(GgufWriter& w, const std::string& path, const ImportanceMatrix& m) {
+  w.set_string("quantize.imatrix.file", path);
+  if (!m.datasets.empty()) w.set_string("quantize.imatrix.dataset", m.datasets.back());
+  w.set_i32("quantize.imatrix.entries_count", static_cast<int32_t>(m.entries.size()));
+  w.set_i32("quantize.imatrix.chunks_count", static_cast<int32_t>(m.chunk_count));
+}
+
+// The types whose quantizers search their scales, and so weight their error
+// by an importance matrix (kernels::quantize_row).
+bool searches_scales(DType t) {
+  switch (t) {
+    case DType::kQ4_0: case DType::kQ5_0: case DType::kQ2_K: case DType::kQ3_K: case DType::kQ4_K:
+    case DType::kQ5_K: case DType::kQ6_K: case DType::kIQ4_NL: case DType::kIQ4_XS:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// What --imatrix gives the export: each covered matrix's importances (kept
+// until the writer has converted it), and how many matrices they reached.
+struct ImportanceUse {
+  const ImportanceMatrix* imatrix = nullptr;
+  std::map<std::string, std::vector<float>, std::less<>> by_tensor;
+  int searched = 0;                    // matrices written in a type that searches
+  std::string first_uncovered;         // one of them without an entry
+};
+
+// The importances `t` is quantized to `type` with (nullptr: none). An entry
+// whose length is not the tensor's row length was computed on another model.
+Result<const float*> importance_for(const SourceTensor& t, DType type, ImportanceUse* use) {
+  if (use->imatrix == nullptr || type == t.dtype || t.ne.size() < 2 || !searches_scales(type)) return nullptr;
+  ++use->searched;
+  const ImatrixEntry* entry = use->imatrix->find(t.name);
+  if (entry == nullptr) {
+    if (use->first_uncovered.empty()) use->first_uncovered = t.name;
+    return nullptr;
+  }
+  if (static_cast<int64_t>(entry->sum_sq.size()) != t.ne[0])
+    return error_status("--imatrix: '" + t.name + "' has " + std::to_string(entry->sum_sq.size()) +
+                        " columns in the importance matrix but " + std::to_string(t.ne[0]) +
+                        " in the model (was it computed on another model?)");
+  return use->by_tensor.emplace(t.name, entry->mean_sq()).first->second.data();
+}
+
+// The notice of what the importances reached; an error where they reached
+// no matrix at all (a file of another model, or of other names).
+Status report_importance_use(const ImportanceUse& use, ExportReport* report) {
+  if (use.imatrix == nullptr || use.searched == 0) return ok_status();
+  const int used = static_cast<int>(use.by_tensor.size());
+  if (used == 0) {
+    const std::string example = use.imatrix->entries.empty() ? "none" : "'" + use.imatrix->entries.begin()->first + "'";
+    return error_status("--imatrix: no entry for any matrix this export quantizes (expected names such as '" +
+                        use.first_uncovered + "'; the file has " + std::to_string(use.imatrix->entries.size()) +
+                        " entries, e.g. " + example + ")");
+  }
+  std::string note = "--imatrix: importances for " + std::to_string(used) + " of the " + std::to_string(use.searched) +
+                     " matrices whose types search their scales";
+  if (used < use.searched) note += "; the others (e.g. " + use.first_uncovered + ") quantized without";
+  report->notices.push_back(note);
+  return ok_status();
+}
+
 // Plans every tensor's type and hands the writer a producer that converts it
 // when the file reaches it, into `*buffer` (one buffer for every tensor: the
 // writer has copied a tensor's bytes out before it asks for the next): a 4.7
@@ -84,7 +149,7 @@ std::string megabytes(uint64_t bytes) {
 // tensor's source pages go band by band; a tensor written as it is (the
 // source's own bytes) is let go here, once the next one is asked for.
 Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, std::vector<uint8_t>* buffer,
-                   ThreadPool& pool, bool dry_run, ExportReport* report) {
+                   ThreadPool& pool, bool dry_run, ImportanceUse* importances, ExportReport* report) {
   // (what asked, the type written) -> (count, a row length)
   std::map<std::pair<std::string, std::string>, std::pair<int, int64_t>> fallbacks;
   std::map<std::string, int> requantized;  // a block type of the source -> matrices converted from it
@@ -100,6 +165,7 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
     }
     if (const auto info = dtype_info(t.dtype); type != t.dtype && info && info->block_elems > 1)
       ++requantized[std::string(dtype_name(t.dtype))];
+    LLMPACK_ASSIGN_OR_RETURN(const float* importance, importance_for(t, type, importances));
     PlannedTensor planned{t.name, std::string(dtype_name(t.dtype)), std::string(dtype_name(type)), t.ne, 0};
     if (const auto info = dtype_info(type); info && !t.ne.empty()) {
       int64_t rows = 1;
@@ -113,7 +179,7 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
     if (!dry_run) {
       LLMPACK_RETURN_IF_ERROR(w.add_tensor(t.name, type, t.ne, [=, &pool]() {
         if (previous != nullptr) MappedFile::release_pages(previous->bytes);
-        return convert_tensor(*source, type, buffer, pool);
+        return convert_tensor(*source, type, buffer, pool, kConvertBandBytes, importance);
       }));
     }
     ++report->dtype_counts[std::string(dtype_name(type))];
@@ -131,7 +197,7 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
                               ": each keeps the rounding error of its first quantization; quantizing the f32, f16 or "
                               "bf16 weights gives the better file");
   }
-  return ok_status();
+  return report_importance_use(*importances, report);
 }
 
 // Refused before any work: an export can take minutes, and its writer only
@@ -204,9 +270,18 @@ Result<ExportReport> export_package(const ExportOptions& o, const GgufWriter::Pr
     if (id >= 0 && id < src.hp.vocab_size && std::find(eos.begin(), eos.end(), id) == eos.end()) eos.push_back(id);
   write_contract(w, p, eos);
 
+  ImportanceMatrix imatrix;
+  ImportanceUse importances;
+  if (!o.imatrix.empty()) {
+    auto read = read_imatrix(o.imatrix);
+    if (!read.ok()) return read.status().with_context("--imatrix");
+    imatrix = std::move(*read);
+    importances.imatrix = &imatrix;
+    write_imatrix_provenance(w, o.imatrix, imatrix);
+  }
   std::vector<uint8_t> buffer;
   ThreadPool pool(o.threads > 0 ? o.threads : default_threads());
-  LLMPACK_RETURN_IF_ERROR(add_tensors(w, src, p.dtype, &buffer, pool, o.dry_run, &report));
+  LLMPACK_RETURN_IF_ERROR(add_tensors(w, src, p.dtype, &buffer, pool, o.dry_run, &importances, &report));
   for (const auto& n : report.notices) log(LogLevel::kWarning, n);
   if (o.dry_run) return report;
   LLMPACK_RETURN_IF_ERROR(w.write(o.output, progress).with_context("writing " + o.output));

@@ -128,7 +128,7 @@ TensorTypeChoice plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, 
 }
 
 Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target, std::vector<uint8_t>* out,
-                                                ThreadPool& pool, int64_t band_bytes) {
+                                                ThreadPool& pool, int64_t band_bytes, const float* importance) {
   if (target == t.dtype && t.unpermute_heads == 0) return t.bytes;
   const bool vec = t.ne.size() <= 1;
   // Vectors to un-permute go element by element (rows of one column).
@@ -170,7 +170,7 @@ Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType tar
         src = h * head_rows + j * (head_rows / 2) + i;
       }
       decode_row(t, rows, cols, src, buf);
-      kernels::quantize_row(target, buf, cols, dst + r * out_row);
+      kernels::quantize_row(target, buf, cols, dst + r * out_row, importance);
     }
   };
   // pieces of about 64k elements: a K-quant row of 2048 costs ~0.3 ms, so a

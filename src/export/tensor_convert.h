@@ -38,8 +38,11 @@ TensorTypeChoice plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, 
 // count), in bands of about `band_bytes` of source rows whose pages are let
 // go once converted (MappedFile::release_pages), so a tensor of gigabytes
 // is not resident whole; the bytes do not depend on the band either.
+// `importance` (t.ne[0] floats, or nullptr): each column's mean squared
+// activation, for kernels::quantize_row.
 inline constexpr int64_t kConvertBandBytes = int64_t{64} << 20;
 Result<std::span<const uint8_t>> convert_tensor(const SourceTensor& t, DType target, std::vector<uint8_t>* out,
-                                                ThreadPool& pool, int64_t band_bytes = kConvertBandBytes);
+                                                ThreadPool& pool, int64_t band_bytes = kConvertBandBytes,
+                                                const float* importance = nullptr);
 
 }  // namespace llmpack

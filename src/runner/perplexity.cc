@@ -13,16 +13,7 @@ Result<PerplexityResult> compute_perplexity(Program& program, const Tokenizer& t
   PerplexityResult result;
   RunningMean nll;
   for (int64_t w = 0; w < s.n_windows; ++w) {
-    const std::vector<int64_t> window = s.window(w);
-    for (int64_t pos = 0; pos < context; pos += s.bound) {
-      const int64_t n = std::min(s.bound, context - pos);
-      auto logits = program.forward(std::span<const int64_t>(window).subspan(pos, n), pos, /*all_logits=*/true);
-      if (!logits.ok()) return logits.status().with_context("window " + std::to_string(w + 1));
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t p = pos + i;
-        if (s.scored(p)) nll.add(-log_probability(logits->row(i), window[p + 1]));
-      }
-    }
+    LLMPACK_RETURN_IF_ERROR(score_window(program, s, w, nll));
     result.running_ppl.push_back(std::exp(nll.mean()));
     if (on_window) on_window(w, result.running_ppl.back());
   }

@@ -30,13 +30,14 @@ struct ScoredWindows {
 };
 
 // The tokens one forward call of `program` takes, once checked that it can
-// score windows of `context` tokens (dynamic shape; context within the cache;
-// without a KV cache, a window in one call). Errors name the numbers.
-Result<int64_t> window_bound(Program& program, int64_t context);
+// score windows of `context` tokens (dynamic shape; context within the cache
+// and at least `min_context`: 3 for scoring, as a window of 2 scores no
+// position; without a KV cache, a window in one call). Errors name the numbers.
+Result<int64_t> window_bound(Program& program, int64_t context, int64_t min_context = 3);
 
 // window_bound's checks, then `text` tokenized and cut into windows.
 Result<ScoredWindows> plan_scored_windows(Program& program, const Tokenizer& tokenizer, std::string_view text,
-                                          int64_t context);
+                                          int64_t context, int64_t min_context = 3);
 
 // ln softmax(logits)[target], in double.
 double log_probability(std::span<const float> logits, int64_t target);
@@ -49,5 +50,10 @@ struct RunningMean {
   double mean() const { return n > 0 ? sum / n : 0.0; }
   double stderr_of_mean() const;
 };
+
+// Runs window w of `s` through `program` from position 0, in calls of at most
+// s.bound tokens asking for every row's logits, and adds the negative
+// log-likelihood of each scored position to `nll`.
+Status score_window(Program& program, const ScoredWindows& s, int64_t w, RunningMean& nll);
 
 }  // namespace llmpack

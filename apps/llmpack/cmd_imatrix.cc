@@ -1,0 +1,113 @@
+// `llmpack imatrix -m MODEL -f TEXT [-c 512] [--chunks N] [-o imatrix.gguf]`:
+// an importance matrix over a calibration text, as llama-imatrix computes
+// one (non-overlapping windows of -c tokens, every row of each counted), with
+// the running perplexity line it prints, written in llama.cpp's GGUF form or
+// its legacy .dat form for `llmpack export --imatrix` or llama-quantize.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "core/file_text.h"
+#include "format/imatrix_file.h"
+#include "runner/imatrix.h"
+
+namespace llmpack::cli {
+namespace {
+
+struct ImatrixFlags {
+  ModelOptions model;
+  std::string text_file;
+  int64_t context = 512;
+  int64_t chunks = -1;
+  std::string output = "imatrix.gguf";
+  std::string output_format;  // gguf | dat; empty: by -o's extension (.dat: dat)
+  bool process_output = false;
+  std::string kv_dtype{kv_dtype_name(kDefaultKvDtype)};
+  bool kv_dtype_given = false;
+};
+
+// Refuses an -o that cannot be written before the text is run, not after:
+// a folder, or a file in a folder that is missing or not writable.
+Status check_output_path(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return error_status("-o " + path + " is a folder, expected a file to write");
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec))
+    return error_status("-o " + path + ": cannot write there, the folder " + dir.string() + " does not exist");
+  if (access(dir.c_str(), W_OK) != 0)
+    return error_status("-o " + path + ": cannot write in " + dir.string() + ": " + std::strerror(errno));
+  return ok_status();
+}
+
+bool writes_legacy(const ImatrixFlags& o) {
+  if (!o.output_format.empty()) return o.output_format == "dat";
+  return o.output.ends_with(".dat");
+}
+
+int execute(ImatrixFlags& o) {
+  auto text = read_file_text(o.text_file);
+  if (!text.ok()) return fail(text.status().with_context("-f"));
+  if (auto status = check_output_path(o.output); !status.ok()) return fail(status);
+  // Plain GGUFs: forward takes a whole window and returns every row of logits.
+  o.model.max_seq_len = std::max(o.model.max_seq_len, o.context);
+  o.model.max_context_len = std::max(o.model.max_context_len, o.context);
+  ProgramOptions options = program_options(o.model);
+  options.logits_rows = o.context;
+  if (auto status = set_kv_dtype(o.kv_dtype, options); !status.ok()) return fail(status);
+  auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, options);
+  if (!loaded.ok()) return fail(loaded.status());
+  if (o.kv_dtype_given) note_kv_cache(*loaded->program);
+  note_thread_placement(*loaded->program, o.model, options);
+  std::fprintf(stderr, "imatrix: windows of %lld tokens, every row counted%s; perplexity of each second half\n",
+               static_cast<long long>(o.context), o.process_output ? ", the output matrix too" : "");
+  const bool scored = o.context >= 3;  // a window of 2 scores no position
+  const ImatrixOptions run{o.context, o.chunks, o.process_output, o.text_file};
+  auto result = compute_imatrix(*loaded->program, *loaded->tokenizer, *text, run,
+                                scored ? running_line(4) : std::function<void(int64_t, double)>());
+  if (!result.ok()) return scored ? fail_after_running_line(result.status()) : fail(result.status());
+  if (scored) std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", result->ppl, result->ppl_error);
+  if (auto status = write_imatrix(o.output, result->imatrix, writes_legacy(o)); !status.ok())
+    return fail(status.with_context("-o"));
+  std::printf("imatrix: %zu entries from %lld windows of %lld tokens written to %s\n",
+              result->imatrix.entries.size(), static_cast<long long>(result->n_windows),
+              static_cast<long long>(o.context), o.output.c_str());
+  return 0;
+}
+
+}  // namespace
+
+void register_imatrix(CLI::App& app, std::function<int()>& action) {
+  auto* cmd = app.add_subcommand("imatrix", "Importance matrix of a model over a calibration text (llama-imatrix)");
+  auto o = std::make_shared<ImatrixFlags>();
+  add_model_options(*cmd, o->model);
+  cmd->add_option("-f,--file", o->text_file, "Calibration text file")->required();
+  cmd->add_option("-c,--ctx_size", o->context, "Window (chunk) size in tokens")
+      ->default_val(512)
+      ->check(CLI::Range(2, 1 << 20));
+  cmd->add_option("--chunks", o->chunks, "Windows to run at most (-1: every whole window of the text)")
+      ->default_val(-1)
+      ->check(CLI::Range(-1, 1 << 30));  // 0 is refused by compute_imatrix
+  cmd->add_option("-o,--output,--output_file", o->output, "File to write")->default_val("imatrix.gguf");
+  cmd->add_option("--output_format", o->output_format,
+                  "gguf (llama.cpp's current form) or dat (its legacy form); default: dat for an -o ending in "
+                  ".dat, else gguf")
+      ->check(CLI::IsMember({"gguf", "dat"}));
+  cmd->add_flag("--process_output", o->process_output,
+                "Also collect the output matrix's input (output.weight, or token_embd.weight when tied)");
+  CLI::Option* kv_dtype = add_kv_dtype_option(*cmd, o->kv_dtype);
+  cmd->callback([&action, o, kv_dtype] {
+    o->kv_dtype_given = kv_dtype->count() > 0;
+    action = [o] { return execute(*o); };
+  });
+}
+
+}  // namespace llmpack::cli

@@ -1,0 +1,155 @@
+// `export --imatrix FILE`: the importances reach the matrices the file names
+// (each row quantized as kernels::quantize_row quantizes it with them), the
+// package records where they came from under llama-quantize's keys, and a
+// file of another model is refused.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/tiny_model.h"
+#include "export_test_util.h"
+#include "format/gguf.h"
+#include "format/imatrix_file.h"
+#include "kernels/quantize.h"
+
+namespace llmpack {
+namespace {
+
+using testing::ScratchDir;
+
+// A random f32 model 256 wide: the K-quants' blocks fit its rows.
+std::string write_model(const ScratchDir& dir) {
+  testing::TinyModelSpec spec;
+  spec.dim = 256, spec.hidden_dim = 512, spec.n_heads = 4, spec.n_kv_heads = 2;
+  spec.n_layers = 2, spec.vocab_size = 320, spec.seed = 21;
+  const std::string path = dir.file("model.gguf");
+  testing::write_file(path, testing::make_tiny_gguf(spec));
+  return path;
+}
+
+// An importance matrix with an entry for every layer matrix of `model` (the
+// output and embedding left out, as llama-imatrix leaves them), its column
+// j's sum of squares 1 + (j * 37 % 101) over 10 rows.
+ImportanceMatrix imatrix_for(const std::string& model) {
+  ImportanceMatrix m;
+  auto gguf = GgufFile::open(model);
+  EXPECT_TRUE(gguf.ok());
+  for (const auto& t : (*gguf)->tensors()) {
+    if (t.ne.size() < 2 || t.name.rfind("blk.", 0) != 0) continue;
+    ImatrixEntry& e = m.entries[t.name];
+    e.count = 10;
+    for (int64_t j = 0; j < t.ne[0]; ++j) e.sum_sq.push_back(static_cast<float>(1 + j * 37 % 101));
+  }
+  m.datasets = {"calibration.txt"};
+  m.chunk_count = 3, m.chunk_size = 64;
+  return m;
+}
+
+Result<ExportReport> export_with(const ScratchDir& dir, const std::string& model, const std::string& imatrix,
+                                 const std::string& out, const std::string& dtype = "q4_k") {
+  ExportOptions o;
+  o.checkpoint = model, o.output = dir.file(out), o.dtype = dtype, o.imatrix = imatrix;
+  return export_package(o);
+}
+
+std::vector<uint8_t> tensor_bytes(const std::string& path, const std::string& name) {
+  auto gguf = GgufFile::open(path);
+  EXPECT_TRUE(gguf.ok());
+  const GgufTensorInfo* t = (*gguf)->find_tensor(name);
+  EXPECT_NE(t, nullptr) << name;
+  return t ? std::vector<uint8_t>(t->data, t->data + t->n_bytes) : std::vector<uint8_t>{};
+}
+
+TEST(ExportImatrix, EachCoveredMatrixIsQuantizedWithItsImportances) {
+  ScratchDir dir;
+  const std::string model = write_model(dir), imatrix = dir.file("imatrix.gguf");
+  const ImportanceMatrix m = imatrix_for(model);
+  ASSERT_TRUE(write_imatrix(imatrix, m).ok());
+  for (const std::string dtype : {"q4_k", "q4_0", "iq4_xs"}) {
+    auto with = export_with(dir, model, imatrix, "with.gguf", dtype);
+    ASSERT_TRUE(with.ok()) << with.status().message();
+    auto without = export_with(dir, model, "", "without.gguf", dtype);
+    ASSERT_TRUE(without.ok()) << without.status().message();
+    bool noticed = false;
+    for (const auto& n : with->notices) noticed |= n.find("importances for 14 of the 16 matrices") != std::string::npos;
+    EXPECT_TRUE(noticed) << dtype << ": 7 matrices a layer, 2 layers; the output and embedding have no entry";
+
+    // blk.1.ffn_down.weight, row by row as quantize_row writes it with the importances (sum / count).
+    const std::string name = "blk.1.ffn_down.weight";
+    auto source = GgufFile::open(model);
+    ASSERT_TRUE(source.ok());
+    const GgufTensorInfo* t = (*source)->find_tensor(name);
+    ASSERT_NE(t, nullptr);
+    const std::vector<float> imp = m.find(name)->mean_sq();
+    const DType type = *dtype_from_name(dtype);
+    const int64_t cols = t->ne[0], rows = t->ne[1], rb = row_bytes(*dtype_info(type), cols);
+    std::vector<uint8_t> expected(static_cast<size_t>(rb * rows));
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(row.data(), t->data + r * cols * 4, static_cast<size_t>(cols) * 4);
+      kernels::quantize_row(type, row.data(), cols, expected.data() + r * rb, imp.data());
+    }
+    EXPECT_EQ(tensor_bytes(dir.file("with.gguf"), name), expected) << dtype;
+    EXPECT_NE(tensor_bytes(dir.file("without.gguf"), name), expected) << dtype;
+    // Not covered: the same bytes as without an imatrix.
+    EXPECT_EQ(tensor_bytes(dir.file("with.gguf"), "output.weight"), tensor_bytes(dir.file("without.gguf"), "output.weight"));
+  }
+}
+
+TEST(ExportImatrix, ThePackageSaysWhichImatrixItWasQuantizedWith) {
+  ScratchDir dir;
+  const std::string model = write_model(dir), imatrix = dir.file("imatrix.gguf");
+  ASSERT_TRUE(write_imatrix(imatrix, imatrix_for(model)).ok());
+  ASSERT_TRUE(export_with(dir, model, imatrix, "out.gguf").ok());
+  auto gguf = GgufFile::open(dir.file("out.gguf"));
+  ASSERT_TRUE(gguf.ok());
+  EXPECT_EQ((*gguf)->get_string("quantize.imatrix.file"), imatrix);
+  EXPECT_EQ((*gguf)->get_string("quantize.imatrix.dataset"), "calibration.txt");
+  EXPECT_EQ((*gguf)->get_int("quantize.imatrix.entries_count"), 14);
+  EXPECT_EQ((*gguf)->get_int("quantize.imatrix.chunks_count"), 3);
+}
+
+TEST(ExportImatrix, AnImatrixOfAnotherModelIsRefused) {
+  ScratchDir dir;
+  const std::string model = write_model(dir);
+  // Columns that do not match the tensor's rows.
+  ImportanceMatrix m = imatrix_for(model);
+  m.entries["blk.0.attn_k.weight"].sum_sq.resize(128, 1.0f);
+  ASSERT_TRUE(write_imatrix(dir.file("short.gguf"), m).ok());
+  auto r = export_with(dir, model, dir.file("short.gguf"), "out.gguf");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'blk.0.attn_k.weight' has 128 columns in the importance matrix but 256"),
+            std::string::npos)
+      << r.status().message();
+  // Names that match no matrix.
+  ImportanceMatrix other;
+  other.entries["model.layers.0.mlp.down_proj.weight"] = ImatrixEntry{std::vector<float>(256, 1.0f), 1};
+  ASSERT_TRUE(write_imatrix(dir.file("other.gguf"), other).ok());
+  r = export_with(dir, model, dir.file("other.gguf"), "out.gguf");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("no entry for any matrix"), std::string::npos) << r.status().message();
+  EXPECT_NE(r.status().message().find("model.layers.0.mlp.down_proj.weight"), std::string::npos);
+  // A file that is not there.
+  r = export_with(dir, model, dir.file("missing.gguf"), "out.gguf");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("--imatrix"), std::string::npos) << r.status().message();
+  EXPECT_FALSE(std::filesystem::exists(dir.file("out.gguf")));
+}
+
+// A type that does not search (q8_0) has no use for it: no notice, the same file.
+TEST(ExportImatrix, ATypeWithoutASearchIsWrittenAsWithout) {
+  ScratchDir dir;
+  const std::string model = write_model(dir), imatrix = dir.file("imatrix.gguf");
+  ASSERT_TRUE(write_imatrix(imatrix, imatrix_for(model)).ok());
+  auto with = export_with(dir, model, imatrix, "with.gguf", "q8_0");
+  ASSERT_TRUE(with.ok()) << with.status().message();
+  ASSERT_TRUE(export_with(dir, model, "", "without.gguf", "q8_0").ok());
+  for (const auto& n : with->notices) EXPECT_EQ(n.find("--imatrix"), std::string::npos) << n;
+  EXPECT_EQ(tensor_bytes(dir.file("with.gguf"), "blk.0.attn_q.weight"),
+            tensor_bytes(dir.file("without.gguf"), "blk.0.attn_q.weight"));
+}
+
+}  // namespace
+}  // namespace llmpack
