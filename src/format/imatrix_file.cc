@@ -126,8 +126,7 @@ Result<ImatrixEntry> read_gguf_entry(const GgufFile& g, const GgufTensorInfo& su
   return e;
 }
 
-Result<ImportanceMatrix> read_gguf_form(const std::string& path) {
-  LLMPACK_ASSIGN_OR_RETURN(const std::unique_ptr<GgufFile> g, GgufFile::open(path));
+Result<ImportanceMatrix> read_gguf_form(const std::unique_ptr<GgufFile>& g) {
   ImportanceMatrix m;
   LLMPACK_RETURN_IF_ERROR(read_gguf_header(*g, &m));
   for (const GgufTensorInfo& t : g->tensors()) {
@@ -333,13 +332,30 @@ const ImatrixEntry* ImportanceMatrix::find(std::string_view weight_name) const {
   return it == entries.end() ? nullptr : &it->second;
 }
 
+namespace {
+
+bool is_gguf(std::span<const uint8_t> bytes) { return bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0; }
+
+}  // namespace
+
 Result<ImportanceMatrix> read_imatrix(const std::string& path) {
   LLMPACK_ASSIGN_OR_RETURN(const std::unique_ptr<MappedFile> file, MappedFile::open(path));
   const std::span<const uint8_t> bytes = file->bytes();
-  const bool gguf = bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0;
-  auto m = gguf ? read_gguf_form(path) : read_legacy_form(bytes);
+  Result<ImportanceMatrix> m = error_status("unread");
+  if (is_gguf(bytes)) {
+    auto g = GgufFile::open(path);
+    m = g.ok() ? read_gguf_form(*g) : Result<ImportanceMatrix>(g.status());
+  } else {
+    m = read_legacy_form(bytes);
+  }
   if (!m.ok()) return m.status().with_context("reading " + path);
   return m;
+}
+
+Result<ImportanceMatrix> read_imatrix_bytes(std::span<const uint8_t> bytes) {
+  if (!is_gguf(bytes)) return read_legacy_form(bytes);
+  LLMPACK_ASSIGN_OR_RETURN(const std::unique_ptr<GgufFile> g, GgufFile::from_bytes(bytes));
+  return read_gguf_form(g);
 }
 
 Status write_imatrix(const std::string& path, const ImportanceMatrix& imatrix, bool legacy) {

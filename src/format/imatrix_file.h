@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -44,6 +45,8 @@ struct ImportanceMatrix {
 // and length is checked against the file; entries with more than one matrix
 // (mixture-of-experts) are refused by name.
 Result<ImportanceMatrix> read_imatrix(const std::string& path);
+// The same from bytes in memory (tests and fuzzing).
+Result<ImportanceMatrix> read_imatrix_bytes(std::span<const uint8_t> bytes);
 
 // Writes the GGUF form (or the legacy form when `legacy`), entries in name
 // order, so llama-quantize --imatrix reads it too.

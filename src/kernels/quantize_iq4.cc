@@ -1,6 +1,8 @@
 // IQ4_NL and IQ4_XS: 32 elements a scale, each an index into the 16 values
 // of a non-linear grid (kIQ4Values), the scale found by a least-squares search.
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 
 #include "core/half.h"
@@ -118,6 +120,32 @@ void put_iq4_indices(const float* x, float d, uint8_t* qs) {
     qs[j] = static_cast<uint8_t>(nearest_iq4(x[j] * id) | nearest_iq4(x[j + kQK / 2] * id) << 4);
 }
 
+// The (w-weighted) squared error of 32 elements at step d, each the grid
+// value put_iq4_indices picks.
+float iq4_error(const float* x, const float* w, float d) {
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  FitLanes e{};
+  for (int j = 0; j < kQK; j += kFitLanes) {
+    const FitLanes xv = load_lanes(x + j), r = d * nearest_iq4_lanes(xv * id) - xv;
+    e += w ? load_lanes(w + j) * r * r : r * r;
+  }
+  return static_cast<float>(fit_lanes_total(e));
+}
+
+// A sub-block's 6-bit scale code (-32..31) against d: of the codes either
+// side of scale / d, the one whose grid values give the least error.
+int pick_iq4_code(const float* x, const float* w, float d, float scale) {
+  if (d == 0.0f) return 0;
+  const int c_lo = std::clamp(static_cast<int>(std::floor(scale / d)), -32, 31);
+  int best_code = c_lo;
+  float best = INFINITY;
+  for (int c = c_lo; c <= std::min(c_lo + 1, 31); ++c) {
+    const float e = iq4_error(x, w, d * static_cast<float>(c));
+    if (e < best) best = e, best_code = c;
+  }
+  return best_code;
+}
+
 }  // namespace
 
 void quantize_iq4_nl(const float* x, const float* imp, int64_t n_blocks, BlockIQ4_NL* out) {
@@ -140,7 +168,7 @@ void quantize_iq4_xs(const float* x, const float* imp, int64_t n_blocks, BlockIQ
     out[i].d = f32_to_f16(signed_max(scales, 8) / -32.0f);
     const float d = f16_to_f32(out[i].d);
     for (int j = 0; j < 8; ++j) {
-      const int ls = (d != 0.0f ? clamp_round(scales[j] / d, -32, 31) : 0) + 32;
+      const int ls = pick_iq4_code(x + 32 * j, wb ? wb + 32 * j : nullptr, d, scales[j]) + 32;
       out[i].scales_l[j / 2] |= static_cast<uint8_t>((ls & 0x0F) << (4 * (j % 2)));
       out[i].scales_h = static_cast<uint16_t>(out[i].scales_h | (ls >> 4) << (2 * j));
       put_iq4_indices(x + 32 * j, d * static_cast<float>(ls - 32), out[i].qs + 16 * j);
