@@ -1,4 +1,4 @@
-// `llmpack imatrix -m MODEL -f TEXT [-c 512] [--chunks N] [-o imatrix.gguf]`:
+// `llmpack imatrix -m MODEL -f TEXT [-c 512] [--chunks N] [--in_file F]... [-o imatrix.gguf]`:
 // an importance matrix over a calibration text, as llama-imatrix computes
 // one (non-overlapping windows of -c tokens, every row of each counted), with
 // the running perplexity line it prints, written in llama.cpp's GGUF form or
@@ -11,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <string>
+#include <vector>
 
 #include "cli_common.h"
 #include "commands.h"
@@ -29,6 +31,7 @@ struct ImatrixFlags {
   std::string output = "imatrix.gguf";
   std::string output_format;  // gguf | dat; empty: by -o's extension (.dat: dat)
   bool process_output = false;
+  std::vector<std::string> in_files;  // --in_file: imatrix files added to what the run computes
   std::string kv_dtype{kv_dtype_name(kDefaultKvDtype)};
   bool kv_dtype_given = false;
 };
@@ -53,7 +56,40 @@ bool writes_legacy(const ImatrixFlags& o) {
   return o.output.ends_with(".dat");
 }
 
+// The --in_file imatrices added together (llama-imatrix's --in-file).
+Result<ImportanceMatrix> read_in_files(const std::vector<std::string>& paths) {
+  ImportanceMatrix sum;
+  for (const std::string& path : paths) {
+    auto m = read_imatrix(path);
+    if (!m.ok()) return m.status().with_context("--in_file");
+    if (auto status = merge_imatrix(&sum, *m); !status.ok()) return status.with_context("--in_file " + path);
+  }
+  return sum;
+}
+
+Status write_result(const ImatrixFlags& o, const ImportanceMatrix& m) {
+  if (auto status = write_imatrix(o.output, m, writes_legacy(o)); !status.ok()) return status.with_context("-o");
+  return ok_status();
+}
+
+// --in_file without -m and -f: the files combined, nothing run.
+int combine_only(const ImatrixFlags& o) {
+  auto sum = read_in_files(o.in_files);
+  if (!sum.ok()) return fail(sum.status());
+  if (auto status = check_output_path(o.output); !status.ok()) return fail(status);
+  if (auto status = write_result(o, *sum); !status.ok()) return fail(status);
+  std::printf("imatrix: %zu entries from %zu files (%lld windows) written to %s\n", sum->entries.size(),
+              o.in_files.size(), static_cast<long long>(sum->chunk_count), o.output.c_str());
+  return 0;
+}
+
 int execute(ImatrixFlags& o) {
+  if (o.model.model_path.empty() && o.text_file.empty() && !o.in_files.empty()) return combine_only(o);
+  if (o.model.model_path.empty() || o.text_file.empty())
+    return fail("imatrix needs -m MODEL and -f TEXT (or only --in_file files to combine); missing: " +
+                std::string(o.model.model_path.empty() ? "-m" : "-f"));
+  auto in_sum = read_in_files(o.in_files);
+  if (!in_sum.ok()) return fail(in_sum.status());
   auto text = read_file_text(o.text_file);
   if (!text.ok()) return fail(text.status().with_context("-f"));
   if (auto status = check_output_path(o.output); !status.ok()) return fail(status);
@@ -75,11 +111,17 @@ int execute(ImatrixFlags& o) {
                                 scored ? running_line(4) : std::function<void(int64_t, double)>());
   if (!result.ok()) return scored ? fail_after_running_line(result.status()) : fail(result.status());
   if (scored) std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", result->ppl, result->ppl_error);
-  if (auto status = write_imatrix(o.output, result->imatrix, writes_legacy(o)); !status.ok())
-    return fail(status.with_context("-o"));
-  std::printf("imatrix: %zu entries from %lld windows of %lld tokens written to %s\n",
-              result->imatrix.entries.size(), static_cast<long long>(result->n_windows),
-              static_cast<long long>(o.context), o.output.c_str());
+  ImportanceMatrix& m = result->imatrix;
+  if (!o.in_files.empty()) {
+    // The files' sums first, then this run's: datasets in that order, as llama-imatrix lists them.
+    if (auto status = merge_imatrix(&*in_sum, m); !status.ok()) return fail(status.with_context("--in_file"));
+    m = std::move(*in_sum);
+  }
+  if (auto status = write_result(o, m); !status.ok()) return fail(status);
+  std::printf("imatrix: %zu entries from %lld windows of %lld tokens%s written to %s\n", m.entries.size(),
+              static_cast<long long>(result->n_windows), static_cast<long long>(o.context),
+              o.in_files.empty() ? "" : (" and " + std::to_string(o.in_files.size()) + " --in_file").c_str(),
+              o.output.c_str());
   return 0;
 }
 
@@ -89,7 +131,11 @@ void register_imatrix(CLI::App& app, std::function<int()>& action) {
   auto* cmd = app.add_subcommand("imatrix", "Importance matrix of a model over a calibration text (llama-imatrix)");
   auto o = std::make_shared<ImatrixFlags>();
   add_model_options(*cmd, o->model);
-  cmd->add_option("-f,--file", o->text_file, "Calibration text file")->required();
+  cmd->get_option("--model_path")->required(false);  // --in_file alone combines files
+  cmd->add_option("-f,--file", o->text_file, "Calibration text file");
+  cmd->add_option("--in_file", o->in_files,
+                  "An imatrix file (GGUF or .dat) to add to the result (repeatable; llama-imatrix's --in-file); "
+                  "with neither -m nor -f, the files are only combined");
   cmd->add_option("-c,--ctx_size", o->context, "Window (chunk) size in tokens")
       ->default_val(512)
       ->check(CLI::Range(2, 1 << 20));

@@ -332,6 +332,25 @@ const ImatrixEntry* ImportanceMatrix::find(std::string_view weight_name) const {
   return it == entries.end() ? nullptr : &it->second;
 }
 
+Status merge_imatrix(ImportanceMatrix* into, const ImportanceMatrix& from) {
+  for (const auto& [name, e] : from.entries) {
+    const auto it = into->entries.find(name);
+    if (it != into->entries.end() && it->second.sum_sq.size() != e.sum_sq.size())
+      return error_status("imatrix entry '" + name + "' has " + std::to_string(e.sum_sq.size()) + " columns in one file and " +
+                          std::to_string(it->second.sum_sq.size()) + " in another: the files are of different models");
+  }
+  for (const auto& [name, e] : from.entries) {
+    auto [it, added] = into->entries.emplace(name, e);
+    if (added) continue;
+    for (size_t j = 0; j < e.sum_sq.size(); ++j) it->second.sum_sq[j] += e.sum_sq[j];
+    it->second.count += e.count;
+  }
+  into->datasets.insert(into->datasets.end(), from.datasets.begin(), from.datasets.end());
+  into->chunk_count += from.chunk_count;
+  if (into->chunk_size == 0) into->chunk_size = from.chunk_size;
+  return ok_status();
+}
+
 namespace {
 
 bool is_gguf(std::span<const uint8_t> bytes) { return bytes.size() >= 4 && std::memcmp(bytes.data(), "GGUF", 4) == 0; }

@@ -48,6 +48,12 @@ Result<ImportanceMatrix> read_imatrix(const std::string& path);
 // The same from bytes in memory (tests and fuzzing).
 Result<ImportanceMatrix> read_imatrix_bytes(std::span<const uint8_t> bytes);
 
+// Adds `from` to `into` (llama-imatrix's --in-file): each entry's sums and
+// count added to the entry of its name (a new name copied), the datasets
+// appended, the chunk counts added; an entry of another length is an error
+// naming it and both lengths (files of two models).
+Status merge_imatrix(ImportanceMatrix* into, const ImportanceMatrix& from);
+
 // Writes the GGUF form (or the legacy form when `legacy`), entries in name
 // order, so llama-quantize --imatrix reads it too.
 Status write_imatrix(const std::string& path, const ImportanceMatrix& imatrix, bool legacy = false);

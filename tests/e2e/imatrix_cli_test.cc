@@ -125,6 +125,53 @@ TEST(ImatrixCli, WritesTheLegacyFormWithChunksAndTheOutputMatrix) {
   std::filesystem::remove(dat);
 }
 
+// --in_file (llama-imatrix's --in-file): files in either form add up entry by
+// entry, alone or on top of a run, and files of another width are refused.
+TEST(ImatrixCli, InFilesAddUpEntryByEntry) {
+  const Inputs in(story());
+  const std::string a = temp_stem("imatrix_a") + ".gguf", b = temp_stem("imatrix_b") + ".dat";
+  const std::string both = temp_stem("imatrix_both") + ".gguf", more = temp_stem("imatrix_more") + ".gguf";
+  const std::string base = "imatrix -m " + in.model + " -f " + in.text + " -c 16";
+  ASSERT_EQ(run_llmpack(base + " --chunks 1 -o " + a).exit_code, 0);
+  ASSERT_EQ(run_llmpack(base + " --chunks 2 -o " + b).exit_code, 0);
+  auto r = run_llmpack("imatrix --in_file " + a + " --in_file " + b + " -o " + both);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("from 2 files (3 windows)"), std::string::npos) << r.out;
+  auto ma = llmpack::read_imatrix(a), mb = llmpack::read_imatrix(b), mboth = llmpack::read_imatrix(both);
+  ASSERT_TRUE(ma.ok() && mb.ok() && mboth.ok());
+  EXPECT_EQ(mboth->chunk_count, 3);
+  EXPECT_EQ(mboth->datasets.size(), 2u);
+  ASSERT_EQ(entry_names(*mboth), layer_weights(false));
+  for (const auto& [name, e] : mboth->entries) {
+    const auto &ea = ma->entries.at(name), &eb = mb->entries.at(name);
+    EXPECT_EQ(e.count, ea.count + eb.count) << name;
+    ASSERT_EQ(e.sum_sq.size(), ea.sum_sq.size());
+    for (size_t j = 0; j < e.sum_sq.size(); ++j) EXPECT_FLOAT_EQ(e.sum_sq[j], ea.sum_sq[j] + eb.sum_sq[j]) << name;
+  }
+  // On top of a run: the run's sums plus the file's (the same window twice: twice its sums).
+  r = run_llmpack(base + " --chunks 1 --in_file " + a + " -o " + more);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto mmore = llmpack::read_imatrix(more);
+  ASSERT_TRUE(mmore.ok());
+  EXPECT_EQ(mmore->chunk_count, 2);
+  for (const auto& [name, e] : mmore->entries) {
+    EXPECT_EQ(e.count, 2 * ma->entries.at(name).count) << name;
+    EXPECT_FLOAT_EQ(e.sum_sq[0], 2 * ma->entries.at(name).sum_sq[0]) << name;
+  }
+  // Neither -m nor an --in_file; a file of another model.
+  auto bare = run_llmpack("imatrix -f " + in.text + " -o " + both);
+  EXPECT_EQ(bare.exit_code, 1);
+  EXPECT_NE(bare.err.find("imatrix needs -m MODEL and -f TEXT"), std::string::npos) << bare.err;
+  llmpack::ImportanceMatrix other;
+  other.entries["blk.0.attn_q.weight"] = llmpack::ImatrixEntry{std::vector<float>(7, 1.0f), 1};
+  ASSERT_TRUE(llmpack::write_imatrix(more, other).ok());
+  auto mixed = run_llmpack("imatrix --in_file " + a + " --in_file " + more + " -o " + both);
+  EXPECT_EQ(mixed.exit_code, 1);
+  EXPECT_NE(mixed.err.find("'blk.0.attn_q.weight' has 7 columns in one file and 48 in another"), std::string::npos)
+      << mixed.err;
+  for (const auto& f : {a, b, both, more}) std::filesystem::remove(f);
+}
+
 TEST(ImatrixCli, BadInputGetsOneClearLineAndNonZeroExit) {
   const Inputs in("the fox");
   const std::string out = temp_stem("imatrix_out") + ".gguf";

@@ -433,5 +433,31 @@ TEST(ImatrixFile, WritingRefusesBadValuesAndNamesAnUnwritablePath) {
   EXPECT_FALSE(std::filesystem::exists(dir.file("m.gguf")));
 }
 
+// merge_imatrix: sums and counts add by name, new names are copied, datasets
+// and chunk counts add up; an entry of another length refuses the merge
+// before anything changes.
+TEST(ImatrixFile, MergeAddsEntriesByNameAndRefusesAnotherWidth) {
+  ImportanceMatrix a, b;
+  a.entries["w1"] = ImatrixEntry{{1.0f, 2.0f}, 3};
+  a.datasets = {"a.txt"}, a.chunk_count = 2, a.chunk_size = 64;
+  b.entries["w1"] = ImatrixEntry{{10.0f, 20.0f}, 5};
+  b.entries["w2"] = ImatrixEntry{{7.0f}, 1};
+  b.datasets = {"b.txt"}, b.chunk_count = 4, b.chunk_size = 64;
+  ASSERT_TRUE(merge_imatrix(&a, b).ok());
+  EXPECT_EQ(a.entries["w1"].sum_sq, (std::vector<float>{11.0f, 22.0f}));
+  EXPECT_EQ(a.entries["w1"].count, 8);
+  EXPECT_EQ(a.entries["w2"].sum_sq, std::vector<float>{7.0f});
+  EXPECT_EQ(a.datasets, (std::vector<std::string>{"a.txt", "b.txt"}));
+  EXPECT_EQ(a.chunk_count, 6);
+  EXPECT_EQ(a.chunk_size, 64);
+  ImportanceMatrix wide;
+  wide.entries["w2"] = ImatrixEntry{{1.0f, 1.0f}, 1};
+  wide.entries["w3"] = ImatrixEntry{{1.0f}, 1};
+  const Status s = merge_imatrix(&a, wide);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("'w2' has 2 columns in one file and 1 in another"), std::string::npos) << s.message();
+  EXPECT_EQ(a.entries.count("w3"), 0u) << "nothing merged";
+}
+
 }  // namespace
 }  // namespace llmpack
