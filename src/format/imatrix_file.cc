@@ -336,8 +336,9 @@ Status merge_imatrix(ImportanceMatrix* into, const ImportanceMatrix& from) {
   for (const auto& [name, e] : from.entries) {
     const auto it = into->entries.find(name);
     if (it != into->entries.end() && it->second.sum_sq.size() != e.sum_sq.size())
-      return error_status("imatrix entry '" + name + "' has " + std::to_string(e.sum_sq.size()) + " columns in one file and " +
-                          std::to_string(it->second.sum_sq.size()) + " in another: the files are of different models");
+      return error_status("imatrix entry '" + name + "' has " + std::to_string(e.sum_sq.size()) +
+                          " columns in one file and " + std::to_string(it->second.sum_sq.size()) +
+                          " in another: the files are of different models");
   }
   for (const auto& [name, e] : from.entries) {
     auto [it, added] = into->entries.emplace(name, e);

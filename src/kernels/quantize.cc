@@ -343,7 +343,8 @@ void quantize_k45(const float* x, const float* imp, int64_t n_blocks, Block* out
     const float dq = f16_to_f32(out[i].d), dminq = f16_to_f32(out[i].dmin);
     uint8_t sc[8], mn[8];
     for (int j = 0; j < 8; ++j)
-      pick_min_codes(x + 32 * j, wb ? wb + 32 * j : nullptr, 32, kTop, dq, dminq, scales[j], mins[j], 63, &sc[j], &mn[j]);
+      pick_min_codes(x + 32 * j, wb ? wb + 32 * j : nullptr, 32, kTop, dq, dminq, scales[j], mins[j], 63, &sc[j],
+                     &mn[j]);
     pack_q4k_scales(sc, mn, out[i].scales);
     uint8_t q[kQKK];
     for (int j = 0; j < 8; ++j) put_min_levels(x + 32 * j, 32, kTop, dq * sc[j], dminq * mn[j], q + 32 * j);
@@ -520,7 +521,8 @@ void quantize_q3_k(const float* x, const float* imp, int64_t n_blocks, BlockQ3_K
   for (int64_t i = 0; i < n_blocks; ++i, x += kQKK) {
     const float* wb = search_weights(x, imp, i * kQKK, kQKK, w);
     float scales[16];
-    for (int s = 0; s < 16; ++s) scales[s] = fit_scale_signed(x + 16 * s, wb ? wb + 16 * s : nullptr, 16, -4, 3, 0.125f);
+    for (int s = 0; s < 16; ++s)
+      scales[s] = fit_scale_signed(x + 16 * s, wb ? wb + 16 * s : nullptr, 16, -4, 3, 0.125f);
     out[i].d = f32_to_f16(signed_max(scales, 16) / -32.0f);
     const float d = f16_to_f32(out[i].d);
     uint8_t sc[16], q[kQKK];

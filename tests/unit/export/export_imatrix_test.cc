@@ -94,7 +94,8 @@ TEST(ExportImatrix, EachCoveredMatrixIsQuantizedWithItsImportances) {
     EXPECT_EQ(tensor_bytes(dir.file("with.gguf"), name), expected) << dtype;
     EXPECT_NE(tensor_bytes(dir.file("without.gguf"), name), expected) << dtype;
     // Not covered: the same bytes as without an imatrix.
-    EXPECT_EQ(tensor_bytes(dir.file("with.gguf"), "output.weight"), tensor_bytes(dir.file("without.gguf"), "output.weight"));
+    EXPECT_EQ(tensor_bytes(dir.file("with.gguf"), "output.weight"),
+              tensor_bytes(dir.file("without.gguf"), "output.weight"));
   }
 }
 
