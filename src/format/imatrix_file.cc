@@ -29,7 +29,7 @@ constexpr const char* kChunkCountKey = "imatrix.chunk_count";
 constexpr const char* kChunkSizeKey = "imatrix.chunk_size";
 
 // 'name' (built by appends: GCC 12 warns a false -Wrestrict on "'" + std::string(s)).
-std::string quoted(std::string_view s) {
+std::string quoted_text(std::string_view s) {
   std::string q(1, '\'');
   q.append(s).push_back('\'');
   return q;
@@ -81,20 +81,20 @@ Status read_gguf_header(const GgufFile& g, ImportanceMatrix* m) {
 // ne[1..] all 1. More than one row is a mixture-of-experts entry.
 Status check_one_matrix(const GgufTensorInfo& t, int64_t cols) {
   if (t.ne.empty() || t.ne[0] < 1)
-    return error_status("imatrix: tensor " + quoted(t.name) + " has no elements");
+    return error_status("imatrix: tensor " + quoted_text(t.name) + " has no elements");
   if (t.dtype != DType::kF32)
-    return error_status("imatrix: tensor " + quoted(t.name) + " is " + std::string(dtype_name(t.dtype)) +
+    return error_status("imatrix: tensor " + quoted_text(t.name) + " is " + std::string(dtype_name(t.dtype)) +
                         ", expected f32");
   for (size_t d = 1; d < t.ne.size(); ++d) {
     if (t.ne[d] == 1) continue;
     if (d == 1)
-      return error_status("imatrix: tensor " + quoted(t.name) + " holds " + std::to_string(t.ne[1]) +
+      return error_status("imatrix: tensor " + quoted_text(t.name) + " holds " + std::to_string(t.ne[1]) +
                           " matrices (a mixture-of-experts entry), which is not supported: expected 1");
-    return error_status("imatrix: tensor " + quoted(t.name) + " has dimension " + std::to_string(d) + " of " +
+    return error_status("imatrix: tensor " + quoted_text(t.name) + " has dimension " + std::to_string(d) + " of " +
                         std::to_string(t.ne[d]) + ", expected 1");
   }
   if (cols > 0 && t.ne[0] != cols)
-    return error_status("imatrix: tensor " + quoted(t.name) + " has " + std::to_string(t.ne[0]) +
+    return error_status("imatrix: tensor " + quoted_text(t.name) + " has " + std::to_string(t.ne[0]) +
                         " elements, expected " + std::to_string(cols));
   return ok_status();
 }
@@ -111,16 +111,16 @@ Result<ImatrixEntry> read_gguf_entry(const GgufFile& g, const GgufTensorInfo& su
   const std::string counts_name = std::string(name) + std::string(kCountsSuffix);
   const GgufTensorInfo* counts = g.find_tensor(counts_name);
   if (!counts)
-    return error_status("imatrix: tensor " + quoted(counts_name) + " is missing (expected beside " +
-                        quoted(sum2.name) + ")");
+    return error_status("imatrix: tensor " + quoted_text(counts_name) + " is missing (expected beside " +
+                        quoted_text(sum2.name) + ")");
   LLMPACK_RETURN_IF_ERROR(check_one_matrix(*counts, 1));
   ImatrixEntry e;
   e.sum_sq = tensor_floats(sum2);
   if (const std::string why = bad_value(e.sum_sq); !why.empty())
-    return error_status("imatrix: tensor " + quoted(sum2.name) + ": " + why);
+    return error_status("imatrix: tensor " + quoted_text(sum2.name) + ": " + why);
   const float count = tensor_floats(*counts)[0];
   if (!std::isfinite(count) || count < 0)
-    return error_status("imatrix: tensor " + quoted(counts_name) + " holds " + std::to_string(count) +
+    return error_status("imatrix: tensor " + quoted_text(counts_name) + " holds " + std::to_string(count) +
                         ", expected a finite count >= 0");
   e.count = count;
   return e;
@@ -184,7 +184,7 @@ Status read_legacy_entry(ByteCursor& c, int32_t index, ImportanceMatrix* m) {
     return error_status(std::string(kLegacy) + ": " + what + " (" + name + "): " + why);
   e.count = ncall;
   if (!m->entries.emplace(name, std::move(e)).second)
-    return error_status(std::string(kLegacy) + ": " + what + " repeats the name " + quoted(name));
+    return error_status(std::string(kLegacy) + ": " + what + " repeats the name " + quoted_text(name));
   return ok_status();
 }
 
@@ -218,11 +218,11 @@ Result<ImportanceMatrix> read_legacy_form(std::span<const uint8_t> bytes) {
 Status check_for_writing(const ImportanceMatrix& m) {
   for (const auto& [name, e] : m.entries) {
     if (name.empty()) return error_status("imatrix: an entry has no name");
-    if (e.sum_sq.empty()) return error_status("imatrix: entry " + quoted(name) + " has no values");
+    if (e.sum_sq.empty()) return error_status("imatrix: entry " + quoted_text(name) + " has no values");
     if (const std::string why = bad_value(e.sum_sq); !why.empty())
-      return error_status("imatrix: entry " + quoted(name) + ": " + why);
+      return error_status("imatrix: entry " + quoted_text(name) + ": " + why);
     if (!std::isfinite(e.count) || e.count < 0)
-      return error_status("imatrix: entry " + quoted(name) + " has a count of " + std::to_string(e.count) +
+      return error_status("imatrix: entry " + quoted_text(name) + " has a count of " + std::to_string(e.count) +
                           " (expected a finite count >= 0)");
   }
   return ok_status();
@@ -258,7 +258,7 @@ Status write_gguf_form(const std::string& path, const ImportanceMatrix& m) {
 }
 
 template <typename T>
-void put(std::vector<uint8_t>& out, T v) {
+void put_le(std::vector<uint8_t>& out, T v) {
   const size_t at = out.size();
   out.resize(at + sizeof(T));
   std::memcpy(out.data() + at, &v, sizeof(T));
@@ -267,7 +267,7 @@ void put(std::vector<uint8_t>& out, T v) {
 Status put_i32(std::vector<uint8_t>& out, int64_t v, const std::string& what) {
   if (v < 0 || v > std::numeric_limits<int32_t>::max())
     return error_status("imatrix: " + what + " of " + std::to_string(v) + " does not fit the legacy form's i32");
-  put<int32_t>(out, static_cast<int32_t>(v));
+  put_le<int32_t>(out, static_cast<int32_t>(v));
   return ok_status();
 }
 
@@ -280,14 +280,14 @@ Result<std::vector<uint8_t>> legacy_bytes(const ImportanceMatrix& m) {
     LLMPACK_RETURN_IF_ERROR(put_i32(out, static_cast<int64_t>(name.size()), "name length"));
     out.insert(out.end(), name.begin(), name.end());
     if (e.count > std::numeric_limits<int32_t>::max())
-      return error_status("imatrix: entry " + quoted(name) + "'s count of " + std::to_string(e.count) +
+      return error_status("imatrix: entry " + quoted_text(name) + "'s count of " + std::to_string(e.count) +
                           " does not fit the legacy form's i32");
     const int64_t ncall = std::llround(e.count);
     LLMPACK_RETURN_IF_ERROR(put_i32(out, ncall, "ncall"));
     LLMPACK_RETURN_IF_ERROR(put_i32(out, static_cast<int64_t>(e.sum_sq.size()), "value count"));
     for (const float s : e.sum_sq) {
       const bool whole = static_cast<double>(ncall) == e.count || e.count == 0;
-      put<float>(out, whole ? s : static_cast<float>(s / e.count * static_cast<double>(ncall)));
+      put_le<float>(out, whole ? s : static_cast<float>(s / e.count * static_cast<double>(ncall)));
     }
   }
   LLMPACK_RETURN_IF_ERROR(put_i32(out, m.chunk_count, "chunk count"));
