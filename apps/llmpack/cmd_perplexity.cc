@@ -21,6 +21,7 @@ struct PerplexityOptions {
   std::string kv_dtype{kv_dtype_name(kDefaultKvDtype)};
   bool kv_dtype_given = false;
   std::string kl_base;  // --kl_divergence: the base model's package
+  int64_t chunks = -1;  // --chunks: windows to score at most (-1: all)
 };
 
 void print_kl_divergence(const KlDivergenceResult& r) {
@@ -53,7 +54,8 @@ int execute_kl_divergence(const PerplexityOptions& o, const ProgramOptions& opti
   std::fprintf(stderr, "kl divergence: windows of %lld tokens against %s, the second half of each\n",
                static_cast<long long>(o.context), o.kl_base.c_str());
   auto result =
-      compute_kl_divergence(*model.program, *base->program, *model.tokenizer, text, o.context, running_line(6));
+      compute_kl_divergence(*model.program, *base->program, *model.tokenizer, text, o.context, running_line(6),
+                            o.chunks);
   if (!result.ok()) return fail_after_running_line(result.status());
   print_kl_divergence(*result);
   return 0;
@@ -75,7 +77,8 @@ int execute(PerplexityOptions& o) {
   if (!o.kl_base.empty()) return execute_kl_divergence(o, options, *loaded, *text);
   std::fprintf(stderr, "perplexity: windows of %lld tokens, scoring the second half of each\n",
                static_cast<long long>(o.context));
-  auto result = compute_perplexity(*loaded->program, *loaded->tokenizer, *text, o.context, running_line(4));
+  auto result =
+      compute_perplexity(*loaded->program, *loaded->tokenizer, *text, o.context, running_line(4), o.chunks);
   if (!result.ok()) return fail_after_running_line(result.status());
   std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", result->ppl, result->ppl_error);
   return 0;
@@ -89,6 +92,15 @@ void register_perplexity(CLI::App& app, std::function<int()>& action) {
   add_model_options(*cmd, o->model);
   cmd->add_option("-f,--file", o->text_file, "Text file to score")->required();
   cmd->add_option("-c,--ctx_size", o->context, "Window size in tokens")->default_val(512)->check(CLI::Range(3, 1 << 20));
+  cmd->add_option("--chunks", o->chunks, "Windows to score at most, the first ones (-1: every whole window; "
+                  "llama-perplexity's --chunks)")
+      ->default_val(-1)
+      ->check(CLI::Range(int64_t{-1}, int64_t{1} << 30))
+      ->check(CLI::Validator(
+          [](const std::string& v) {
+            return v == "0" ? std::string("0 windows score nothing (-1: every window)") : std::string();
+          },
+          "", "not 0"));
   CLI::Option* kv_dtype = add_kv_dtype_option(*cmd, o->kv_dtype);
   cmd->add_option("--kl_divergence", o->kl_base,
                   "A base package (the unquantized model): report the KL divergence of -m's next-token "

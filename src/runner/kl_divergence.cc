@@ -56,8 +56,9 @@ double quantile(std::vector<double>& v, double q) {
 
 Result<KlDivergenceResult> compute_kl_divergence(Program& model, Program& base, const Tokenizer& tokenizer,
                                                  std::string_view text, int64_t context,
-                                                 const std::function<void(int64_t, double)>& on_window) {
-  LLMPACK_ASSIGN_OR_RETURN(ScoredWindows s, plan_scored_windows(model, tokenizer, text, context));
+                                                 const std::function<void(int64_t, double)>& on_window,
+                                                 int64_t max_windows) {
+  LLMPACK_ASSIGN_OR_RETURN(ScoredWindows s, plan_scored_windows(model, tokenizer, text, context, 3, max_windows));
   LLMPACK_ASSIGN_OR_RETURN(const int64_t base_bound, window_bound(base, context));
   s.bound = std::min(s.bound, base_bound);  // chunks both take
   RunningMean kld, nll_model, nll_base, delta_p, same_top;

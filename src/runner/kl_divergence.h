@@ -33,6 +33,7 @@ struct KlDivergenceResult {
 // `on_window(index, running mean KLD)` is called after each window.
 Result<KlDivergenceResult> compute_kl_divergence(Program& model, Program& base, const Tokenizer& tokenizer,
                                                  std::string_view text, int64_t context,
-                                                 const std::function<void(int64_t, double)>& on_window = nullptr);
+                                                 const std::function<void(int64_t, double)>& on_window = nullptr,
+                                                 int64_t max_windows = -1);
 
 }  // namespace llmpack

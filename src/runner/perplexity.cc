@@ -8,8 +8,10 @@
 namespace llmpack {
 
 Result<PerplexityResult> compute_perplexity(Program& program, const Tokenizer& tokenizer, std::string_view text,
-                                            int64_t context, const std::function<void(int64_t, double)>& on_window) {
-  LLMPACK_ASSIGN_OR_RETURN(const ScoredWindows s, plan_scored_windows(program, tokenizer, text, context));
+                                            int64_t context, const std::function<void(int64_t, double)>& on_window,
+                                            int64_t max_windows) {
+  LLMPACK_ASSIGN_OR_RETURN(const ScoredWindows s,
+                           plan_scored_windows(program, tokenizer, text, context, 3, max_windows));
   PerplexityResult result;
   RunningMean nll;
   for (int64_t w = 0; w < s.n_windows; ++w) {

@@ -25,8 +25,10 @@ struct PerplexityResult {
 
 // `on_window(index, running_ppl)` is called after each window. Needs a program
 // whose forward can return `context` rows of logits (ProgramOptions::logits_rows).
+// `max_windows` > 0: the first that many windows only (llama-perplexity's --chunks).
 Result<PerplexityResult> compute_perplexity(Program& program, const Tokenizer& tokenizer, std::string_view text,
                                             int64_t context,
-                                            const std::function<void(int64_t, double)>& on_window = nullptr);
+                                            const std::function<void(int64_t, double)>& on_window = nullptr,
+                                            int64_t max_windows = -1);
 
 }  // namespace llmpack

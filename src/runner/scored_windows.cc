@@ -28,7 +28,7 @@ Result<int64_t> window_bound(Program& program, int64_t context, int64_t min_cont
 }
 
 Result<ScoredWindows> plan_scored_windows(Program& program, const Tokenizer& tokenizer, std::string_view text,
-                                          int64_t context, int64_t min_context) {
+                                          int64_t context, int64_t min_context, int64_t max_windows) {
   ScoredWindows s;
   s.context = context;
   LLMPACK_ASSIGN_OR_RETURN(s.bound, window_bound(program, context, min_context));
@@ -39,6 +39,7 @@ Result<ScoredWindows> plan_scored_windows(Program& program, const Tokenizer& tok
     return error_status("the text has " + std::to_string(s.ids.size()) + " tokens, at least " +
                         std::to_string(context) + " are needed for one window of -c " + std::to_string(context));
   s.bos = tokenizer.bos_id();
+  if (max_windows > 0) s.n_windows = std::min(s.n_windows, max_windows);
   return s;
 }
 

@@ -35,9 +35,10 @@ struct ScoredWindows {
 // position; without a KV cache, a window in one call). Errors name the numbers.
 Result<int64_t> window_bound(Program& program, int64_t context, int64_t min_context = 3);
 
-// window_bound's checks, then `text` tokenized and cut into windows.
+// window_bound's checks, then `text` tokenized and cut into windows: the
+// first `max_windows` (llama-perplexity's --chunks) when it is positive, else all.
 Result<ScoredWindows> plan_scored_windows(Program& program, const Tokenizer& tokenizer, std::string_view text,
-                                          int64_t context, int64_t min_context = 3);
+                                          int64_t context, int64_t min_context = 3, int64_t max_windows = -1);
 
 // ln softmax(logits)[target], in double.
 double log_probability(std::span<const float> logits, int64_t target);

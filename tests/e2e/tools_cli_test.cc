@@ -46,6 +46,25 @@ TEST(ToolsCli, PerplexityEndsWithTheFinalEstimateLine) {
   std::filesystem::remove(text_path);
 }
 
+// perplexity --chunks N (llama-perplexity's): N windows, with and without
+// --kl_divergence; 0 is refused as a bad flag.
+TEST(ToolsCli, PerplexityChunksScoresTheFirstWindows) {
+  LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
+  LLMPACK_REQUIRE_FIXTURE(golden, "llama2c/stories260K_greedy_256.json");
+  const std::string text_path = story_text_file(golden, "ppl_chunks");
+  auto two = run_tool("perplexity -m " + model + " -f " + text_path + " -c 32 --chunks 2");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_NE(two.out.find("[2]"), std::string::npos) << two.out;
+  EXPECT_EQ(two.out.find("[3]"), std::string::npos) << two.out;
+  auto kld = run_tool("perplexity -m " + model + " -f " + text_path + " -c 32 --chunks 2 --kl_divergence " + model);
+  ASSERT_EQ(kld.exit_code, 0) << kld.err;
+  EXPECT_NE(kld.out.find("KL divergence statistics (30 positions)"), std::string::npos) << kld.out;
+  auto zero = run_tool("perplexity -m " + model + " -f " + text_path + " -c 32 --chunks 0");
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.err.find("--chunks"), std::string::npos) << zero.err;
+  std::filesystem::remove(text_path);
+}
+
 // perplexity --kl_divergence BASE: the statistics blocks, zero against the
 // model itself; a base with another vocabulary is refused naming the counts.
 TEST(ToolsCli, PerplexityAgainstABaseModelReportsKlDivergence) {

@@ -53,6 +53,31 @@ TEST(Perplexity, WindowsMatchDirectTokenByTokenComputation) {
   EXPECT_EQ(result->running_ppl.size(), static_cast<size_t>(windows));
 }
 
+// max_windows (--chunks): the first windows only, each with the running
+// value the whole run has after it; more than the text holds is all of them.
+TEST(Perplexity, MaxWindowsScoresTheFirstWindowsOnly) {
+  LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
+  LLMPACK_REQUIRE_FIXTURE(golden, "llama2c/stories260K_greedy_256.json");
+  std::ifstream in(golden);
+  const std::string text = nlohmann::json::parse(in)["generated_text"];
+  ProgramOptions options;
+  options.logits_rows = 32;
+  auto pkg = load_package(model, "", options);
+  ASSERT_TRUE(pkg.ok()) << pkg.status().message();
+  auto all = compute_perplexity(*pkg->program, *pkg->tokenizer, text, 32);
+  auto two = compute_perplexity(*pkg->program, *pkg->tokenizer, text, 32, nullptr, 2);
+  auto many = compute_perplexity(*pkg->program, *pkg->tokenizer, text, 32, nullptr, 1000);
+  ASSERT_TRUE(all.ok() && two.ok() && many.ok());
+  ASSERT_GT(all->n_windows, 2);
+  EXPECT_EQ(two->n_windows, 2);
+  EXPECT_EQ(two->n_scored, 2 * all->n_scored / all->n_windows);
+  ASSERT_EQ(two->running_ppl.size(), 2u);
+  EXPECT_DOUBLE_EQ(two->running_ppl[1], all->running_ppl[1]);
+  EXPECT_DOUBLE_EQ(two->ppl, all->running_ppl[1]);
+  EXPECT_EQ(many->n_windows, all->n_windows);
+  EXPECT_DOUBLE_EQ(many->ppl, all->ppl);
+}
+
 TEST(Perplexity, RefusesTextShorterThanOneWindow) {
   LLMPACK_REQUIRE_FIXTURE(model, "gguf/stories260K.gguf");
   ProgramOptions options;
