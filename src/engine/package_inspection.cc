@@ -113,6 +113,12 @@ Result<PackageReport> inspect_package(const std::string& path, const std::string
     r.format = "gguf";
     count_tensors(**gguf, r);
     r.file_type = describe_file_type(**gguf);
+    if (auto file = (*gguf)->get_string("quantize.imatrix.file")) {
+      r.imatrix.file = *file;
+      r.imatrix.dataset = (*gguf)->get_string("quantize.imatrix.dataset").value_or("");
+      r.imatrix.entries = (*gguf)->get_int("quantize.imatrix.entries_count").value_or(-1);
+      r.imatrix.chunks = (*gguf)->get_int("quantize.imatrix.chunks_count").value_or(-1);
+    }
     read_raw_contract(**gguf, r);
     auto config = config_from_gguf(**gguf);
     r.config_ok = config.ok();
@@ -176,6 +182,9 @@ nlohmann::ordered_json report_to_json(const PackageReport& r, bool list_tensors)
   j["tensors"] = {{"count", r.n_tensors}, {"params", r.n_params}, {"dtype_counts", r.dtype_tensor_counts},
                   {"dtype_bytes", r.dtype_bytes}};
   if (!r.file_type.empty()) j["tensors"]["file_type"] = r.file_type;
+  if (!r.imatrix.file.empty())
+    j["tensors"]["imatrix"] = {{"file", r.imatrix.file}, {"dataset", r.imatrix.dataset},
+                               {"entries", r.imatrix.entries}, {"chunks", r.imatrix.chunks}};
   if (list_tensors) {
     nlohmann::ordered_json list = nlohmann::ordered_json::array();
     for (const TensorEntry& t : r.tensor_list)
@@ -264,6 +273,13 @@ std::string report_to_text(const PackageReport& r, bool list_tensors) {
   }
   line("tensors:   " + n(r.n_tensors) + " tensors, " + n(r.n_params) + " parameters: " + mix);
   if (!r.file_type.empty()) line("file type: " + r.file_type);
+  if (!r.imatrix.file.empty()) {
+    std::string used = "imatrix:   quantized with " + r.imatrix.file;
+    if (r.imatrix.entries >= 0) used += ", " + n(r.imatrix.entries) + " entries";
+    if (r.imatrix.chunks >= 0) used += ", " + n(r.imatrix.chunks) + " chunks";
+    if (!r.imatrix.dataset.empty()) used += " of " + r.imatrix.dataset;
+    line(used);
+  }
   if (r.loads) {
     const PackageContract& c = r.contract;
     line(std::string("contract:  ") + (c.from_keys ? "llmpack.* keys" : "defaults (plain GGUF)") + ": S " +

@@ -37,6 +37,12 @@ struct PackageReport {
   int64_t n_params = 0;
   std::vector<TensorEntry> tensor_list;  // a GGUF's tensors in file order (empty for llama2.c)
   std::string file_type;  // llama.cpp's words for a GGUF's file type ("Q4_K - Medium"); empty for llama2.c
+  // The importance matrix the weights were quantized with (llama-quantize's
+  // quantize.imatrix.* keys, which `export --imatrix` writes too); empty file: none recorded.
+  struct ImatrixUsed {
+    std::string file, dataset;
+    int64_t entries = -1, chunks = -1;  // -1: not recorded
+  } imatrix;
   // The contract keys as written (absent keys are missing from the map).
   nlohmann::ordered_json contract_keys = nlohmann::ordered_json::object();
   bool has_contract_keys = false;

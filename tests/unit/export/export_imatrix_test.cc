@@ -10,6 +10,7 @@
 
 #include "common/tiny_model.h"
 #include "export_test_util.h"
+#include "engine/package_inspection.h"
 #include "format/gguf.h"
 #include "format/imatrix_file.h"
 #include "kernels/quantize.h"
@@ -110,6 +111,21 @@ TEST(ExportImatrix, ThePackageSaysWhichImatrixItWasQuantizedWith) {
   EXPECT_EQ((*gguf)->get_string("quantize.imatrix.dataset"), "calibration.txt");
   EXPECT_EQ((*gguf)->get_int("quantize.imatrix.entries_count"), 14);
   EXPECT_EQ((*gguf)->get_int("quantize.imatrix.chunks_count"), 3);
+  // inspect reports them (llama-quantize writes the same keys).
+  auto report = inspect_package(dir.file("out.gguf"), "", ContractDefaults{});
+  ASSERT_TRUE(report.ok()) << report.status().message();
+  EXPECT_EQ(report->imatrix.file, imatrix);
+  EXPECT_EQ(report->imatrix.entries, 14);
+  EXPECT_NE(report_to_text(*report).find("imatrix:   quantized with " + imatrix + ", 14 entries, 3 chunks of "
+                                          "calibration.txt"),
+            std::string::npos)
+      << report_to_text(*report);
+  EXPECT_EQ(report_to_json(*report)["tensors"]["imatrix"]["chunks"], 3);
+  // A package quantized without one says nothing of it.
+  ASSERT_TRUE(export_with(dir, model, "", "plain.gguf").ok());
+  auto plain = inspect_package(dir.file("plain.gguf"), "", ContractDefaults{});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(report_to_text(*plain).find("imatrix:"), std::string::npos);
 }
 
 TEST(ExportImatrix, AnImatrixOfAnotherModelIsRefused) {
