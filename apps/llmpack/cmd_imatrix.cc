@@ -1,4 +1,4 @@
-// `llmpack imatrix -m MODEL -f TEXT [-c 512] [--chunks N] [--in_file F]... [-o imatrix.gguf]`:
+// `llmpack imatrix -m MODEL -f TEXT [-c 512] [--chunks N] [--in_file F]... [--output_frequency N] [-o FILE]`:
 // an importance matrix over a calibration text, as llama-imatrix computes
 // one (non-overlapping windows of -c tokens, every row of each counted), with
 // the running perplexity line it prints, written in llama.cpp's GGUF form or
@@ -32,6 +32,7 @@ struct ImatrixFlags {
   std::string output_format;  // gguf | dat; empty: by -o's extension (.dat: dat)
   bool process_output = false;
   std::vector<std::string> in_files;  // --in_file: imatrix files added to what the run computes
+  int64_t output_frequency = 10;      // windows between saves of -o during the run (0: at the end only)
   std::string kv_dtype{kv_dtype_name(kDefaultKvDtype)};
   bool kv_dtype_given = false;
 };
@@ -106,7 +107,13 @@ int execute(ImatrixFlags& o) {
   std::fprintf(stderr, "imatrix: windows of %lld tokens, every row counted%s; perplexity of each second half\n",
                static_cast<long long>(o.context), o.process_output ? ", the output matrix too" : "");
   const bool scored = o.context >= 3;  // a window of 2 scores no position
-  const ImatrixOptions run{o.context, o.chunks, o.process_output, o.text_file};
+  ImatrixOptions run{o.context, o.chunks, o.process_output, o.text_file};
+  run.save_every = o.output_frequency;
+  run.on_save = [&o, &in_sum](const ImportanceMatrix& so_far) {
+    ImportanceMatrix m = *in_sum;
+    if (auto status = merge_imatrix(&m, so_far); !status.ok()) return status.with_context("--in_file");
+    return write_result(o, m);
+  };
   auto result = compute_imatrix(*loaded->program, *loaded->tokenizer, *text, run,
                                 scored ? running_line(4) : std::function<void(int64_t, double)>());
   if (!result.ok()) return scored ? fail_after_running_line(result.status()) : fail(result.status());
@@ -147,6 +154,11 @@ void register_imatrix(CLI::App& app, std::function<int()>& action) {
                   "gguf (llama.cpp's current form) or dat (its legacy form); default: dat for an -o ending in "
                   ".dat, else gguf")
       ->check(CLI::IsMember({"gguf", "dat"}));
+  cmd->add_option("--output_frequency", o->output_frequency,
+                  "Write -o every N windows during the run, so an interrupted run keeps what it computed "
+                  "(0: at the end only; llama-imatrix's --output-frequency)")
+      ->default_val(10)
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   cmd->add_flag("--process_output", o->process_output,
                 "Also collect the output matrix's input (output.weight, or token_embd.weight when tied)");
   CLI::Option* kv_dtype = add_kv_dtype_option(*cmd, o->kv_dtype);

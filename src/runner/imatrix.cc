@@ -37,14 +37,17 @@ Result<ImatrixResult> compute_imatrix(LlamaProgram& program, const Tokenizer& to
   ActivationStats stats(options.process_output);
   LLMPACK_RETURN_IF_ERROR(program.bind_activation_stats(&stats));
   const StatsBinding unbind(program);
+  std::vector<std::string> datasets;
+  if (!options.dataset.empty()) datasets.push_back(options.dataset);
   RunningMean nll;
   for (int64_t w = 0; w < windows; ++w) {
     LLMPACK_RETURN_IF_ERROR(score_window(program, s, w, nll));
     if (on_window) on_window(w, std::exp(nll.mean()));
+    const int64_t done = w + 1;
+    if (options.save_every > 0 && options.on_save && done % options.save_every == 0 && done < windows)
+      LLMPACK_RETURN_IF_ERROR(options.on_save(stats.to_imatrix(datasets, done, options.context)));
   }
   ImatrixResult result;
-  std::vector<std::string> datasets;
-  if (!options.dataset.empty()) datasets.push_back(options.dataset);
   result.imatrix = stats.to_imatrix(std::move(datasets), windows, options.context);
   result.n_windows = windows;
   result.n_scored = nll.n;

@@ -24,6 +24,11 @@ struct ImatrixOptions {
   int64_t max_chunks = -1;      // windows to run at most; -1: every whole window of the text
   bool process_output = false;  // also the output matrix (llama-imatrix's --process-output)
   std::string dataset;          // the calibration file's name, recorded in imatrix.datasets
+  // Every `save_every` windows (0: never) before the last, `on_save` gets the
+  // matrix so far (llama-imatrix's --output-frequency: a long run interrupted
+  // keeps what it computed); an error from it stops the run.
+  int64_t save_every = 0;
+  std::function<Status(const ImportanceMatrix&)> on_save;
 };
 
 struct ImatrixResult {
