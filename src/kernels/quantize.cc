@@ -240,6 +240,14 @@ FitLanes min_levels(const float* x, float m, float inv_s, float top) {
 }
 float inverse_or_zero(float s) { return s != 0.0f ? 1.0f / s : 0.0f; }
 
+// floor(v) clamped to lo..hi as an int; NaN -> lo (weights are finite, but no
+// input may make the conversion undefined).
+int floor_clamped(float v, int lo, int hi) {
+  const float f = std::floor(v);
+  if (!(f >= static_cast<float>(lo))) return lo;
+  return f >= static_cast<float>(hi) ? hi : static_cast<int>(f);
+}
+
 // The (w-weighted) squared error of x[n] at those levels (n a multiple of 8).
 float min_code_error(const float* x, const float* w, int n, int top, float s, float m) {
   const float inv_s = s > 0.0f ? 1.0f / s : 0.0f, levels = static_cast<float>(top);
@@ -266,10 +274,9 @@ void put_min_levels(const float* x, int n, int top, float s, float m, uint8_t* q
 // how the two errors meet, and the weights; 2-8% less KLD, section 76).
 void pick_min_codes(const float* x, const float* w, int n, int top, float d, float dmin, float scale, float min,
                     int max_code, uint8_t* sc, uint8_t* mn) {
-  const auto code = [max_code](float v, float unit) {
-    return unit > 0 ? std::clamp(static_cast<int>(std::floor(v / unit)), 0, max_code) : 0;
-  };
-  const int s_lo = code(scale, d), m_lo = code(min, dmin);
+  const int s_lo = d > 0 ? floor_clamped(scale / d, 0, max_code) : 0;
+  const int m_lo = dmin > 0 ? floor_clamped(min / dmin, 0, max_code) : 0;
+  *sc = static_cast<uint8_t>(s_lo), *mn = static_cast<uint8_t>(m_lo);
   float best = INFINITY;
   for (int s = s_lo; s <= std::min(s_lo + 1, max_code); ++s)
     for (int m = m_lo; m <= std::min(m_lo + 1, max_code); ++m) {
@@ -311,7 +318,7 @@ void put_signed_levels(const float* x, int n, int lo, int hi, float step, int of
 int pick_signed_code(const float* x, const float* w, int n, int lo, int hi, float d, float scale, int code_lo,
                      int code_hi) {
   if (d == 0.0f) return 0;
-  const int c_lo = std::clamp(static_cast<int>(std::floor(scale / d)), code_lo, code_hi);
+  const int c_lo = floor_clamped(scale / d, code_lo, code_hi);
   int best_code = c_lo;
   float best = INFINITY;
   for (int c = c_lo; c <= std::min(c_lo + 1, code_hi); ++c) {

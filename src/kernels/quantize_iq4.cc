@@ -136,7 +136,8 @@ float iq4_error(const float* x, const float* w, float d) {
 // side of scale / d, the one whose grid values give the least error.
 int pick_iq4_code(const float* x, const float* w, float d, float scale) {
   if (d == 0.0f) return 0;
-  const int c_lo = std::clamp(static_cast<int>(std::floor(scale / d)), -32, 31);
+  const float f = std::floor(scale / d);  // NaN -> -32, as the conversion must not see it
+  const int c_lo = !(f >= -32.0f) ? -32 : f >= 31.0f ? 31 : static_cast<int>(f);
   int best_code = c_lo;
   float best = INFINITY;
   for (int c = c_lo; c <= std::min(c_lo + 1, 31); ++c) {

@@ -4,6 +4,7 @@
 // squared activation) falls; the types without a search ignore it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -106,6 +107,27 @@ TEST(QuantizeImportance, TypesWithoutASearchIgnoreIt) {
   const auto imp = skewed_importance(kCols, 10);
   for (DType dtype : {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_1, DType::kQ5_1})
     EXPECT_EQ(round_trip(dtype, x, kCols, imp.data()), round_trip(dtype, x, kCols, nullptr)) << dtype_name(dtype);
+}
+
+// A hostile or damaged source may hold NaN and infinite weights: every
+// searched type still writes its whole row, with and without importances
+// (the sanitizer build checks no float-to-int conversion sees them), and the
+// finite blocks beside them quantize as they would alone.
+TEST(QuantizeImportance, NonFiniteWeightsStayInTheirBlock) {
+  constexpr int64_t kCols = 512;
+  auto x = random_floats(kCols, 12);
+  const auto clean = x;
+  x[3] = std::nanf(""), x[40] = INFINITY, x[77] = -INFINITY;  // all in the first super-block
+  const auto imp = skewed_importance(kCols, 13);
+  for (DType dtype : kSearched) {
+    for (const float* w : {static_cast<const float*>(nullptr), imp.data()}) {
+      const auto dirty = quantize_rows(dtype, x, kCols, w);
+      const auto alone = quantize_rows(dtype, clean, kCols, w);
+      const size_t half = dirty.size() / 2;  // the second super-block (or its 32-blocks) is untouched
+      EXPECT_TRUE(std::equal(dirty.begin() + half, dirty.end(), alone.begin() + half))
+          << dtype_name(dtype) << (w ? " with importances" : "");
+    }
+  }
 }
 
 // The bytes written with importances, recorded as QuantizeTest records the
