@@ -323,6 +323,20 @@ Status set_kv_dtype(const std::string& kv_dtype, ProgramOptions& options) {
   return ok_status();
 }
 
+Result<LoadedPackage> load_for_windows(ModelOptions& model, int64_t context, const std::string& kv_dtype,
+                                       bool kv_dtype_given, ProgramOptions* options) {
+  model.max_seq_len = std::max(model.max_seq_len, context);
+  model.max_context_len = std::max(model.max_context_len, context);
+  *options = program_options(model);
+  options->logits_rows = context;
+  LLMPACK_RETURN_IF_ERROR(set_kv_dtype(kv_dtype, *options));
+  auto loaded = load_package(model.model_path, model.tokenizer_path, *options);
+  if (!loaded.ok()) return loaded.status();
+  if (kv_dtype_given) note_kv_cache(*loaded->program);
+  note_thread_placement(*loaded->program, model, *options);
+  return loaded;
+}
+
 void note_kv_cache(const LlamaProgram& program) {
   const KvCache& c = program.transformer().cache();
   const double mib = 1024.0 * 1024.0;

@@ -109,4 +109,12 @@ Status set_kv_dtype(const std::string& kv_dtype, ProgramOptions& options);
 // a --kv_dtype the user gave).
 void note_kv_cache(const LlamaProgram& program);
 
+// The package of -m loaded to run text in windows of `context` tokens
+// (perplexity, imatrix): a plain GGUF gets S and C of at least `context`, so
+// forward takes a whole window, and every row of logits; --kv_dtype applied
+// (noted when `kv_dtype_given`), the thread placement noted. `*options` gets
+// the options it was loaded with (a second package loads alike).
+Result<LoadedPackage> load_for_windows(ModelOptions& model, int64_t context, const std::string& kv_dtype,
+                                       bool kv_dtype_given, ProgramOptions* options);
+
 }  // namespace llmpack::cli

@@ -94,16 +94,9 @@ int execute(ImatrixFlags& o) {
   auto text = read_file_text(o.text_file);
   if (!text.ok()) return fail(text.status().with_context("-f"));
   if (auto status = check_output_path(o.output); !status.ok()) return fail(status);
-  // Plain GGUFs: forward takes a whole window and returns every row of logits.
-  o.model.max_seq_len = std::max(o.model.max_seq_len, o.context);
-  o.model.max_context_len = std::max(o.model.max_context_len, o.context);
-  ProgramOptions options = program_options(o.model);
-  options.logits_rows = o.context;
-  if (auto status = set_kv_dtype(o.kv_dtype, options); !status.ok()) return fail(status);
-  auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, options);
+  ProgramOptions options;
+  auto loaded = load_for_windows(o.model, o.context, o.kv_dtype, o.kv_dtype_given, &options);
   if (!loaded.ok()) return fail(loaded.status());
-  if (o.kv_dtype_given) note_kv_cache(*loaded->program);
-  note_thread_placement(*loaded->program, o.model, options);
   std::fprintf(stderr, "imatrix: windows of %lld tokens, every row counted%s; perplexity of each second half\n",
                static_cast<long long>(o.context), o.process_output ? ", the output matrix too" : "");
   const bool scored = o.context >= 3;  // a window of 2 scores no position

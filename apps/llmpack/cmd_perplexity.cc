@@ -64,16 +64,9 @@ int execute_kl_divergence(const PerplexityOptions& o, const ProgramOptions& opti
 int execute(PerplexityOptions& o) {
   auto text = read_file_text(o.text_file);
   if (!text.ok()) return fail(text.status().with_context("-f"));
-  // Plain GGUFs: forward takes a whole window and returns every row of logits.
-  o.model.max_seq_len = std::max(o.model.max_seq_len, o.context);
-  o.model.max_context_len = std::max(o.model.max_context_len, o.context);
-  ProgramOptions options = program_options(o.model);
-  options.logits_rows = o.context;
-  if (auto status = set_kv_dtype(o.kv_dtype, options); !status.ok()) return fail(status);
-  auto loaded = load_package(o.model.model_path, o.model.tokenizer_path, options);
+  ProgramOptions options;
+  auto loaded = load_for_windows(o.model, o.context, o.kv_dtype, o.kv_dtype_given, &options);
   if (!loaded.ok()) return fail(loaded.status());
-  if (o.kv_dtype_given) note_kv_cache(*loaded->program);
-  note_thread_placement(*loaded->program, o.model, options);
   if (!o.kl_base.empty()) return execute_kl_divergence(o, options, *loaded, *text);
   std::fprintf(stderr, "perplexity: windows of %lld tokens, scoring the second half of each\n",
                static_cast<long long>(o.context));

@@ -73,11 +73,7 @@ TEST(QuantizeTest, ErrorWithinBoundPerType) {
 // same bytes, as a package exported twice must be the same file. The input
 // is built with exact float operations (sums of 24-bit fractions), so it is
 // the same everywhere. A deliberate change of a quantizer updates its hash.
-uint64_t fnv1a(const std::vector<uint8_t>& bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint8_t b : bytes) h = (h ^ b) * 1099511628211ull;
-  return h;
-}
+using testing::fnv1a;
 
 TEST(QuantizeTest, EachTypeWritesTheRecordedBytes) {
   std::vector<float> x(64 * 512);

@@ -132,11 +132,6 @@ TEST(QuantizeImportance, NonFiniteWeightsStayInTheirBlock) {
 
 // The bytes written with importances, recorded as QuantizeTest records the
 // plain ones: every machine writes the same file from the same imatrix.
-uint64_t fnv1a_bytes(const std::vector<uint8_t>& bytes) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint8_t b : bytes) h = (h ^ b) * 1099511628211ull;
-  return h;
-}
 
 TEST(QuantizeImportance, EachTypeWritesTheRecordedBytes) {
   constexpr int64_t kCols = 512;
@@ -159,7 +154,7 @@ TEST(QuantizeImportance, EachTypeWritesTheRecordedBytes) {
       {DType::kIQ4_XS, 0xa971a7083dc574b1},
   };
   for (const auto& r : kRecorded) {
-    const uint64_t h = fnv1a_bytes(quantize_rows(r.dtype, x, kCols, imp.data()));
+    const uint64_t h = testing::fnv1a(quantize_rows(r.dtype, x, kCols, imp.data()));
     EXPECT_EQ(h, r.hash) << dtype_name(r.dtype) << ": 0x" << std::hex << h;
   }
 }

@@ -25,6 +25,13 @@ inline constexpr DType kBlockTypes[] = {DType::kQ8_0,  DType::kQ4_0,   DType::kQ
                                         DType::kQ3_K,  DType::kQ4_K,   DType::kQ5_K,   DType::kQ6_K,
                                         DType::kIQ4_NL, DType::kIQ4_XS};
 
+// FNV-1a of a byte string: the recorded-bytes tests' fingerprint of a quantizer's output.
+inline uint64_t fnv1a(const std::vector<uint8_t>& bytes) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint8_t b : bytes) h = (h ^ b) * 1099511628211ull;
+  return h;
+}
+
 inline std::vector<float> random_floats(size_t n, uint32_t seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> dist(0.0f, scale);
