@@ -100,15 +100,15 @@ int execute(ImatrixFlags& o) {
   std::fprintf(stderr, "imatrix: windows of %lld tokens, every row counted%s; perplexity of each second half\n",
                static_cast<long long>(o.context), o.process_output ? ", the output matrix too" : "");
   const bool scored = o.context >= 3;  // a window of 2 scores no position
-  ImatrixOptions run{o.context, o.chunks, o.process_output, o.text_file};
-  run.save_every = o.output_frequency;
-  run.on_save = [&o, &in_sum](const ImportanceMatrix& so_far) {
-    ImportanceMatrix m = *in_sum;
-    if (auto status = merge_imatrix(&m, so_far); !status.ok()) return status.with_context("--in_file");
-    return write_result(o, m);
-  };
+  const ImatrixOptions run{o.context, o.chunks, o.process_output, o.text_file};
+  const ImatrixSaving saving{o.output_frequency, [&o, &in_sum](const ImportanceMatrix& so_far) {
+                               ImportanceMatrix m = *in_sum;
+                               if (auto status = merge_imatrix(&m, so_far); !status.ok())
+                                 return status.with_context("--in_file");
+                               return write_result(o, m);
+                             }};
   auto result = compute_imatrix(*loaded->program, *loaded->tokenizer, *text, run,
-                                scored ? running_line(4) : std::function<void(int64_t, double)>());
+                                scored ? running_line(4) : std::function<void(int64_t, double)>(), saving);
   if (!result.ok()) return scored ? fail_after_running_line(result.status()) : fail(result.status());
   if (scored) std::printf("\nFinal estimate: PPL = %.4f +/- %.5f\n", result->ppl, result->ppl_error);
   ImportanceMatrix& m = result->imatrix;

@@ -17,6 +17,19 @@ void ActivationSums::add_rows(const float* x, int64_t n) {
   count += n;
 }
 
+void add_shared_rows(std::initializer_list<ActivationSums*> sums, const float* x, int64_t n) {
+  if (sums.size() == 1) return (*sums.begin())->add_rows(x, n);
+  const size_t cols = (*sums.begin())->sum_sq.size();
+  for (int64_t t = 0; t < n; ++t) {
+    const float* row = x + static_cast<size_t>(t) * cols;
+    for (size_t j = 0; j < cols; ++j) {
+      const double v = row[j], sq = v * v;
+      for (ActivationSums* s : sums) s->sum_sq[j] += sq;
+    }
+  }
+  for (ActivationSums* s : sums) s->count += n;
+}
+
 Result<ActivationSums*> ActivationStats::entry(const std::string& name, int64_t n_cols) {
   auto [it, added] = weights_.try_emplace(name);
   ActivationSums& sums = it->second;

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <string_view>
@@ -27,6 +28,11 @@ struct ActivationSums {
   // the same rows give the same sums whatever thread computed them.
   void add_rows(const float* x, int64_t n);
 };
+
+// add_rows of the same rows x[n, n_cols] into every one of `sums` (matrices
+// that read one input: q, k and v; gate and up), each square computed once;
+// every sum gets the same additions in the same order as add_rows gives it.
+void add_shared_rows(std::initializer_list<ActivationSums*> sums, const float* x, int64_t n);
 
 class ActivationStats {
  public:

@@ -132,7 +132,7 @@ Status Transformer::bind_activation_stats(ActivationStats* stats) {
 // sums do not depend on how many threads the matmuls ran on.
 void Transformer::add_activations(std::initializer_list<ActivationSums*> sums, const float* x, int64_t n) {
   const StageTimer timer(profile_, ForwardStage::kOther);
-  for (ActivationSums* s : sums) s->add_rows(x, n);
+  add_shared_rows(sums, x, n);
 }
 
 void Transformer::matmul(ForwardStage stage, const kernels::WeightMatrix& w, const float* x, int64_t n,

@@ -232,7 +232,7 @@ void fit_scale_min(const float* x, const float* w, int n, int top, float* scale,
     fit_scale_min_impl<false>(x, x, n, top, scale, min);  // w unread
 }
 
-// The levels of x[i..i + 8) ~ s q - m, q in 0..top: round((x + m) inv_s),
+// The levels of x[i..i + 8) ~ s q - m, q in 0..top (s >= 0): round((x + m) inv_s),
 // inv_s = 1 / s (0 where s is 0: every level 0). The block's final pass and
 // the code search below pick the same levels.
 FitLanes min_levels(const float* x, float m, float inv_s, float top) {
@@ -250,7 +250,7 @@ int floor_clamped(float v, int lo, int hi) {
 
 // The (w-weighted) squared error of x[n] at those levels (n a multiple of 8).
 float min_code_error(const float* x, const float* w, int n, int top, float s, float m) {
-  const float inv_s = s > 0.0f ? 1.0f / s : 0.0f, levels = static_cast<float>(top);
+  const float inv_s = inverse_or_zero(s), levels = static_cast<float>(top);
   FitLanes e{};
   for (int i = 0; i < n; i += kFitLanes) {
     const FitLanes r = s * min_levels(x + i, m, inv_s, levels) - m - load_lanes(x + i);
@@ -261,7 +261,7 @@ float min_code_error(const float* x, const float* w, int n, int top, float s, fl
 
 // Writes those levels of x[n] into q[n].
 void put_min_levels(const float* x, int n, int top, float s, float m, uint8_t* q) {
-  const float inv_s = s > 0.0f ? 1.0f / s : 0.0f, levels = static_cast<float>(top);
+  const float inv_s = inverse_or_zero(s), levels = static_cast<float>(top);
   for (int i = 0; i < n; i += kFitLanes) {
     const FitLanes v = min_levels(x + i, m, inv_s, levels);
     for (int l = 0; l < kFitLanes; ++l) q[i + l] = static_cast<uint8_t>(v[l] == v[l] ? v[l] : 0.0f);  // NaN: 0

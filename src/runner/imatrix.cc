@@ -26,7 +26,8 @@ class StatsBinding {
 
 Result<ImatrixResult> compute_imatrix(LlamaProgram& program, const Tokenizer& tokenizer, std::string_view text,
                                       const ImatrixOptions& options,
-                                      const std::function<void(int64_t, double)>& on_window) {
+                                      const std::function<void(int64_t, double)>& on_window,
+                                      const ImatrixSaving& saving) {
   if (options.max_chunks == 0 || options.max_chunks < -1)
     return error_status("imatrix: " + std::to_string(options.max_chunks) +
                         " chunks asked for, expected -1 (all) or at least 1");
@@ -44,8 +45,8 @@ Result<ImatrixResult> compute_imatrix(LlamaProgram& program, const Tokenizer& to
     LLMPACK_RETURN_IF_ERROR(score_window(program, s, w, nll));
     if (on_window) on_window(w, std::exp(nll.mean()));
     const int64_t done = w + 1;
-    if (options.save_every > 0 && options.on_save && done % options.save_every == 0 && done < windows)
-      LLMPACK_RETURN_IF_ERROR(options.on_save(stats.to_imatrix(datasets, done, options.context)));
+    if (saving.every > 0 && saving.on_save && done % saving.every == 0 && done < windows)
+      LLMPACK_RETURN_IF_ERROR(saving.on_save(stats.to_imatrix(datasets, done, options.context)));
   }
   ImatrixResult result;
   result.imatrix = stats.to_imatrix(std::move(datasets), windows, options.context);

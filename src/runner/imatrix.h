@@ -24,10 +24,13 @@ struct ImatrixOptions {
   int64_t max_chunks = -1;      // windows to run at most; -1: every whole window of the text
   bool process_output = false;  // also the output matrix (llama-imatrix's --process-output)
   std::string dataset;          // the calibration file's name, recorded in imatrix.datasets
-  // Every `save_every` windows (0: never) before the last, `on_save` gets the
-  // matrix so far (llama-imatrix's --output-frequency: a long run interrupted
-  // keeps what it computed); an error from it stops the run.
-  int64_t save_every = 0;
+};
+
+// Every `every` windows (0: never) before the last, `on_save` gets the matrix
+// so far (llama-imatrix's --output-frequency: a long run interrupted keeps
+// what it computed); an error from it stops the run.
+struct ImatrixSaving {
+  int64_t every = 0;
   std::function<Status(const ImportanceMatrix&)> on_save;
 };
 
@@ -44,6 +47,7 @@ struct ImatrixResult {
 // the output matrix's input is every row, as llama-imatrix computes every row's logits.
 Result<ImatrixResult> compute_imatrix(LlamaProgram& program, const Tokenizer& tokenizer, std::string_view text,
                                       const ImatrixOptions& options,
-                                      const std::function<void(int64_t, double)>& on_window = nullptr);
+                                      const std::function<void(int64_t, double)>& on_window = nullptr,
+                                      const ImatrixSaving& saving = {});
 
 }  // namespace llmpack

@@ -45,22 +45,20 @@ TEST(ImatrixRun, SavesTheMatrixSoFarEveryNWindows) {
   const std::string text = calibration_text();
   const int64_t windows = static_cast<int64_t>(text_ids(*pkg.tokenizer, text).size()) / kContext;
   ASSERT_GE(windows, 3);
-  ImatrixOptions options{kContext, -1, false, "cal.txt"};
-  options.save_every = 1;
+  const ImatrixOptions options{kContext, -1, false, "cal.txt"};
   std::vector<int64_t> saved_chunks;
-  options.on_save = [&](const ImportanceMatrix& m) {
-    saved_chunks.push_back(m.chunk_count);
-    for (const auto& [name, e] : m.entries) EXPECT_EQ(e.count, m.chunk_count * kContext) << name;
-    return ok_status();
-  };
-  auto r = compute_imatrix(*pkg.program, *pkg.tokenizer, text, options);
+  ImatrixSaving saving{1, [&](const ImportanceMatrix& m) {
+                         saved_chunks.push_back(m.chunk_count);
+                         for (const auto& [name, e] : m.entries) EXPECT_EQ(e.count, m.chunk_count * kContext) << name;
+                         return ok_status();
+                       }};
+  auto r = compute_imatrix(*pkg.program, *pkg.tokenizer, text, options, nullptr, saving);
   ASSERT_TRUE(r.ok()) << r.status().message();
   std::vector<int64_t> expected;
   for (int64_t w = 1; w < windows; ++w) expected.push_back(w);
   EXPECT_EQ(saved_chunks, expected);
-  options.save_every = 2;
-  options.on_save = [](const ImportanceMatrix&) { return error_status("disk full"); };
-  r = compute_imatrix(*pkg.program, *pkg.tokenizer, text, options);
+  saving = {2, [](const ImportanceMatrix&) { return error_status("disk full"); }};
+  r = compute_imatrix(*pkg.program, *pkg.tokenizer, text, options, nullptr, saving);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("disk full"), std::string::npos);
 }
