@@ -61,7 +61,10 @@ void register_export(CLI::App& app, std::function<int()>& action) {
   auto* stat = cmd->add_flag("--static_shape", o->static_shape, "Each call takes exactly --static_chunk tokens");
   dynamic->excludes(stat);
   cmd->add_option("--static_chunk", o->static_chunk, "N: tokens per call with --static_shape (default 1)");
-  cmd->add_option("--dtype", o->dtype, "Weights: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, q3_k_m, q4_k_m, q5_k_m (default: the source's types)");
+  cmd->add_option("--dtype", o->dtype,
+                  "Weights: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, "
+                  "iq4_xs, iq2_xxs, iq2_xs, iq2_s (these three need --imatrix), iq3_xxs, iq3_s, q3_k_m, q4_k_m, "
+                  "q5_k_m (default: the source's types)");
   cmd->add_option("--output_dtype", o->output_dtype,
                   "Type of the output matrix (the embedding when the model ties them), e.g. q6_k as llama.cpp's "
                   "q4_0 files have it (llama-quantize's --output-tensor-type)");
@@ -73,7 +76,7 @@ void register_export(CLI::App& app, std::function<int()>& action) {
       ->allow_extra_args(false);
   cmd->add_option("--imatrix", o->imatrix,
                   "An importance matrix (llama-imatrix's .gguf or .dat, or `llmpack imatrix`'s): the types that "
-                  "search their scales (q4_0, q5_0, the k-quants, iq4_nl, iq4_xs) weight each column's error by the "
+                  "search their scales (q4_0, q5_0, the k-quants, the iq types) weight each column's error by the "
                   "mean square of its activations (llama-quantize's --imatrix)");
   cmd->add_option("--name", o->name, "general.name to write");
   cmd->add_flag("--dry_run", o->dry_run,

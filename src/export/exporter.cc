@@ -90,7 +90,8 @@ void write_imatrix_provenance(GgufWriter& w, const std::string& path, const Impo
 bool searches_scales(DType t) {
   switch (t) {
     case DType::kQ4_0: case DType::kQ5_0: case DType::kQ2_K: case DType::kQ3_K: case DType::kQ4_K:
-    case DType::kQ5_K: case DType::kQ6_K: case DType::kIQ4_NL: case DType::kIQ4_XS:
+    case DType::kQ5_K: case DType::kQ6_K: case DType::kIQ4_NL: case DType::kIQ4_XS: case DType::kIQ2_XXS:
+    case DType::kIQ2_XS: case DType::kIQ2_S: case DType::kIQ3_XXS: case DType::kIQ3_S:
       return true;
     default:
       return false;
@@ -108,11 +109,28 @@ struct ImportanceUse {
 
 // The importances `t` is quantized to `type` with (nullptr: none). An entry
 // whose length is not the tensor's row length was computed on another model.
+// The 2-bit codebook types are written only with importances (as
+// llama-quantize refuses them without): with 4 to 8 codebook entries a group
+// of 8 weights, which weights may move decides most of the error.
+bool needs_importance(DType t) { return t == DType::kIQ2_XXS || t == DType::kIQ2_XS || t == DType::kIQ2_S; }
+
+Status missing_importance(const SourceTensor& t, DType type, bool have_file) {
+  return error_status("'" + t.name + "' is to be written as " + std::string(dtype_name(type)) +
+                      ", which needs an importance matrix entry for it (2-bit codebook types quantized without one "
+                      "lose most of the model), but " +
+                      (have_file ? "the --imatrix file has none for it (llmpack imatrix --process_output records the "
+                                   "output matrix; or give this tensor another type with --tensor_dtype)"
+                                 : "no --imatrix was given (make one with llmpack imatrix -m MODEL -f TEXT)"));
+}
+
 Result<const float*> importance_for(const SourceTensor& t, DType type, ImportanceUse* use) {
-  if (use->imatrix == nullptr || type == t.dtype || t.ne.size() < 2 || !searches_scales(type)) return nullptr;
+  if (type == t.dtype || t.ne.size() < 2) return nullptr;
+  if (use->imatrix == nullptr && needs_importance(type)) return missing_importance(t, type, false);
+  if (use->imatrix == nullptr || !searches_scales(type)) return nullptr;
   ++use->searched;
   const ImatrixEntry* entry = use->imatrix->find(t.name);
   if (entry == nullptr) {
+    if (needs_importance(type)) return missing_importance(t, type, true);
     if (use->first_uncovered.empty()) use->first_uncovered = t.name;
     return nullptr;
   }

@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 #include <regex>
 
 #include "core/half.h"
 #include "format/mapped_file.h"
+#include "kernels/iq_blocks.h"
 #include "kernels/kernels.h"
 #include "kernels/quantize.h"
 
@@ -70,6 +72,11 @@ DType fallback_type(DType want) {
     case DType::kQ3_K:
       return DType::kQ4_0;
     case DType::kIQ4_XS:
+    case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S:
       return DType::kIQ4_NL;
     case DType::kQ4_K:
       return DType::kQ5_0;
@@ -82,8 +89,22 @@ DType fallback_type(DType want) {
   }
 }
 
+// The codebook types' output matrix and embedding, as llama-quantize writes
+// them in its files of those types (the 2- and 3-bit codebooks lose too much
+// there, and an embedding has no importances): the output Q5_K (Q6_K for
+// iq3_s), the embedding Q2_K for iq2_xxs / iq2_xs and IQ3_S for the others.
+// Nothing (the type itself) for other tensors and types.
+std::optional<DType> codebook_edge_type(const std::string& name, DType matrix, const std::string& output_name) {
+  if (!kernels::is_codebook_type(matrix)) return std::nullopt;
+  if (name == output_name) return matrix == DType::kIQ3_S ? DType::kQ6_K : DType::kQ5_K;
+  if (name == "token_embd.weight")
+    return matrix == DType::kIQ2_XXS || matrix == DType::kIQ2_XS ? DType::kQ2_K : DType::kIQ3_S;
+  return std::nullopt;
+}
+
 // The plan's type for matrix `name`: its --dtype, or the mix's choice.
 DType mix_type(const std::string& name, const DTypePlan& plan, int64_t n_layers, const std::string& output_name) {
+  if (auto edge = codebook_edge_type(name, plan.matrix, output_name)) return *edge;
   if (!plan.medium_mix) return plan.matrix;
   if (plan.matrix == DType::kQ3_K) return q3_k_m_type(name, layer_of(name), n_layers, output_name);
   const bool v_or_down =

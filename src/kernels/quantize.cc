@@ -566,6 +566,11 @@ bool quantize_supports(DType dtype) {
     case DType::kQ3_K:
     case DType::kIQ4_NL:
     case DType::kIQ4_XS:
+    case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S:
       return true;
     default:
       return false;
@@ -631,6 +636,21 @@ size_t quantize_row(DType dtype, const float* src, int64_t n, void* dst, const f
       break;
     case DType::kIQ4_XS:
       fit::quantize_iq4_xs(src, importance, n_blocks, static_cast<BlockIQ4_XS*>(dst));
+      break;
+    case DType::kIQ2_XXS:
+      fit::quantize_iq2_xxs(src, importance, n_blocks, static_cast<BlockIQ2_XXS*>(dst));
+      break;
+    case DType::kIQ2_XS:
+      fit::quantize_iq2_xs(src, importance, n_blocks, static_cast<BlockIQ2_XS*>(dst));
+      break;
+    case DType::kIQ2_S:
+      fit::quantize_iq2_s(src, importance, n_blocks, static_cast<BlockIQ2_S*>(dst));
+      break;
+    case DType::kIQ3_XXS:
+      fit::quantize_iq3_xxs(src, importance, n_blocks, static_cast<BlockIQ3_XXS*>(dst));
+      break;
+    case DType::kIQ3_S:
+      fit::quantize_iq3_s(src, importance, n_blocks, static_cast<BlockIQ3_S*>(dst));
       break;
     default:
       return 0;

@@ -12,6 +12,7 @@
 #include <immintrin.h>
 #endif
 
+#include "kernels/iq_blocks.h"
 #include "kernels/quant_blocks.h"
 
 namespace llmpack::kernels::fit {
@@ -126,5 +127,12 @@ inline float signed_max(const float* x, int n) {
 // IQ4_NL and IQ4_XS (quantize_iq4.cc); imp as quantize_row's importance.
 void quantize_iq4_nl(const float* x, const float* imp, int64_t n_blocks, BlockIQ4_NL* out);
 void quantize_iq4_xs(const float* x, const float* imp, int64_t n_blocks, BlockIQ4_XS* out);
+
+// The codebook types (quantize_codebook.cc); imp as quantize_row's importance.
+void quantize_iq2_xxs(const float* x, const float* imp, int64_t n_blocks, BlockIQ2_XXS* out);
+void quantize_iq2_xs(const float* x, const float* imp, int64_t n_blocks, BlockIQ2_XS* out);
+void quantize_iq2_s(const float* x, const float* imp, int64_t n_blocks, BlockIQ2_S* out);
+void quantize_iq3_xxs(const float* x, const float* imp, int64_t n_blocks, BlockIQ3_XXS* out);
+void quantize_iq3_s(const float* x, const float* imp, int64_t n_blocks, BlockIQ3_S* out);
 
 }  // namespace llmpack::kernels::fit

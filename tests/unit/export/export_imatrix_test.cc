@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -166,6 +167,76 @@ TEST(ExportImatrix, ATypeWithoutASearchIsWrittenAsWithout) {
   for (const auto& n : with->notices) EXPECT_EQ(n.find("--imatrix"), std::string::npos) << n;
   EXPECT_EQ(tensor_bytes(dir.file("with.gguf"), "blk.0.attn_q.weight"),
             tensor_bytes(dir.file("without.gguf"), "blk.0.attn_q.weight"));
+}
+
+// The 2-bit codebook types are written only with importances, as
+// llama-quantize writes them: without --imatrix, or for a matrix the file has
+// no entry for, the export stops and names the tensor and the way out.
+TEST(ExportImatrix, TwoBitCodebookTypesNeedImportances) {
+  ScratchDir dir;
+  const std::string model = write_model(dir), imatrix = dir.file("imatrix.gguf");
+  ASSERT_TRUE(write_imatrix(imatrix, imatrix_for(model)).ok());
+  for (const std::string dtype : {"iq2_xxs", "iq2_xs", "iq2_s"}) {
+    std::filesystem::remove(dir.file("out.gguf"));
+    auto r = export_with(dir, model, "", "out.gguf", dtype);
+    ASSERT_FALSE(r.ok()) << dtype;
+    EXPECT_NE(r.status().message().find("as " + dtype + ", which needs an importance matrix"), std::string::npos)
+        << r.status().message();
+    EXPECT_NE(r.status().message().find("llmpack imatrix"), std::string::npos) << r.status().message();
+    EXPECT_FALSE(std::filesystem::exists(dir.file("out.gguf")));
+    auto with = export_with(dir, model, imatrix, "out.gguf", dtype);
+    EXPECT_TRUE(with.ok()) << dtype << ": " << with.status().message();
+  }
+  // The output matrix asked for in one, and the file has no entry for it.
+  ExportOptions o;
+  o.checkpoint = model, o.output = dir.file("out2.gguf"), o.dtype = "iq3_s", o.imatrix = imatrix;
+  o.tensor_dtypes = {"output=iq2_xs"};
+  auto r = export_package(o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("'output.weight' is to be written as iq2_xs"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("--process_output"), std::string::npos) << r.status().message();
+  // The 3-bit ones need none.
+  for (const std::string dtype : {"iq3_xxs", "iq3_s"}) EXPECT_TRUE(export_with(dir, model, "", "out3.gguf", dtype).ok());
+}
+
+// The codebook types' output matrix and embedding take the types
+// llama-quantize gives them in its files of those types; the layers' matrices
+// take the asked type, each row quantized with its importances.
+TEST(ExportImatrix, CodebookTypesGiveTheOutputAndEmbeddingLlamaQuantizesTypes) {
+  ScratchDir dir;
+  const std::string model = write_model(dir), imatrix = dir.file("imatrix.gguf");
+  const ImportanceMatrix m = imatrix_for(model);
+  ASSERT_TRUE(write_imatrix(imatrix, m).ok());
+  const struct {
+    const char* dtype;
+    DType matrix, output, embedding;
+  } kCases[] = {{"iq2_xxs", DType::kIQ2_XXS, DType::kQ5_K, DType::kQ2_K},
+                {"iq2_xs", DType::kIQ2_XS, DType::kQ5_K, DType::kQ2_K},
+                {"iq2_s", DType::kIQ2_S, DType::kQ5_K, DType::kIQ3_S},
+                {"iq3_xxs", DType::kIQ3_XXS, DType::kQ5_K, DType::kIQ3_S},
+                {"iq3_s", DType::kIQ3_S, DType::kQ6_K, DType::kIQ3_S}};
+  for (const auto& c : kCases) {
+    auto r = export_with(dir, model, imatrix, "out.gguf", c.dtype);
+    ASSERT_TRUE(r.ok()) << c.dtype << ": " << r.status().message();
+    auto gguf = GgufFile::open(dir.file("out.gguf"));
+    ASSERT_TRUE(gguf.ok());
+    EXPECT_EQ((*gguf)->find_tensor("output.weight")->dtype, c.output) << c.dtype;
+    EXPECT_EQ((*gguf)->find_tensor("token_embd.weight")->dtype, c.embedding) << c.dtype;
+    const std::string name = "blk.0.ffn_gate.weight";
+    const GgufTensorInfo* t = (*gguf)->find_tensor(name);
+    ASSERT_EQ(t->dtype, c.matrix) << c.dtype;
+    auto source = GgufFile::open(model);
+    ASSERT_TRUE(source.ok());
+    const GgufTensorInfo* s = (*source)->find_tensor(name);
+    const std::vector<float> imp = m.find(name)->mean_sq();
+    const int64_t cols = s->ne[0], rb = row_bytes(*dtype_info(c.matrix), cols);
+    std::vector<uint8_t> row0(static_cast<size_t>(rb));
+    std::vector<float> x(static_cast<size_t>(cols));
+    std::memcpy(x.data(), s->data, static_cast<size_t>(cols) * 4);
+    kernels::quantize_row(c.matrix, x.data(), cols, row0.data(), imp.data());
+    EXPECT_EQ(std::vector<uint8_t>(t->data, t->data + rb), row0) << c.dtype;
+  }
 }
 
 }  // namespace

@@ -47,12 +47,15 @@ struct QuantBound {
 // q4_k 0.070, q6_k 0.017 (llama.cpp's own quantizer gives 0.071 and 0.017 on
 // the eco fixtures), q5_0 0.043, q5_1 0.038, q5_k 0.035 (llama.cpp's: 0.036 on
 // the eco fixture), q4_1 0.078, q2_k 0.265, q3_k 0.144, iq4_nl 0.0744, iq4_xs
-// 0.0751; bounds carry 10-20% margin.
+// 0.0751, iq2_xxs 0.334, iq2_xs 0.290, iq2_s 0.241, iq3_xxs 0.179, iq3_s 0.132;
+// bounds carry 10-20% margin.
 constexpr QuantBound kBounds[] = {
     {DType::kF16, 0.00025}, {DType::kBF16, 0.002}, {DType::kQ8_0, 0.0062},
     {DType::kQ4_0, 0.095},  {DType::kQ4_K, 0.08},  {DType::kQ6_K, 0.02},
     {DType::kQ5_0, 0.048},  {DType::kQ5_1, 0.043},  {DType::kQ5_K, 0.042}, {DType::kQ4_1, 0.09},
     {DType::kQ2_K, 0.30},   {DType::kQ3_K, 0.16},  {DType::kIQ4_NL, 0.082}, {DType::kIQ4_XS, 0.083},
+    {DType::kIQ2_XXS, 0.37}, {DType::kIQ2_XS, 0.32}, {DType::kIQ2_S, 0.27}, {DType::kIQ3_XXS, 0.20},
+    {DType::kIQ3_S, 0.15},
 };
 
 TEST(QuantizeTest, ErrorWithinBoundPerType) {
@@ -94,6 +97,9 @@ TEST(QuantizeTest, EachTypeWritesTheRecordedBytes) {
       {DType::kQ3_K, 0x3bb9f3a15e7a2458},   {DType::kQ4_K, 0xb92ed9cf15ad82bd},
       {DType::kQ5_K, 0x4fb27ea0d80e3e95},   {DType::kQ6_K, 0xb5856789c8e13b17},
       {DType::kIQ4_NL, 0x5f7ac851fb5a2934}, {DType::kIQ4_XS, 0x3fca2440c9681a63},
+      {DType::kIQ2_XXS, 0x8c3f36500be19d6a}, {DType::kIQ2_XS, 0x854bb4720c1fc8d8},
+      {DType::kIQ2_S, 0x51a97907adcc4f34},   {DType::kIQ3_XXS, 0x00c156ee13b6ff6b},
+      {DType::kIQ3_S, 0xd77a1e8cfd461112},
   };
   for (const auto& r : kRecorded) {
     EXPECT_EQ(fnv1a(quantize(r.dtype, x)), r.hash) << dtype_name(r.dtype) << ": 0x" << std::hex
@@ -110,6 +116,9 @@ TEST(QuantizeTest, RejectsUnsupportedAndPartialBlocks) {
   EXPECT_EQ(quantize_row(DType::kQ8_K, x.data(), 256, out.data()), 0u);
   EXPECT_EQ(quantize_row(DType::kQ3_K, x.data(), 32, out.data()), 0u);
   EXPECT_EQ(quantize_row(DType::kIQ4_XS, x.data(), 32, out.data()), 0u);
+  EXPECT_EQ(quantize_row(DType::kIQ2_XXS, x.data(), 32, out.data()), 0u);
+  EXPECT_EQ(quantize_row(DType::kIQ3_S, x.data(), 32, out.data()), 0u);
+  EXPECT_FALSE(quantize_supports(DType::kIQ1_S));  // read, not written
   EXPECT_EQ(quantize_row(DType::kQ5_K, x.data(), 32, out.data()), 0u);
   EXPECT_EQ(quantize_row(DType::kQ8_0, x.data(), 32, out.data()), 34u);
 }
