@@ -152,9 +152,9 @@ TEST(QuantizeImportance, EachTypeWritesTheRecordedBytes) {
       {DType::kQ2_K, 0xdb7bb05787d6d962},   {DType::kQ3_K, 0xa11fd2748dd95f7f},
       {DType::kQ4_K, 0x6404eea37e2b7bb5},   {DType::kQ5_K, 0xa0088dd2f681a279},
       {DType::kQ6_K, 0xa7484667940a31cd},   {DType::kIQ4_NL, 0xd8be58222ce02b3a},
-      {DType::kIQ4_XS, 0xa971a7083dc574b1}, {DType::kIQ2_XXS, 0x0a09c6557f44b7a0},
-      {DType::kIQ2_XS, 0x429985d9cc001d15}, {DType::kIQ2_S, 0x272b347df4779371},
-      {DType::kIQ3_XXS, 0x4092f29d7734bba1}, {DType::kIQ3_S, 0x9b91f36aafbd2ddd},
+      {DType::kIQ4_XS, 0xa971a7083dc574b1}, {DType::kIQ2_XXS, 0x313fdf675c2fc41b},
+      {DType::kIQ2_XS, 0x2e36bb4014ca27a1}, {DType::kIQ2_S, 0xb096dbb774915bfd},
+      {DType::kIQ3_XXS, 0xad114656e2e295af}, {DType::kIQ3_S, 0x2da395aeb2b722bf},
   };
   for (const auto& r : kRecorded) {
     const uint64_t h = testing::fnv1a(quantize_rows(r.dtype, x, kCols, imp.data()));
