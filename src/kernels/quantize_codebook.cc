@@ -38,6 +38,7 @@ struct CodebookSearch {
   std::vector<float> levels;       // ascending
   std::vector<float> midpoints;    // between neighbouring levels
   std::vector<float> entries;      // [n_entries][dim]
+  std::vector<uint8_t> codes;      // [n_entries][dim]: each element's index in levels
   std::vector<uint32_t> first;     // [n_keys + 1]: key k's candidates are cands[first[k] .. first[k + 1])
   std::vector<uint16_t> cands;
 
@@ -62,6 +63,8 @@ CodebookSearch build_search(const Grid& grid) {
   std::sort(cb.levels.begin(), cb.levels.end());
   cb.levels.erase(std::unique(cb.levels.begin(), cb.levels.end()), cb.levels.end());
   for (size_t k = 0; k + 1 < cb.levels.size(); ++k) cb.midpoints.push_back((cb.levels[k] + cb.levels[k + 1]) / 2);
+  for (float v : cb.entries)
+    cb.codes.push_back(static_cast<uint8_t>(std::lower_bound(cb.levels.begin(), cb.levels.end(), v) - cb.levels.begin()));
   const int n_levels = static_cast<int>(cb.levels.size());
   int n_keys = 1;
   for (int j = 0; j < cb.dim; ++j) n_keys *= n_levels;
@@ -104,12 +107,29 @@ int nearest_entry(const CodebookSearch& cb, const float* t, const float* w, floa
     for (float mid : cb.midpoints) level += u > mid;
     key = key * static_cast<int>(cb.levels.size()) + level;
   }
-  int best = cb.cands[cb.first[key]];
-  float best_err = INFINITY;
-  for (uint32_t c = cb.first[key]; c < cb.first[key + 1]; ++c) {
-    const float* v = cb.entry(cb.cands[c]);
+  const uint32_t begin = cb.first[key], end = cb.first[key + 1];
+  int best = cb.cands[begin];
+  if (end - begin == 1) {  // on the grid
+    const float* v = cb.entry(best);
     float e = 0;
     for (int j = 0; j < cb.dim; ++j) e += w[j] * (t[j] - s * v[j]) * (t[j] - s * v[j]);
+    *err = e;
+    return best;
+  }
+  // Each element's error at each level, once; an entry's error is then the
+  // sum of its elements' (the same terms, summed in the same order, as
+  // computing each entry's directly: the same result, in about half the time).
+  float at_level[8][8];
+  for (int j = 0; j < cb.dim; ++j)
+    for (size_t l = 0; l < cb.levels.size(); ++l) {
+      const float r = t[j] - s * cb.levels[l];
+      at_level[j][l] = w[j] * r * r;
+    }
+  float best_err = INFINITY;
+  for (uint32_t c = begin; c < end; ++c) {
+    const uint8_t* code = cb.codes.data() + static_cast<size_t>(cb.cands[c]) * cb.dim;
+    float e = 0;
+    for (int j = 0; j < cb.dim; ++j) e += at_level[j][code[j]];
     if (e < best_err) best_err = e, best = cb.cands[c];
   }
   *err = best_err;
