@@ -48,8 +48,8 @@ struct CodebookSearch {
 
 // Entries further from a point than this many of the nearest distinct
 // distances are not tried for it, nor more than kMaxCandidates of them (2
-// distances, as llama.cpp keeps: 1-2% more KLD on the stories110M shape at
-// 2 bits; 6 gained nothing over 4; PERFORMANCE section 77).
+// distances, as llama.cpp keeps: 3% more KLD on the stories110M shape; 6
+// gained nothing over 4; PERFORMANCE section 77).
 constexpr int kDistinctDistances = 4;
 constexpr size_t kMaxCandidates = 64;
 
