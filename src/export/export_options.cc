@@ -11,7 +11,7 @@ constexpr int64_t kMaxPositions = int64_t{1} << 24;
 
 constexpr const char* kSingleTypes =
     "f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, iq4_xs, iq2_xxs, iq2_xs, "
-    "iq2_s, iq3_xxs, iq3_s";
+    "iq2_s, iq3_xxs, iq3_s, iq1_s, iq1_m";
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -25,7 +25,8 @@ std::optional<DType> single_type(const std::string& name) {
       {"q4_0", DType::kQ4_0},  {"q4_1", DType::kQ4_1},     {"q5_0", DType::kQ5_0},    {"q5_1", DType::kQ5_1},
       {"q2_k", DType::kQ2_K},  {"q3_k", DType::kQ3_K},     {"q4_k", DType::kQ4_K},    {"q5_k", DType::kQ5_K},
       {"q6_k", DType::kQ6_K},  {"iq4_nl", DType::kIQ4_NL}, {"iq4_xs", DType::kIQ4_XS}, {"iq2_xxs", DType::kIQ2_XXS},
-      {"iq2_xs", DType::kIQ2_XS}, {"iq2_s", DType::kIQ2_S}, {"iq3_xxs", DType::kIQ3_XXS}, {"iq3_s", DType::kIQ3_S}};
+      {"iq2_xs", DType::kIQ2_XS}, {"iq2_s", DType::kIQ2_S}, {"iq3_xxs", DType::kIQ3_XXS}, {"iq3_s", DType::kIQ3_S},
+      {"iq1_s", DType::kIQ1_S},   {"iq1_m", DType::kIQ1_M}};
   for (const auto& [n, t] : kTypes)
     if (name == n) return t;
   return std::nullopt;
@@ -155,6 +156,8 @@ uint32_t gguf_file_type(const DTypePlan& plan) {
     case DType::kIQ3_XXS: return 23;  // MOSTLY_IQ3_XXS
     case DType::kIQ3_S: return 26;    // MOSTLY_IQ3_S
     case DType::kIQ2_S: return 28;    // MOSTLY_IQ2_S
+    case DType::kIQ1_S: return 24;    // MOSTLY_IQ1_S
+    case DType::kIQ1_M: return 31;    // MOSTLY_IQ1_M
     case DType::kQ4_K: return 14;  // llama.cpp's MOSTLY_Q4_K_S: Q4_K matrices
     case DType::kQ5_K: return 16;  // MOSTLY_Q5_K_S
     case DType::kQ6_K: return 18;  // MOSTLY_Q6_K

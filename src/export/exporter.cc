@@ -91,7 +91,8 @@ bool searches_scales(DType t) {
   switch (t) {
     case DType::kQ4_0: case DType::kQ5_0: case DType::kQ2_K: case DType::kQ3_K: case DType::kQ4_K:
     case DType::kQ5_K: case DType::kQ6_K: case DType::kIQ4_NL: case DType::kIQ4_XS: case DType::kIQ2_XXS:
-    case DType::kIQ2_XS: case DType::kIQ2_S: case DType::kIQ3_XXS: case DType::kIQ3_S:
+    case DType::kIQ2_XS: case DType::kIQ2_S: case DType::kIQ3_XXS: case DType::kIQ3_S: case DType::kIQ1_S:
+    case DType::kIQ1_M:
       return true;
     default:
       return false;
@@ -109,14 +110,17 @@ struct ImportanceUse {
 
 // The importances `t` is quantized to `type` with (nullptr: none). An entry
 // whose length is not the tensor's row length was computed on another model.
-// The 2-bit codebook types are written only with importances (as
-// llama-quantize refuses them without): with 4 to 8 codebook entries a group
+// The 1- and 2-bit codebook types are written only with importances (as
+// llama-quantize refuses them without): with so few codebook entries a group
 // of 8 weights, which weights may move decides most of the error.
-bool needs_importance(DType t) { return t == DType::kIQ2_XXS || t == DType::kIQ2_XS || t == DType::kIQ2_S; }
+bool needs_importance(DType t) {
+  return t == DType::kIQ2_XXS || t == DType::kIQ2_XS || t == DType::kIQ2_S || t == DType::kIQ1_S ||
+         t == DType::kIQ1_M;
+}
 
 Status missing_importance(const SourceTensor& t, DType type, bool have_file) {
   return error_status("'" + t.name + "' is to be written as " + std::string(dtype_name(type)) +
-                      ", which needs an importance matrix entry for it (2-bit codebook types quantized without one "
+                      ", which needs an importance matrix entry for it (1- and 2-bit codebook types quantized without one "
                       "lose most of the model), but " +
                       (have_file ? "the --imatrix file has none for it (llmpack imatrix --process_output records the "
                                    "output matrix; or give this tensor another type with --tensor_dtype)"

@@ -77,6 +77,8 @@ DType fallback_type(DType want) {
     case DType::kIQ2_S:
     case DType::kIQ3_XXS:
     case DType::kIQ3_S:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
       return DType::kIQ4_NL;
     case DType::kQ4_K:
       return DType::kQ5_0;
@@ -92,13 +94,17 @@ DType fallback_type(DType want) {
 // The codebook types' output matrix and embedding, as llama-quantize writes
 // them in its files of those types (the 2- and 3-bit codebooks lose too much
 // there, and an embedding has no importances): the output Q5_K (Q6_K for
-// iq3_s), the embedding Q2_K for iq2_xxs / iq2_xs and IQ3_S for the others.
+// iq3_s), the embedding Q2_K for iq1_s / iq1_m / iq2_xxs / iq2_xs and IQ3_S
+// for the others.
 // Nothing (the type itself) for other tensors and types.
 std::optional<DType> codebook_edge_type(const std::string& name, DType matrix, const std::string& output_name) {
   if (!kernels::is_codebook_type(matrix)) return std::nullopt;
   if (name == output_name) return matrix == DType::kIQ3_S ? DType::kQ6_K : DType::kQ5_K;
   if (name == "token_embd.weight")
-    return matrix == DType::kIQ2_XXS || matrix == DType::kIQ2_XS ? DType::kQ2_K : DType::kIQ3_S;
+    return matrix == DType::kIQ2_XXS || matrix == DType::kIQ2_XS || matrix == DType::kIQ1_S ||
+                   matrix == DType::kIQ1_M
+               ? DType::kQ2_K
+               : DType::kIQ3_S;
   return std::nullopt;
 }
 

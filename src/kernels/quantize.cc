@@ -571,6 +571,8 @@ bool quantize_supports(DType dtype) {
     case DType::kIQ2_S:
     case DType::kIQ3_XXS:
     case DType::kIQ3_S:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
       return true;
     default:
       return false;
@@ -651,6 +653,12 @@ size_t quantize_row(DType dtype, const float* src, int64_t n, void* dst, const f
       break;
     case DType::kIQ3_S:
       fit::quantize_iq3_s(src, importance, n_blocks, static_cast<BlockIQ3_S*>(dst));
+      break;
+    case DType::kIQ1_S:
+      fit::quantize_iq1_s(src, importance, n_blocks, static_cast<BlockIQ1_S*>(dst));
+      break;
+    case DType::kIQ1_M:
+      fit::quantize_iq1_m(src, importance, n_blocks, static_cast<BlockIQ1_M*>(dst));
       break;
     default:
       return 0;

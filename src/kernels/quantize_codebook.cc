@@ -53,12 +53,13 @@ struct CodebookSearch {
 constexpr int kDistinctDistances = 4;
 constexpr size_t kMaxCandidates = 64;
 
+// The search of `grid`, every value plus `shift` (IQ1's delta).
 template <class Grid>
-CodebookSearch build_search(const Grid& grid) {
+CodebookSearch build_search(const Grid& grid, float shift = 0.0f) {
   CodebookSearch cb;
   cb.dim = static_cast<int>(grid[0].size());
   for (const auto& e : grid)
-    for (auto v : e) cb.entries.push_back(static_cast<float>(v));
+    for (auto v : e) cb.entries.push_back(static_cast<float>(v) + shift);
   cb.levels = cb.entries;
   std::sort(cb.levels.begin(), cb.levels.end());
   cb.levels.erase(std::unique(cb.levels.begin(), cb.levels.end()), cb.levels.end());
@@ -68,16 +69,28 @@ CodebookSearch build_search(const Grid& grid) {
   const int n_levels = static_cast<int>(cb.levels.size());
   int n_keys = 1;
   for (int j = 0; j < cb.dim; ++j) n_keys *= n_levels;
-  std::vector<std::pair<float, uint16_t>> by_distance(grid.size());
+  std::vector<float> d2(grid.size());
+  std::vector<std::pair<float, uint16_t>> by_distance;
   cb.first.push_back(0);
   for (int key = 0; key < n_keys; ++key) {
     float point[8];
     for (int j = 0, k = key; j < cb.dim; ++j, k /= n_levels) point[j] = cb.levels[k % n_levels];
+    std::array<float, kDistinctDistances> nearest;  // the smallest distinct distances, ascending
+    nearest.fill(INFINITY);
     for (int e = 0; e < cb.n_entries(); ++e) {
-      float d2 = 0;
-      for (int j = 0; j < cb.dim; ++j) d2 += (point[j] - cb.entry(e)[j]) * (point[j] - cb.entry(e)[j]);
-      by_distance[e] = {d2, static_cast<uint16_t>(e)};
+      float sum = 0;
+      for (int j = 0; j < cb.dim; ++j) sum += (point[j] - cb.entry(e)[j]) * (point[j] - cb.entry(e)[j]);
+      d2[e] = sum;
+      if (sum < nearest.back() && std::find(nearest.begin(), nearest.end(), sum) == nearest.end()) {
+        nearest.back() = sum;
+        std::sort(nearest.begin(), nearest.end());
+      }
     }
+    // only the entries out to the last of those are sorted (IQ1's 2048 entries
+    // for 6561 points: a whole sort each took most of a second)
+    by_distance.clear();
+    for (int e = 0; e < cb.n_entries(); ++e)
+      if (d2[e] <= nearest.back()) by_distance.emplace_back(d2[e], static_cast<uint16_t>(e));
     std::sort(by_distance.begin(), by_distance.end());
     int distinct = 0;
     for (size_t i = 0; i < by_distance.size() && cb.cands.size() - cb.first.back() < kMaxCandidates; ++i) {
@@ -96,6 +109,18 @@ const CodebookSearch& search_iq2xs() { static const CodebookSearch s = build_sea
 const CodebookSearch& search_iq2s() { static const CodebookSearch s = build_search(kIq2sGrid); return s; }
 const CodebookSearch& search_iq3xxs() { static const CodebookSearch s = build_search(kIq3xxsGrid); return s; }
 const CodebookSearch& search_iq3s() { static const CodebookSearch s = build_search(kIq3sGrid); return s; }
+const CodebookSearch& search_iq1_up() { static const CodebookSearch s = build_search(kIq1sGrid, kIq1Delta); return s; }
+const CodebookSearch& search_iq1_down() {
+  static const CodebookSearch s = build_search(kIq1sGrid, -kIq1Delta);
+  return s;
+}
+
+// The codebooks a group may take its entry from: one, or IQ1's two deltas
+// (table 0: +1/8, table 1: -1/8).
+struct Tables {
+  const CodebookSearch* cb[2] = {};
+  int n = 1;
+};
 
 // The entry of cb that best fits targets t[dim] (weights w) at scale s:
 // its index; *err gets its weighted squared error.
@@ -137,57 +162,81 @@ int nearest_entry(const CodebookSearch& cb, const float* t, const float* w, floa
 }
 
 // Every group of a sub-block t[n] (n a multiple of dim) picks its entry at
-// scale s into index[n / dim]; returns the weighted error, and the sums a
-// least-squares refit needs (sum w t v, sum w v^2) in *stv, *svv.
-float pick_entries(const CodebookSearch& cb, const float* t, const float* w, int n, float s, uint16_t* index,
-                   double* stv, double* svv) {
+// scale s into index[n / dim] (and its table, of two, into which[n / dim]);
+// returns the weighted error, and the sums a least-squares refit needs
+// (sum w t v, sum w v^2) in *stv, *svv.
+float pick_entries(const Tables& tables, const float* t, const float* w, int n, float s, uint16_t* index,
+                   uint8_t* which, double* stv, double* svv) {
   const float inv_s = s > 0 ? 1.0f / s : 0.0f;
+  const int dim = tables.cb[0]->dim;
   float total = 0;
   *stv = 0, *svv = 0;
-  for (int g = 0; g * cb.dim < n; ++g) {
-    float e;
-    const int o = g * cb.dim;
-    index[g] = static_cast<uint16_t>(nearest_entry(cb, t + o, w + o, s, inv_s, &e));
+  for (int g = 0; g * dim < n; ++g) {
+    const int o = g * dim;
+    float e = INFINITY;
+    for (int k = 0; k < tables.n; ++k) {
+      float ek;
+      const int i = nearest_entry(*tables.cb[k], t + o, w + o, s, inv_s, &ek);
+      if (k == 0 || ek < e) e = ek, index[g] = static_cast<uint16_t>(i), which[g] = static_cast<uint8_t>(k);
+    }
     total += e;
-    const float* v = cb.entry(index[g]);
-    for (int j = 0; j < cb.dim; ++j) *stv += w[o + j] * t[o + j] * v[j], *svv += w[o + j] * v[j] * v[j];
+    const float* v = tables.cb[which[g]]->entry(index[g]);
+    for (int j = 0; j < dim; ++j) *stv += w[o + j] * t[o + j] * v[j], *svv += w[o + j] * v[j] * v[j];
   }
   return total;
 }
 
-// The scale of sub-block t[n] (the magnitudes, weights w) that leaves the
-// least error: trials map its largest magnitude to 0.8 .. 1.2 of the top
-// level, each refitted to the entries it picks; the best refit is tried once
-// more. 0 for a sub-block of zeros.
-float fit_codebook_scale(const CodebookSearch& cb, const float* t, const float* w, int n) {
+// Trial scales of a sub-block map its largest |target| to `lo` .. `hi` of the
+// codebook's top level, `count` of them.
+struct TrialRange {
+  float lo, hi;
+  int count;
+};
+
+// The scale of sub-block t[n] (weights w) that leaves the least error: each
+// trial scale refitted to the entries it picks; the best refit is tried once
+// more. 0 for a sub-block of zeros; *err gets the error.
+float fit_codebook_scale(const Tables& tables, const TrialRange& r, const float* t, const float* w, int n,
+                         float* err) {
   float t_max = 0, swtt = 0;
-  for (int i = 0; i < n; ++i) t_max = std::max(t_max, t[i]), swtt += w[i] * t[i] * t[i];
+  const bool signed_entries = tables.cb[0]->levels.front() < 0;  // IQ1: targets of either sign
+  for (int i = 0; i < n; ++i)
+    t_max = std::max(t_max, signed_entries ? std::fabs(t[i]) : t[i]), swtt += w[i] * t[i] * t[i];
+  *err = swtt;
   if (!(t_max > 0)) return 0.0f;
   uint16_t index[32];
+  uint8_t which[32];
   double stv, svv;
-  float best_s = t_max / cb.levels.back(), best_err = INFINITY;
+  const float top = tables.cb[0]->levels.back();
+  float best_s = t_max / top, best_err = INFINITY;
   // the error at the refit s* = stv / svv of fixed entries: sum w t^2 - stv^2 / svv
   const auto refit = [&](float s) {
-    pick_entries(cb, t, w, n, s, index, &stv, &svv);
+    pick_entries(tables, t, w, n, s, index, which, &stv, &svv);
     if (!(svv > 0) || !(stv > 0)) return;
-    const float fs = static_cast<float>(stv / svv), err = swtt - static_cast<float>(stv * stv / svv);
-    if (err < best_err) best_err = err, best_s = fs;
+    const float fs = static_cast<float>(stv / svv), e = swtt - static_cast<float>(stv * stv / svv);
+    if (e < best_err) best_err = e, best_s = fs;
   };
-  constexpr int kTrials = 17;
-  for (int k = 0; k < kTrials; ++k)
-    refit(t_max / (cb.levels.back() * (0.8f + 0.4f * static_cast<float>(k) / (kTrials - 1))));
+  for (int k = 0; k < r.count; ++k)
+    refit(t_max / (top * (r.lo + (r.hi - r.lo) * static_cast<float>(k) / static_cast<float>(r.count - 1))));
   refit(best_s);
+  if (best_err < INFINITY) *err = best_err;
   return best_s;
 }
 
-// How a type stores a sub-block's scale: d (a + b code), code 0..15, per
-// `span` weights; parity: 7 sign bits a group of 8 (the eighth makes the
-// negatives even), else all 8 stored.
+// How a type stores a sub-block's scale: d (a + b code), code 0..max_code,
+// per `span` weights; parity: 7 sign bits a group of 8 (the eighth makes the
+// negatives even), else all 8 stored. IQ1 (alt set): signed entries, no
+// signs, each value shifted by +1/8 (cb) or -1/8 (alt), the shift chosen per
+// span (IQ1_S) or per group (IQ1_M).
 struct CodebookFormat {
   const CodebookSearch& cb;
   int span;
   bool parity;
   float a, b;
+  int max_code = 15;
+  TrialRange trials = {0.8f, 1.2f, 17};
+  const CodebookSearch* alt = nullptr;
+  bool shift_per_group = false;
 };
 
 // One super-block's sub-block codes, entries and signs.
@@ -195,8 +244,17 @@ struct CodebookBlock {
   float d = 0;                 // as stored (f16)
   uint8_t code[16] = {};       // per span
   uint16_t index[64] = {};     // per group (256 / dim of them)
+  uint8_t which[64] = {};      // per group: IQ1's shift, 0 (+1/8) or 1 (-1/8)
   uint8_t signs[32] = {};      // per 8 weights: bit j set, weight j negative
 };
+
+// The tables span j of a block may use: IQ1_S's one chosen shift, IQ1_M's two.
+Tables span_tables(const CodebookFormat& f, uint8_t shift) {
+  Tables t;
+  t.cb[0] = shift == 0 ? &f.cb : f.alt;
+  if (f.alt != nullptr && f.shift_per_group) t.cb[1] = f.alt, t.n = 2;
+  return t;
+}
 
 // The targets of x[256]: magnitudes, except that where a group of 8 of a
 // parity type has an odd count of negatives, its element of least w x^2
@@ -220,45 +278,63 @@ void make_targets(const float* x, const float* w, bool parity, float* t, uint8_t
   }
 }
 
-// floor(v) as a code 0..15 (NaN: 0).
-int floor_code(float v) {
+// floor(v) as a code 0..top (NaN: 0).
+int floor_code(float v, int top) {
   const float f = std::floor(v);
   if (!(f >= 0.0f)) return 0;
-  return f >= 15.0f ? 15 : static_cast<int>(f);
+  return f >= static_cast<float>(top) ? top : static_cast<int>(f);
+}
+
+// A span's scale (and, for IQ1_S, its shift: the one that fits it better).
+float fit_span(const CodebookFormat& f, const float* t, const float* w, uint8_t* shift) {
+  float err = 0, err_alt = INFINITY;
+  *shift = 0;
+  const float s = fit_codebook_scale(span_tables(f, 0), f.trials, t, w, f.span, &err);
+  if (f.alt == nullptr || f.shift_per_group) return s;
+  const float s_alt = fit_codebook_scale(span_tables(f, 1), f.trials, t, w, f.span, &err_alt);
+  if (!(err_alt < err)) return s;
+  *shift = 1;
+  return s_alt;
 }
 
 // Fits x[256] (weights w) in format f.
 void fit_codebook_block(const CodebookFormat& f, const float* x, const float* w, CodebookBlock* out) {
   float t[kQKK];
-  make_targets(x, w, f.parity, t, out->signs);
+  if (f.alt != nullptr)
+    std::copy(x, x + kQKK, t);  // IQ1: the entries carry the signs
+  else
+    make_targets(x, w, f.parity, t, out->signs);
   const int n_spans = kQKK / f.span, per_span = f.span / f.cb.dim;
   float scales[16], max_scale = 0;
+  uint8_t shift[16];
   for (int j = 0; j < n_spans; ++j) {
-    scales[j] = fit_codebook_scale(f.cb, t + f.span * j, w + f.span * j, f.span);
+    scales[j] = fit_span(f, t + f.span * j, w + f.span * j, &shift[j]);
     max_scale = std::max(max_scale, scales[j]);
   }
-  const uint16_t d16 = f32_to_f16(max_scale / (f.a + 15 * f.b));
+  const uint16_t d16 = f32_to_f16(max_scale / (f.a + static_cast<float>(f.max_code) * f.b));
   out->d = f16_to_f32(d16);
   if (!(out->d > 0)) {  // zeros (or a damaged block): every code and entry 0
     out->d = 0;
-    std::memset(out->code, 0, sizeof out->code);
-    std::memset(out->index, 0, sizeof out->index);
     return;
   }
   for (int j = 0; j < n_spans; ++j) {
     const float* tj = t + f.span * j;
     const float* wj = w + f.span * j;
-    const int lo = floor_code((scales[j] / out->d - f.a) / f.b);
+    const int lo = floor_code((scales[j] / out->d - f.a) / f.b, f.max_code);
+    const Tables tables = span_tables(f, shift[j]);
     float best = INFINITY;
-    for (int c = lo; c <= std::min(lo + 1, 15); ++c) {
+    for (int c = lo; c <= std::min(lo + 1, f.max_code); ++c) {
       uint16_t index[32];
+      uint8_t which[32];
       double stv, svv;
       const float s = out->d * (f.a + f.b * static_cast<float>(c));
-      const float e = pick_entries(f.cb, tj, wj, f.span, s, index, &stv, &svv);
+      const float e = pick_entries(tables, tj, wj, f.span, s, index, which, &stv, &svv);
       if (e < best) {
         best = e;
         out->code[j] = static_cast<uint8_t>(c);
         std::copy(index, index + per_span, out->index + per_span * j);
+        for (int g = 0; g < per_span; ++g)  // the table index as IQ1's shift bit
+          out->which[per_span * j + g] = tables.cb[which[g]] == &f.cb ? 0 : 1;
       }
     }
   }
@@ -281,6 +357,16 @@ CodebookFormat iq2xs_format() { return {search_iq2xs(), 16, true, 0.125f, 0.25f}
 CodebookFormat iq2s_format() { return {search_iq2s(), 16, false, 0.125f, 0.25f}; }
 CodebookFormat iq3xxs_format() { return {search_iq3xxs(), 32, true, 0.25f, 0.5f}; }
 CodebookFormat iq3s_format() { return {search_iq3s(), 32, false, 1.0f, 2.0f}; }
+// IQ1: d (2 s + 1) (entry + shift), s 0..7. Ternary entries fit best with the
+// largest |x| well past the top level (about 1.5x for normal weights), so the
+// trials reach further.
+constexpr TrialRange kIq1Trials = {0.6f, 2.4f, 25};
+CodebookFormat iq1s_format() {
+  return {search_iq1_up(), 32, false, 1.0f, 2.0f, 7, kIq1Trials, &search_iq1_down(), false};
+}
+CodebookFormat iq1m_format() {
+  return {search_iq1_up(), 16, false, 1.0f, 2.0f, 7, kIq1Trials, &search_iq1_down(), true};
+}
 
 // Fits each super-block of x and hands it to pack(i, block).
 template <class Pack>
@@ -294,6 +380,38 @@ void quantize_codebook(const CodebookFormat& f, const float* x, const float* imp
 }
 
 }  // namespace
+
+void quantize_iq1_s(const float* x, const float* imp, int64_t n_blocks, BlockIQ1_S* out) {
+  quantize_codebook(iq1s_format(), x, imp, n_blocks, [&](int64_t i, const CodebookBlock& b) {
+    out[i] = BlockIQ1_S{};
+    out[i].d = f32_to_f16(b.d);
+    for (int g = 0; g < 8; ++g) {
+      uint32_t qh = static_cast<uint32_t>(b.code[g]) << 12 | static_cast<uint32_t>(b.which[4 * g]) << 15;
+      for (int l = 0; l < 4; ++l) {
+        out[i].qs[4 * g + l] = static_cast<uint8_t>(b.index[4 * g + l] & 255);
+        qh |= static_cast<uint32_t>(b.index[4 * g + l] >> 8) << (3 * l);
+      }
+      out[i].qh[g] = static_cast<uint16_t>(qh);
+    }
+  });
+}
+
+// IQ1_M keeps d's 16 bits in the top nibbles of its four scale words.
+void quantize_iq1_m(const float* x, const float* imp, int64_t n_blocks, BlockIQ1_M* out) {
+  quantize_codebook(iq1m_format(), x, imp, n_blocks, [&](int64_t i, const CodebookBlock& b) {
+    out[i] = BlockIQ1_M{};
+    const uint16_t d16 = f32_to_f16(b.d);
+    for (int k = 0; k < 32; ++k) {
+      out[i].qs[k] = static_cast<uint8_t>(b.index[k] & 255);
+      const int nibble = (b.index[k] >> 8) | b.which[k] << 3;
+      out[i].qh[k / 2] = static_cast<uint8_t>(out[i].qh[k / 2] | nibble << (4 * (k % 2)));
+    }
+    uint16_t sc[4] = {};
+    for (int h = 0; h < 16; ++h) sc[h / 4] = static_cast<uint16_t>(sc[h / 4] | b.code[h] << (3 * (h % 4)));
+    for (int q = 0; q < 4; ++q) sc[q] = static_cast<uint16_t>(sc[q] | ((d16 >> (4 * q)) & 15) << 12);
+    std::memcpy(out[i].scales, sc, sizeof sc);
+  });
+}
 
 void quantize_iq2_xxs(const float* x, const float* imp, int64_t n_blocks, BlockIQ2_XXS* out) {
   quantize_codebook(iq2xxs_format(), x, imp, n_blocks, [&](int64_t i, const CodebookBlock& b) {

@@ -134,5 +134,7 @@ void quantize_iq2_xs(const float* x, const float* imp, int64_t n_blocks, BlockIQ
 void quantize_iq2_s(const float* x, const float* imp, int64_t n_blocks, BlockIQ2_S* out);
 void quantize_iq3_xxs(const float* x, const float* imp, int64_t n_blocks, BlockIQ3_XXS* out);
 void quantize_iq3_s(const float* x, const float* imp, int64_t n_blocks, BlockIQ3_S* out);
+void quantize_iq1_s(const float* x, const float* imp, int64_t n_blocks, BlockIQ1_S* out);
+void quantize_iq1_m(const float* x, const float* imp, int64_t n_blocks, BlockIQ1_M* out);
 
 }  // namespace llmpack::kernels::fit

@@ -169,14 +169,14 @@ TEST(ExportImatrix, ATypeWithoutASearchIsWrittenAsWithout) {
             tensor_bytes(dir.file("without.gguf"), "blk.0.attn_q.weight"));
 }
 
-// The 2-bit codebook types are written only with importances, as
+// The 1- and 2-bit codebook types are written only with importances, as
 // llama-quantize writes them: without --imatrix, or for a matrix the file has
 // no entry for, the export stops and names the tensor and the way out.
 TEST(ExportImatrix, TwoBitCodebookTypesNeedImportances) {
   ScratchDir dir;
   const std::string model = write_model(dir), imatrix = dir.file("imatrix.gguf");
   ASSERT_TRUE(write_imatrix(imatrix, imatrix_for(model)).ok());
-  for (const std::string dtype : {"iq2_xxs", "iq2_xs", "iq2_s"}) {
+  for (const std::string dtype : {"iq2_xxs", "iq2_xs", "iq2_s", "iq1_s", "iq1_m"}) {
     std::filesystem::remove(dir.file("out.gguf"));
     auto r = export_with(dir, model, "", "out.gguf", dtype);
     ASSERT_FALSE(r.ok()) << dtype;
@@ -215,7 +215,9 @@ TEST(ExportImatrix, CodebookTypesGiveTheOutputAndEmbeddingLlamaQuantizesTypes) {
                 {"iq2_xs", DType::kIQ2_XS, DType::kQ5_K, DType::kQ2_K},
                 {"iq2_s", DType::kIQ2_S, DType::kQ5_K, DType::kIQ3_S},
                 {"iq3_xxs", DType::kIQ3_XXS, DType::kQ5_K, DType::kIQ3_S},
-                {"iq3_s", DType::kIQ3_S, DType::kQ6_K, DType::kIQ3_S}};
+                {"iq3_s", DType::kIQ3_S, DType::kQ6_K, DType::kIQ3_S},
+                {"iq1_s", DType::kIQ1_S, DType::kQ5_K, DType::kQ2_K},
+                {"iq1_m", DType::kIQ1_M, DType::kQ5_K, DType::kQ2_K}};
   for (const auto& c : kCases) {
     auto r = export_with(dir, model, imatrix, "out.gguf", c.dtype);
     ASSERT_TRUE(r.ok()) << c.dtype << ": " << r.status().message();

@@ -52,7 +52,7 @@ TEST(ExportOptions, E2_BadCombinationsAreRefusedNamingTheOption) {
       {[](ExportOptions& o) { o.max_context_len = 64; }, "--max_context_length 64 is below --max_seq_length 128"},
       {[](ExportOptions& o) { o.static_chunk = 4; }, "--static_chunk 4 needs --static_shape"},
       {[](ExportOptions& o) { o.static_shape = true; o.static_chunk = 129; }, "--static_chunk 129"},
-      {[](ExportOptions& o) { o.dtype = "iq1_s"; }, "--dtype 'iq1_s'"},
+      {[](ExportOptions& o) { o.dtype = "q8_k"; }, "--dtype 'q8_k'"},
       {[](ExportOptions& o) { o.kv_cache = "both"; }, "--kv_cache 'both'"},
       {[](ExportOptions& o) { o.max_seq_len = 0; }, "--max_seq_length 0"},
       {[](ExportOptions& o) { o.token_bound = 500; }, "--token_bound 500"},

@@ -191,7 +191,7 @@ TEST(ExportCli, HelpHidesTokenBoundAndBadOptionsCreateNothing) {
   EXPECT_NE(run(common + " --output " + pkg + " --max_context_length 64", &out), 0);
   EXPECT_NE(out.find("below --max_seq_length 128"), std::string::npos) << out;
   EXPECT_NE(run(common + " --output " + pkg + " --static_chunk 4", &out), 0);
-  EXPECT_NE(run(common + " --output " + pkg + " --dtype iq1_s", &out), 0);
+  EXPECT_NE(run(common + " --output " + pkg + " --dtype q8_k", &out), 0);
   EXPECT_FALSE(std::filesystem::exists(pkg));
   EXPECT_EQ(run(common + " --output " + pkg + " --token_bound 127", &out), 0) << out;
   EXPECT_NE(out.find("S 128, C 128, B 127"), std::string::npos) << out;

@@ -47,7 +47,8 @@ struct QuantBound {
 // q4_k 0.070, q6_k 0.017 (llama.cpp's own quantizer gives 0.071 and 0.017 on
 // the eco fixtures), q5_0 0.043, q5_1 0.038, q5_k 0.035 (llama.cpp's: 0.036 on
 // the eco fixture), q4_1 0.078, q2_k 0.265, q3_k 0.144, iq4_nl 0.0744, iq4_xs
-// 0.0751, iq2_xxs 0.332, iq2_xs 0.288, iq2_s 0.240, iq3_xxs 0.179, iq3_s 0.132;
+// 0.0751, iq2_xxs 0.332, iq2_xs 0.288, iq2_s 0.240, iq3_xxs 0.179, iq3_s 0.132,
+// iq1_s 0.454, iq1_m 0.421;
 // bounds carry 10-20% margin.
 constexpr QuantBound kBounds[] = {
     {DType::kF16, 0.00025}, {DType::kBF16, 0.002}, {DType::kQ8_0, 0.0062},
@@ -55,7 +56,7 @@ constexpr QuantBound kBounds[] = {
     {DType::kQ5_0, 0.048},  {DType::kQ5_1, 0.043},  {DType::kQ5_K, 0.042}, {DType::kQ4_1, 0.09},
     {DType::kQ2_K, 0.30},   {DType::kQ3_K, 0.16},  {DType::kIQ4_NL, 0.082}, {DType::kIQ4_XS, 0.083},
     {DType::kIQ2_XXS, 0.37}, {DType::kIQ2_XS, 0.32}, {DType::kIQ2_S, 0.27}, {DType::kIQ3_XXS, 0.20},
-    {DType::kIQ3_S, 0.15},
+    {DType::kIQ3_S, 0.15},   {DType::kIQ1_S, 0.50}, {DType::kIQ1_M, 0.47},
 };
 
 TEST(QuantizeTest, ErrorWithinBoundPerType) {
@@ -99,7 +100,8 @@ TEST(QuantizeTest, EachTypeWritesTheRecordedBytes) {
       {DType::kIQ4_NL, 0x5f7ac851fb5a2934}, {DType::kIQ4_XS, 0x3fca2440c9681a63},
       {DType::kIQ2_XXS, 0xef547769665d19ca}, {DType::kIQ2_XS, 0x8c75ad566671fdab},
       {DType::kIQ2_S, 0xc306c061053b772e},   {DType::kIQ3_XXS, 0x48fdbab418e0f40c},
-      {DType::kIQ3_S, 0xcdf8900ffe436f66},
+      {DType::kIQ3_S, 0xcdf8900ffe436f66},   {DType::kIQ1_S, 0xfe9e3203490159e8},
+      {DType::kIQ1_M, 0xb326fbc69a1bbaef},
   };
   for (const auto& r : kRecorded) {
     EXPECT_EQ(fnv1a(quantize(r.dtype, x)), r.hash) << dtype_name(r.dtype) << ": 0x" << std::hex
@@ -118,7 +120,7 @@ TEST(QuantizeTest, RejectsUnsupportedAndPartialBlocks) {
   EXPECT_EQ(quantize_row(DType::kIQ4_XS, x.data(), 32, out.data()), 0u);
   EXPECT_EQ(quantize_row(DType::kIQ2_XXS, x.data(), 32, out.data()), 0u);
   EXPECT_EQ(quantize_row(DType::kIQ3_S, x.data(), 32, out.data()), 0u);
-  EXPECT_FALSE(quantize_supports(DType::kIQ1_S));  // read, not written
+  EXPECT_EQ(quantize_row(DType::kIQ1_M, x.data(), 32, out.data()), 0u);
   EXPECT_EQ(quantize_row(DType::kQ5_K, x.data(), 32, out.data()), 0u);
   EXPECT_EQ(quantize_row(DType::kQ8_0, x.data(), 32, out.data()), 34u);
 }

@@ -1,4 +1,5 @@
-// The codebook quantizers (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S): each
+// The codebook quantizers (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S; IQ1_S and
+// IQ1_M, whose entries carry their signs, only in the last test): each
 // group of 8 (or 4) weights takes the codebook entry that fits it best at its
 // sub-block's scale, with its weights' signs (one sign a group of 8 may be
 // wrong in the types that store 7 of them); fewer bits, more error.
@@ -153,12 +154,14 @@ TEST(QuantizeCodebook, SignsFollowTheWeightsAndParity) {
   }
 }
 
-// More bits, less error: IQ2_XXS (2.06 bits a weight) > IQ2_XS (2.31) >
-// IQ2_S (2.56) > IQ3_XXS (3.06) > IQ3_S (3.44), on the same weights.
+// More bits, less error: IQ1_S (1.56 bits a weight) > IQ1_M (1.75) >
+// IQ2_XXS (2.06) > IQ2_XS (2.31) > IQ2_S (2.56) > IQ3_XXS (3.06) > IQ3_S
+// (3.44), on the same weights.
 TEST(QuantizeCodebook, ErrorFallsAsTheBitsRise) {
   const auto x = random_floats(kQKK * 32, 33);
   double previous = INFINITY;
-  for (DType t : kCodebookTypes) {
+  for (DType t : {DType::kIQ1_S, DType::kIQ1_M, DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS,
+                  DType::kIQ3_S}) {
     const auto y = codebook_dequantize(t, codebook_quantize(t, x), x.size());
     double e = 0, s = 0;
     for (size_t i = 0; i < x.size(); ++i) e += (double(y[i]) - x[i]) * (double(y[i]) - x[i]), s += double(x[i]) * x[i];

@@ -20,7 +20,8 @@ using testing::random_floats;
 
 constexpr DType kSearched[] = {DType::kQ4_0,   DType::kQ5_0,   DType::kQ2_K,   DType::kQ3_K,   DType::kQ4_K,
                                DType::kQ5_K,   DType::kQ6_K,   DType::kIQ4_NL, DType::kIQ4_XS, DType::kIQ2_XXS,
-                               DType::kIQ2_XS, DType::kIQ2_S,  DType::kIQ3_XXS, DType::kIQ3_S};
+                               DType::kIQ2_XS, DType::kIQ2_S,  DType::kIQ3_XXS, DType::kIQ3_S,  DType::kIQ1_S,
+                               DType::kIQ1_M};
 
 // Rows of `cols` quantized as `dtype` with importance `imp` (nullptr: none).
 std::vector<uint8_t> quantize_rows(DType dtype, const std::vector<float>& x, int64_t cols, const float* imp) {
@@ -155,6 +156,7 @@ TEST(QuantizeImportance, EachTypeWritesTheRecordedBytes) {
       {DType::kIQ4_XS, 0xa971a7083dc574b1}, {DType::kIQ2_XXS, 0x313fdf675c2fc41b},
       {DType::kIQ2_XS, 0x2e36bb4014ca27a1}, {DType::kIQ2_S, 0xb096dbb774915bfd},
       {DType::kIQ3_XXS, 0xad114656e2e295af}, {DType::kIQ3_S, 0x2da395aeb2b722bf},
+      {DType::kIQ1_S, 0x765f26a3d29cb455}, {DType::kIQ1_M, 0xe0c611b2989935eb},
   };
   for (const auto& r : kRecorded) {
     const uint64_t h = testing::fnv1a(quantize_rows(r.dtype, x, kCols, imp.data()));
