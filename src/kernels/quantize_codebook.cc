@@ -55,7 +55,7 @@ constexpr size_t kMaxCandidates = 64;
 
 // The search of `grid`, every value plus `shift` (IQ1's delta).
 template <class Grid>
-CodebookSearch build_search(const Grid& grid, float shift = 0.0f) {
+CodebookSearch build_search(const Grid& grid, float shift = 0.0f, int distances = kDistinctDistances) {
   CodebookSearch cb;
   cb.dim = static_cast<int>(grid[0].size());
   for (const auto& e : grid)
@@ -77,25 +77,26 @@ CodebookSearch build_search(const Grid& grid, float shift = 0.0f) {
     for (int j = 0, k = key; j < cb.dim; ++j, k /= n_levels) point[j] = cb.levels[k % n_levels];
     std::array<float, kDistinctDistances> nearest;  // the smallest distinct distances, ascending
     nearest.fill(INFINITY);
+    const size_t last = static_cast<size_t>(distances) - 1;
     for (int e = 0; e < cb.n_entries(); ++e) {
       float sum = 0;
       for (int j = 0; j < cb.dim; ++j) sum += (point[j] - cb.entry(e)[j]) * (point[j] - cb.entry(e)[j]);
       d2[e] = sum;
-      if (sum < nearest.back() && std::find(nearest.begin(), nearest.end(), sum) == nearest.end()) {
-        nearest.back() = sum;
-        std::sort(nearest.begin(), nearest.end());
+      if (sum < nearest[last] && std::find(nearest.begin(), nearest.begin() + last + 1, sum) == nearest.begin() + last + 1) {
+        nearest[last] = sum;
+        std::sort(nearest.begin(), nearest.begin() + last + 1);
       }
     }
     // only the entries out to the last of those are sorted (IQ1's 2048 entries
     // for 6561 points: a whole sort each took most of a second)
     by_distance.clear();
     for (int e = 0; e < cb.n_entries(); ++e)
-      if (d2[e] <= nearest.back()) by_distance.emplace_back(d2[e], static_cast<uint16_t>(e));
+      if (d2[e] <= nearest[last]) by_distance.emplace_back(d2[e], static_cast<uint16_t>(e));
     std::sort(by_distance.begin(), by_distance.end());
     int distinct = 0;
     for (size_t i = 0; i < by_distance.size() && cb.cands.size() - cb.first.back() < kMaxCandidates; ++i) {
       if (i == 0 || by_distance[i].first != by_distance[i - 1].first) ++distinct;
-      if (distinct > kDistinctDistances || (by_distance[0].first == 0 && i > 0)) break;  // on the grid: itself
+      if (distinct > distances || (by_distance[0].first == 0 && i > 0)) break;  // on the grid: itself
       cb.cands.push_back(by_distance[i].second);
     }
     cb.first.push_back(static_cast<uint32_t>(cb.cands.size()));
@@ -109,9 +110,15 @@ const CodebookSearch& search_iq2xs() { static const CodebookSearch s = build_sea
 const CodebookSearch& search_iq2s() { static const CodebookSearch s = build_search(kIq2sGrid); return s; }
 const CodebookSearch& search_iq3xxs() { static const CodebookSearch s = build_search(kIq3xxsGrid); return s; }
 const CodebookSearch& search_iq3s() { static const CodebookSearch s = build_search(kIq3sGrid); return s; }
-const CodebookSearch& search_iq1_up() { static const CodebookSearch s = build_search(kIq1sGrid, kIq1Delta); return s; }
+// IQ1's codebook holds a third of its lattice's points: 2 distances (up to
+// 64 entries each) lose 0.3% of KLD against 4 and take half the time.
+constexpr int kIq1Distances = 2;
+const CodebookSearch& search_iq1_up() {
+  static const CodebookSearch s = build_search(kIq1sGrid, kIq1Delta, kIq1Distances);
+  return s;
+}
 const CodebookSearch& search_iq1_down() {
-  static const CodebookSearch s = build_search(kIq1sGrid, -kIq1Delta);
+  static const CodebookSearch s = build_search(kIq1sGrid, -kIq1Delta, kIq1Distances);
   return s;
 }
 
@@ -359,8 +366,8 @@ CodebookFormat iq3xxs_format() { return {search_iq3xxs(), 32, true, 0.25f, 0.5f}
 CodebookFormat iq3s_format() { return {search_iq3s(), 32, false, 1.0f, 2.0f}; }
 // IQ1: d (2 s + 1) (entry + shift), s 0..7. Ternary entries fit best with the
 // largest |x| well past the top level (about 1.5x for normal weights), so the
-// trials reach further.
-constexpr TrialRange kIq1Trials = {0.6f, 2.4f, 25};
+// trials reach further (13 of them: 25 gave the same KLD in twice the time).
+constexpr TrialRange kIq1Trials = {0.6f, 2.4f, 13};
 CodebookFormat iq1s_format() {
   return {search_iq1_up(), 32, false, 1.0f, 2.0f, 7, kIq1Trials, &search_iq1_down(), false};
 }
