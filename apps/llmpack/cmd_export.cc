@@ -63,8 +63,8 @@ void register_export(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("--static_chunk", o->static_chunk, "N: tokens per call with --static_shape (default 1)");
   cmd->add_option("--dtype", o->dtype,
                   "Weights: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, "
-                  "iq4_xs, iq2_xxs, iq2_xs, iq2_s (these three need --imatrix), iq3_xxs, iq3_s, q3_k_m, q4_k_m, "
-                  "q5_k_m (default: the source's types)");
+                  "iq4_xs, iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s (these five need --imatrix), iq3_xxs, iq3_s, q3_k_m, "
+                  "q4_k_m, q5_k_m (default: the source's types)");
   cmd->add_option("--output_dtype", o->output_dtype,
                   "Type of the output matrix (the embedding when the model ties them), e.g. q6_k as llama.cpp's "
                   "q4_0 files have it (llama-quantize's --output-tensor-type)");

@@ -120,8 +120,8 @@ bool needs_importance(DType t) {
 
 Status missing_importance(const SourceTensor& t, DType type, bool have_file) {
   return error_status("'" + t.name + "' is to be written as " + std::string(dtype_name(type)) +
-                      ", which needs an importance matrix entry for it (1- and 2-bit codebook types quantized without one "
-                      "lose most of the model), but " +
+                      ", which needs an importance matrix entry for it (1- and 2-bit codebook types quantized "
+                      "without one lose most of the model), but " +
                       (have_file ? "the --imatrix file has none for it (llmpack imatrix --process_output records the "
                                    "output matrix; or give this tensor another type with --tensor_dtype)"
                                  : "no --imatrix was given (make one with llmpack imatrix -m MODEL -f TEXT)"));

@@ -1,7 +1,8 @@
-// Quantizers of the codebook types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS and IQ3_S
-// (layouts in iq_blocks.h): each group of 8 (or 4) weights becomes one entry
-// of a fixed codebook of magnitudes, times its sub-block's scale, with the
-// weights' signs stored beside it.
+// Quantizers of the codebook types IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S,
+// IQ1_S and IQ1_M (layouts in iq_blocks.h): each group of 8 (or 4) weights
+// becomes one entry of a fixed codebook of magnitudes, times its sub-block's
+// scale, with the weights' signs stored beside it (IQ1: an entry of -1, 0
+// and +1, shifted by +-1/8, carries its own signs).
 //
 // The search, per sub-block of 32 (or 16) weights: for each of a range of
 // trial scales, every group takes the codebook entry nearest its magnitudes
@@ -64,8 +65,10 @@ CodebookSearch build_search(const Grid& grid, float shift = 0.0f, int distances 
   std::sort(cb.levels.begin(), cb.levels.end());
   cb.levels.erase(std::unique(cb.levels.begin(), cb.levels.end()), cb.levels.end());
   for (size_t k = 0; k + 1 < cb.levels.size(); ++k) cb.midpoints.push_back((cb.levels[k] + cb.levels[k + 1]) / 2);
-  for (float v : cb.entries)
-    cb.codes.push_back(static_cast<uint8_t>(std::lower_bound(cb.levels.begin(), cb.levels.end(), v) - cb.levels.begin()));
+  for (float v : cb.entries) {
+    const auto level = std::lower_bound(cb.levels.begin(), cb.levels.end(), v);
+    cb.codes.push_back(static_cast<uint8_t>(level - cb.levels.begin()));
+  }
   const int n_levels = static_cast<int>(cb.levels.size());
   int n_keys = 1;
   for (int j = 0; j < cb.dim; ++j) n_keys *= n_levels;
@@ -82,9 +85,10 @@ CodebookSearch build_search(const Grid& grid, float shift = 0.0f, int distances 
       float sum = 0;
       for (int j = 0; j < cb.dim; ++j) sum += (point[j] - cb.entry(e)[j]) * (point[j] - cb.entry(e)[j]);
       d2[e] = sum;
-      if (sum < nearest[last] && std::find(nearest.begin(), nearest.begin() + last + 1, sum) == nearest.begin() + last + 1) {
+      const auto end = nearest.begin() + last + 1;
+      if (sum < nearest[last] && std::find(nearest.begin(), end, sum) == end) {
         nearest[last] = sum;
-        std::sort(nearest.begin(), nearest.begin() + last + 1);
+        std::sort(nearest.begin(), end);
       }
     }
     // only the entries out to the last of those are sorted (IQ1's 2048 entries
@@ -478,7 +482,8 @@ void quantize_iq3_s(const float* x, const float* imp, int64_t n_blocks, BlockIQ3
       out[i].qh[q / 8] = static_cast<uint8_t>(out[i].qh[q / 8] | (b.index[q] >> 8) << (q % 8));
     }
     std::memcpy(out[i].signs, b.signs, sizeof out[i].signs);
-    for (int g = 0; g < 8; ++g) out[i].scales[g / 2] = static_cast<uint8_t>(out[i].scales[g / 2] | b.code[g] << (4 * (g % 2)));
+    for (int g = 0; g < 8; ++g)
+      out[i].scales[g / 2] = static_cast<uint8_t>(out[i].scales[g / 2] | b.code[g] << (4 * (g % 2)));
   });
 }
 

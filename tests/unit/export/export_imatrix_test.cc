@@ -197,7 +197,8 @@ TEST(ExportImatrix, TwoBitCodebookTypesNeedImportances) {
       << r.status().message();
   EXPECT_NE(r.status().message().find("--process_output"), std::string::npos) << r.status().message();
   // The 3-bit ones need none.
-  for (const std::string dtype : {"iq3_xxs", "iq3_s"}) EXPECT_TRUE(export_with(dir, model, "", "out3.gguf", dtype).ok());
+  for (const std::string dtype : {"iq3_xxs", "iq3_s"})
+    EXPECT_TRUE(export_with(dir, model, "", "out3.gguf", dtype).ok()) << dtype;
 }
 
 // The codebook types' output matrix and embedding take the types
