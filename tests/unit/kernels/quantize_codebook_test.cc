@@ -1,5 +1,5 @@
 // The codebook quantizers (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S; IQ1_S and
-// IQ1_M, whose entries carry their signs, only in the last test): each
+// IQ1_M, whose entries carry their signs, in tests of their own): each
 // group of 8 (or 4) weights takes the codebook entry that fits it best at its
 // sub-block's scale, with its weights' signs (one sign a group of 8 may be
 // wrong in the types that store 7 of them); fewer bits, more error.
@@ -124,6 +124,45 @@ TEST(QuantizeCodebook, EachGroupTakesTheBestEntryAtItsScale) {
     EXPECT_GE(best, 0.99 * groups) << dtype_name(t);
     EXPECT_LT(err_taken, 1.002 * err_best) << dtype_name(t);
   }
+}
+
+// IQ1_S's groups against every entry of the ternary codebook at their
+// group of 32's scale and shift (bits 12-14 and 15 of its qh word): its
+// tables keep fewer neighbours (2 distances), so it may miss more often, but
+// not by much.
+TEST(QuantizeCodebook, Iq1GroupsTakeTheBestEntryAtTheirScaleAndShift) {
+  const auto x = random_floats(kQKK * 16, 34);
+  const auto w = plain_weights(x);
+  const auto q = codebook_quantize(DType::kIQ1_S, x);
+  const auto y = codebook_dequantize(DType::kIQ1_S, q, x.size());
+  const int64_t rb = row_bytes(*dtype_info(DType::kIQ1_S), kQKK);
+  int groups = 0, best = 0;
+  double err_taken = 0, err_best = 0;
+  for (size_t g = 0; g < x.size(); g += 8, ++groups) {
+    const uint8_t* block = q.data() + static_cast<int64_t>(g / kQKK) * rb;
+    uint16_t d16, qh;
+    std::memcpy(&d16, block, 2);
+    std::memcpy(&qh, block + 2 + 32 + 2 * ((g % kQKK) / 32), 2);
+    const float s = f16_to_f32(d16) * static_cast<float>(2 * ((qh >> 12) & 7) + 1);
+    const float shift = (qh & 0x8000) ? -kIq1Delta : kIq1Delta;
+    double taken = 0, lowest = INFINITY;
+    for (int j = 0; j < 8; ++j) taken += w[g + j] * (x[g + j] - y[g + j]) * (x[g + j] - y[g + j]);
+    for (const auto& e : kIq1sGrid) {
+      double err = 0;
+      for (int j = 0; j < 8; ++j) {
+        const float v = s * (static_cast<float>(e[j]) + shift);
+        err += w[g + j] * (x[g + j] - v) * (x[g + j] - v);
+      }
+      lowest = std::min(lowest, err);
+    }
+    ASSERT_GE(taken, lowest * (1 - 1e-5)) << "group at " << g << ": the written entry is not in the codebook";
+    best += taken <= lowest * (1 + 1e-5) + 1e-12;
+    err_taken += taken, err_best += lowest;
+  }
+  std::printf("  iq1_s    best entry in %d of %d groups; error %.5f against %.5f\n", best, groups, err_taken,
+              err_best);
+  EXPECT_GE(best, 0.99 * groups);
+  EXPECT_LT(err_taken, 1.002 * err_best);
 }
 
 // The types with 8 stored signs keep every weight's sign; those with 7 get
