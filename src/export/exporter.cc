@@ -10,6 +10,7 @@
 #include "export/tensor_convert.h"
 #include "export/tokenizer_metadata_bpe.h"
 #include "format/imatrix_file.h"
+#include "kernels/iq_blocks.h"
 
 namespace llmpack {
 namespace {
@@ -88,11 +89,10 @@ void write_imatrix_provenance(GgufWriter& w, const std::string& path, const Impo
 // The types whose quantizers search their scales, and so weight their error
 // by an importance matrix (kernels::quantize_row).
 bool searches_scales(DType t) {
+  if (kernels::is_codebook_type(t)) return true;
   switch (t) {
     case DType::kQ4_0: case DType::kQ5_0: case DType::kQ2_K: case DType::kQ3_K: case DType::kQ4_K:
-    case DType::kQ5_K: case DType::kQ6_K: case DType::kIQ4_NL: case DType::kIQ4_XS: case DType::kIQ2_XXS:
-    case DType::kIQ2_XS: case DType::kIQ2_S: case DType::kIQ3_XXS: case DType::kIQ3_S: case DType::kIQ1_S:
-    case DType::kIQ1_M:
+    case DType::kQ5_K: case DType::kQ6_K: case DType::kIQ4_NL: case DType::kIQ4_XS:
       return true;
     default:
       return false;

@@ -67,18 +67,12 @@ DType q3_k_m_type(const std::string& name, int64_t layer, int64_t n_layers, cons
 // llama.cpp's fallbacks for rows that are not whole super-blocks (its
 // quantizer's current ones: Q2_K and Q3_K went to IQ4_NL in older builds).
 DType fallback_type(DType want) {
+  if (kernels::is_codebook_type(want)) return DType::kIQ4_NL;
   switch (want) {
     case DType::kQ2_K:
     case DType::kQ3_K:
       return DType::kQ4_0;
     case DType::kIQ4_XS:
-    case DType::kIQ2_XXS:
-    case DType::kIQ2_XS:
-    case DType::kIQ2_S:
-    case DType::kIQ3_XXS:
-    case DType::kIQ3_S:
-    case DType::kIQ1_S:
-    case DType::kIQ1_M:
       return DType::kIQ4_NL;
     case DType::kQ4_K:
       return DType::kQ5_0;

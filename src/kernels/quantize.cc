@@ -550,6 +550,7 @@ void quantize_q3_k(const float* x, const float* imp, int64_t n_blocks, BlockQ3_K
 }  // namespace
 
 bool quantize_supports(DType dtype) {
+  if (is_codebook_type(dtype)) return true;  // quantize_codebook.cc
   switch (dtype) {
     case DType::kF32:
     case DType::kF16:
@@ -566,13 +567,6 @@ bool quantize_supports(DType dtype) {
     case DType::kQ3_K:
     case DType::kIQ4_NL:
     case DType::kIQ4_XS:
-    case DType::kIQ2_XXS:
-    case DType::kIQ2_XS:
-    case DType::kIQ2_S:
-    case DType::kIQ3_XXS:
-    case DType::kIQ3_S:
-    case DType::kIQ1_S:
-    case DType::kIQ1_M:
       return true;
     default:
       return false;

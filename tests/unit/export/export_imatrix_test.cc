@@ -184,9 +184,7 @@ TEST(ExportImatrix, TwoBitCodebookTypesNeedImportances) {
         << r.status().message();
     EXPECT_NE(r.status().message().find("llmpack imatrix"), std::string::npos) << r.status().message();
     EXPECT_FALSE(std::filesystem::exists(dir.file("out.gguf")));
-    auto with = export_with(dir, model, imatrix, "out.gguf", dtype);
-    EXPECT_TRUE(with.ok()) << dtype << ": " << with.status().message();
-  }
+  }  // (with the imatrix each is written: the next test)
   // The output matrix asked for in one, and the file has no entry for it.
   ExportOptions o;
   o.checkpoint = model, o.output = dir.file("out2.gguf"), o.dtype = "iq3_s", o.imatrix = imatrix;
