@@ -62,9 +62,14 @@ void register_export(CLI::App& app, std::function<int()>& action) {
   dynamic->excludes(stat);
   cmd->add_option("--static_chunk", o->static_chunk, "N: tokens per call with --static_shape (default 1)");
   cmd->add_option("--dtype", o->dtype,
-                  "Weights: f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, iq4_nl, "
-                  "iq4_xs, iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s (these five need --imatrix), iq3_xxs, iq3_s, q3_k_m, "
-                  "q4_k_m, q5_k_m (default: the source's types)");
+                  "Weights: one type for every matrix, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, "
+                  "q4_k, q5_k, q6_k, iq4_nl, iq4_xs, iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s (these five need "
+                  "--imatrix), iq3_xxs, iq3_s; or a llama-quantize mix: q2_k_s (needs --imatrix), q3_k_s, q3_k_m, "
+                  "q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, iq2_m (needs --imatrix), iq3_xs, iq3_m (default: the "
+                  "source's types)");
+  cmd->add_flag("--llama_mix", o->llama_mix,
+                "With a --dtype that names one type (q4_0, q2_k, iq2_xs, ...): write llama-quantize's file type of "
+                "that name instead, with its per-tensor types (q4_0's output in Q6_K, iq2_xs's attn_v in Q2_K, ...)");
   cmd->add_option("--output_dtype", o->output_dtype,
                   "Type of the output matrix (the embedding when the model ties them), e.g. q6_k as llama.cpp's "
                   "q4_0 files have it (llama-quantize's --output-tensor-type)");

@@ -32,19 +32,26 @@ std::optional<DType> single_type(const std::string& name) {
   return std::nullopt;
 }
 
-Result<DTypePlan> parse_dtype_plan(const std::string& given) {
+// --dtype: a single type, or one of llama-quantize's mixes (q4_k_m, iq3_m,
+// ...); with --llama_mix a single type's name is its llama-quantize file type.
+Result<DTypePlan> parse_dtype_plan(const std::string& given, bool llama_mix) {
   DTypePlan plan;
-  if (given.empty()) return plan;
+  if (given.empty()) {
+    if (llama_mix) return error_status("--llama_mix needs --dtype (the llama-quantize file type to write)");
+    return plan;
+  }
   const std::string d = lower(given);
   plan.keep = false;
   plan.name = d;
-  if (auto t = single_type(d)) {
-    plan.matrix = *t;
-  } else if (d == "q3_k_m" || d == "q4_k_m" || d == "q5_k_m") {
-    plan.matrix = d == "q3_k_m" ? DType::kQ3_K : d == "q4_k_m" ? DType::kQ4_K : DType::kQ5_K;
-    plan.medium_mix = true;
+  const auto single = single_type(d);
+  if (is_llama_mix_only_name(d) || (llama_mix && single && find_llama_file_type(d))) {
+    plan.mix = find_llama_file_type(d);
+    plan.matrix = plan.mix->base;
+  } else if (single) {
+    // f32, f16 and bf16 files have no rules in llama-quantize either
+    plan.matrix = *single;
   } else {
-    return error_status("--dtype '" + given + "' is not one of " + kSingleTypes + ", q3_k_m, q4_k_m, q5_k_m");
+    return error_status("--dtype '" + given + "' is not one of " + kSingleTypes + ", " + llama_mix_only_names());
   }
   return plan;
 }
@@ -93,7 +100,8 @@ Result<PackageShape> resolve_export_options(const ExportOptions& o) {
   PackageShape p;
   if (o.checkpoint.empty()) return error_status("--checkpoint is required");
   if (o.output.empty() && !o.dry_run) return error_status("--output is required");
-  LLMPACK_ASSIGN_OR_RETURN(p.dtype, parse_dtype_plan(o.dtype));
+  LLMPACK_ASSIGN_OR_RETURN(p.dtype, parse_dtype_plan(o.dtype, o.llama_mix));
+  p.dtype.has_imatrix = !o.imatrix.empty();
   LLMPACK_RETURN_IF_ERROR(parse_overrides(o, &p.dtype));
   if (o.max_seq_len <= 0 || o.max_seq_len > kMaxPositions)
     return error_status("--max_seq_length " + std::to_string(o.max_seq_len) + " is out of range 1.." +
@@ -138,8 +146,7 @@ Result<PackageShape> resolve_export_options(const ExportOptions& o) {
 }
 
 uint32_t gguf_file_type(const DTypePlan& plan) {
-  if (plan.medium_mix)  // MOSTLY_Q3_K_M, MOSTLY_Q4_K_M, MOSTLY_Q5_K_M
-    return plan.matrix == DType::kQ3_K ? 12 : plan.matrix == DType::kQ4_K ? 15 : 17;
+  if (plan.mix != nullptr) return plan.mix->file_type;
   switch (plan.matrix) {
     case DType::kF16: return 1;
     case DType::kQ4_0: return 2;

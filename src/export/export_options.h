@@ -12,6 +12,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "engine/package_contract.h"
+#include "export/llama_mix.h"
 
 namespace llmpack {
 
@@ -38,6 +39,10 @@ struct ExportOptions {
   // An importance matrix (llama-imatrix's or `llmpack imatrix`'s file): the
   // types that search their scales weight each column's error by it.
   std::string imatrix;
+  // --llama_mix: a --dtype that names a single type (q4_0, iq2_xs, ...) asks
+  // for llama-quantize's file type of that name, its per-tensor rules
+  // included, not for every matrix in the one type.
+  bool llama_mix = false;
 };
 
 // A type the user named for some tensors, and how they named it (for notices).
@@ -48,18 +53,19 @@ struct TypeOverride {
 };
 
 // The weight types an export writes: matrices get `matrix`, except where
-// q4_k_m asks for Q6_K (output, half the attn_v / ffn_down layers), and
-// where an override names a tensor. Overrides, strongest first, as
+// a mix (llama-quantize's file types: q4_k_m gives Q6_K to the output and to
+// half the layers' attn_v / ffn_down) names another type, and where an
+// override names a tensor. Overrides, strongest first, as
 // llama-quantize applies its own: `embedding` for token_embd.weight;
 // `output` for output.weight; the first of `tensor_rules` whose pattern the
 // name holds; `output` for an embedding the model ties to its output.
 struct DTypePlan {
   bool keep = true;              // --dtype absent: keep the source's types
-  // q4_k_m / q5_k_m: llama.cpp's "medium" mixes, Q6_K for the output matrix
-  // (the embedding when the model ties them) and for attn_v / ffn_down of
-  // the layers it gives more bits; q3_k_m: Q6_K output, Q4_K attn_output,
-  // and Q5_K / Q4_K attn_v and ffn_down
-  bool medium_mix = false;
+  // llama-quantize's file type whose rules pick each matrix's type (q4_k_m,
+  // iq3_m, ...; export/llama_mix.h); nullptr: `matrix` for every matrix
+  // (the codebook types lift the output and embedding as their files do)
+  const LlamaFileType* mix = nullptr;
+  bool has_imatrix = false;      // some rules differ with importances
   DType matrix = DType::kF32;
   std::string name;              // as given ("q4_k_m")
   std::optional<TypeOverride> output, embedding;

@@ -110,31 +110,29 @@ struct ImportanceUse {
 
 // The importances `t` is quantized to `type` with (nullptr: none). An entry
 // whose length is not the tensor's row length was computed on another model.
-// The 1- and 2-bit codebook types are written only with importances (as
-// llama-quantize refuses them without): with so few codebook entries a group
-// of 8 weights, which weights may move decides most of the error.
-bool needs_importance(DType t) {
-  return t == DType::kIQ2_XXS || t == DType::kIQ2_XS || t == DType::kIQ2_S || t == DType::kIQ1_S ||
-         t == DType::kIQ1_M;
-}
-
+// The 1- and 2-bit codebook types (and Q2_K in the q2_k_s mix) are written
+// only with importances, as llama-quantize refuses them without
+// (mix_needs_importance): with so few codebook entries a group of 8 weights,
+// which weights may move decides most of the error.
 Status missing_importance(const SourceTensor& t, DType type, bool have_file) {
   return error_status("'" + t.name + "' is to be written as " + std::string(dtype_name(type)) +
-                      ", which needs an importance matrix entry for it (1- and 2-bit codebook types quantized "
+                      ", which needs an importance matrix entry for it (1- and 2-bit types quantized "
                       "without one lose most of the model), but " +
                       (have_file ? "the --imatrix file has none for it (llmpack imatrix --process_output records the "
                                    "output matrix; or give this tensor another type with --tensor_dtype)"
                                  : "no --imatrix was given (make one with llmpack imatrix -m MODEL -f TEXT)"));
 }
 
-Result<const float*> importance_for(const SourceTensor& t, DType type, ImportanceUse* use) {
+Result<const float*> importance_for(const SourceTensor& t, DType type, const LlamaFileType* mix,
+                                   ImportanceUse* use) {
   if (type == t.dtype || t.ne.size() < 2) return nullptr;
-  if (use->imatrix == nullptr && needs_importance(type)) return missing_importance(t, type, false);
+  const bool needed = mix_needs_importance(type, mix, t.name);
+  if (use->imatrix == nullptr && needed) return missing_importance(t, type, false);
   if (use->imatrix == nullptr || !searches_scales(type)) return nullptr;
   ++use->searched;
   const ImatrixEntry* entry = use->imatrix->find(t.name);
   if (entry == nullptr) {
-    if (needs_importance(type)) return missing_importance(t, type, true);
+    if (needed) return missing_importance(t, type, true);
     if (use->first_uncovered.empty()) use->first_uncovered = t.name;
     return nullptr;
   }
@@ -145,12 +143,17 @@ Result<const float*> importance_for(const SourceTensor& t, DType type, Importanc
   return use->by_tensor.emplace(t.name, entry->mean_sq()).first->second.data();
 }
 
-// The notice of what the importances reached; an error where they reached
-// no matrix at all (a file of another model, or of other names).
-Status report_importance_use(const ImportanceUse& use, ExportReport* report) {
+// The notice of what the importances reached; an error where the file names
+// none of the model's matrices (a file of another model, or of other names).
+// A file of this model may still cover none of the matrices this export
+// searches (only the output matrix and embedding in llama-quantize's q4_1
+// file, which imatrices leave out): a notice then.
+Status report_importance_use(const ImportanceUse& use, const ModelSource& s, ExportReport* report) {
   if (use.imatrix == nullptr || use.searched == 0) return ok_status();
   const int used = static_cast<int>(use.by_tensor.size());
-  if (used == 0) {
+  const bool names_this_model = std::any_of(use.imatrix->entries.begin(), use.imatrix->entries.end(),
+                                            [&](const auto& e) { return s.find(e.first) != nullptr; });
+  if (used == 0 && !names_this_model) {
     const std::string example = use.imatrix->entries.empty() ? "none" : "'" + use.imatrix->entries.begin()->first + "'";
     return error_status("--imatrix: no entry for any matrix this export quantizes (expected names such as '" +
                         use.first_uncovered + "'; the file has " + std::to_string(use.imatrix->entries.size()) +
@@ -178,7 +181,7 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
   const std::string output_name = s.find("output.weight") ? "output.weight" : "token_embd.weight";
   for (size_t i = 0; i < s.tensors.size(); ++i) {
     const SourceTensor& t = s.tensors[i];
-    const TensorTypeChoice choice = plan_tensor_type(t, plan, s.hp.n_layers, output_name);
+    const TensorTypeChoice choice = plan_tensor_type(t, plan, s.hp, output_name);
     const DType type = choice.type;
     if (choice.fell_back) {
       auto& f = fallbacks[{choice.asked_by, std::string(dtype_name(type))}];
@@ -187,7 +190,7 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
     }
     if (const auto info = dtype_info(t.dtype); type != t.dtype && info && info->block_elems > 1)
       ++requantized[std::string(dtype_name(t.dtype))];
-    LLMPACK_ASSIGN_OR_RETURN(const float* importance, importance_for(t, type, importances));
+    LLMPACK_ASSIGN_OR_RETURN(const float* importance, importance_for(t, type, plan.mix, importances));
     PlannedTensor planned{t.name, std::string(dtype_name(t.dtype)), std::string(dtype_name(type)), t.ne, 0};
     if (const auto info = dtype_info(type); info && !t.ne.empty()) {
       int64_t rows = 1;
@@ -219,7 +222,7 @@ Status add_tensors(GgufWriter& w, const ModelSource& s, const DTypePlan& plan, s
                               ": each keeps the rounding error of its first quantization; quantizing the f32, f16 or "
                               "bf16 weights gives the better file");
   }
-  return report_importance_use(*importances, report);
+  return report_importance_use(*importances, s, report);
 }
 
 // Refused before any work: an export can take minutes, and its writer only

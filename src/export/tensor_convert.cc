@@ -20,11 +20,6 @@ bool is_vector(const SourceTensor& t) {
   return t.ne.size() <= 1 || rows == 1;
 }
 
-// llama.cpp's Q4_K_M gives these layers of attn_v / ffn_down more bits.
-bool more_bits_layer(int64_t layer, int64_t n_layers) {
-  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
-}
-
 int64_t layer_of(const std::string& name) {
   if (name.rfind("blk.", 0) != 0) return -1;
   return std::strtoll(name.c_str() + 4, nullptr, 10);
@@ -52,18 +47,6 @@ void decode_row(const SourceTensor& t, int64_t rows, int64_t cols, int64_t r, fl
   }
 }
 
-// llama.cpp's Q3_K_M mix for a matrix of layer `layer` (-1: not in a layer):
-// Q6_K output (`output_name`), Q4_K attn_output, attn_v Q5_K in the first two layers and
-// Q4_K after, ffn_down Q5_K in the first n_layers / 16 layers and Q4_K after.
-DType q3_k_m_type(const std::string& name, int64_t layer, int64_t n_layers, const std::string& output_name) {
-  const auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
-  if (name == output_name) return DType::kQ6_K;
-  if (has("attn_output.weight")) return DType::kQ4_K;
-  if (has("attn_v.weight")) return layer < 2 ? DType::kQ5_K : DType::kQ4_K;
-  if (has("ffn_down.weight")) return layer < n_layers / 16 ? DType::kQ5_K : DType::kQ4_K;
-  return DType::kQ3_K;
-}
-
 // llama.cpp's fallbacks for rows that are not whole super-blocks (its
 // quantizer's current ones: Q2_K and Q3_K went to IQ4_NL in older builds).
 DType fallback_type(DType want) {
@@ -85,31 +68,23 @@ DType fallback_type(DType want) {
   }
 }
 
-// The codebook types' output matrix and embedding, as llama-quantize writes
-// them in its files of those types (the 2- and 3-bit codebooks lose too much
-// there, and an embedding has no importances): the output Q5_K (Q6_K for
-// iq3_s), the embedding Q2_K for iq1_s / iq1_m / iq2_xxs / iq2_xs and IQ3_S
-// for the others.
-// Nothing (the type itself) for other tensors and types.
-std::optional<DType> codebook_edge_type(const std::string& name, DType matrix, const std::string& output_name) {
-  if (!kernels::is_codebook_type(matrix)) return std::nullopt;
-  if (name == output_name) return matrix == DType::kIQ3_S ? DType::kQ6_K : DType::kQ5_K;
-  if (name == "token_embd.weight")
-    return matrix == DType::kIQ2_XXS || matrix == DType::kIQ2_XS || matrix == DType::kIQ1_S ||
-                   matrix == DType::kIQ1_M
-               ? DType::kQ2_K
-               : DType::kIQ3_S;
-  return std::nullopt;
-}
-
-// The plan's type for matrix `name`: its --dtype, or the mix's choice.
-DType mix_type(const std::string& name, const DTypePlan& plan, int64_t n_layers, const std::string& output_name) {
-  if (auto edge = codebook_edge_type(name, plan.matrix, output_name)) return *edge;
-  if (!plan.medium_mix) return plan.matrix;
-  if (plan.matrix == DType::kQ3_K) return q3_k_m_type(name, layer_of(name), n_layers, output_name);
-  const bool v_or_down =
-      name.find("attn_v.weight") != std::string::npos || name.find("ffn_down.weight") != std::string::npos;
-  if (name == output_name || (v_or_down && more_bits_layer(layer_of(name), n_layers))) return DType::kQ6_K;
+// The plan's type for matrix `name`: its mix's rule (export/llama_mix.h), or
+// its one type. A single codebook type (iq2_xs, ...) still gives the output
+// matrix and the embedding the types its llama-quantize file gives them: the
+// 1- to 3-bit codebooks lose too much there, and an embedding has no
+// importances.
+DType mix_type(const SourceTensor& t, const DTypePlan& plan, const SourceHyperparameters& hp,
+               const std::string& output_name) {
+  const MixTensor m{t.name,
+                    layer_of(t.name),
+                    hp.n_layers,
+                    hp.n_kv_heads > 0 ? hp.n_heads / hp.n_kv_heads : 1,
+                    t.ne[0],
+                    t.name == output_name,
+                    plan.has_imatrix};
+  if (plan.mix != nullptr) return llama_mix_type(*plan.mix, m);
+  if (kernels::is_codebook_type(plan.matrix) && (m.is_output || t.name == "token_embd.weight"))
+    return llama_mix_type(*find_llama_file_type(dtype_name(plan.matrix)), m);
   return plan.matrix;
 }
 
@@ -128,7 +103,7 @@ const TypeOverride* override_for(const std::string& name, const DTypePlan& plan,
 
 }  // namespace
 
-TensorTypeChoice plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers,
+TensorTypeChoice plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, const SourceHyperparameters& hp,
                                   const std::string& output_name) {
   TensorTypeChoice c;
   if (is_vector(t)) return c;  // f32
@@ -137,8 +112,12 @@ TensorTypeChoice plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, 
     c.type = t.dtype;
     return c;
   }
-  DType want = named != nullptr ? named->type : mix_type(t.name, plan, n_layers, output_name);
-  c.asked_by = named != nullptr ? named->given : plan.name;
+  DType want = named != nullptr ? named->type : mix_type(t, plan, hp, output_name);
+  // the notice of a fallback names what asked: the flag, the plan's type,
+  // or the mix and the type it chose for this tensor ("q4_0 mix's q6_k")
+  c.asked_by = named != nullptr       ? named->given
+               : want == plan.matrix ? plan.name
+                                     : plan.name + " mix's " + std::string(dtype_name(want));
   c.type = want;
   const int64_t cols = t.ne[0];
   if (fits(want, cols)) return c;

@@ -28,7 +28,7 @@ struct TensorTypeChoice {
   bool fell_back = false;
   std::string asked_by;  // what asked for the type that did not fit: "q4_k_m", "--output_dtype q6_k"
 };
-TensorTypeChoice plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, int64_t n_layers,
+TensorTypeChoice plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, const SourceHyperparameters& hp,
                                   const std::string& output_name);
 
 // The bytes of `t` as `target`: a view of the source when nothing changes,

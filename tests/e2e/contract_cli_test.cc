@@ -258,6 +258,28 @@ TEST(ContractCli, ExportDryRunPrintsThePlanAndWritesNothing) {
   EXPECT_EQ(no_output.exit_code, 0) << no_output.err;
 }
 
+// --llama_mix: a single type's name asks for llama-quantize's file type of
+// that name; its Q4_0 file gives the output matrix (here the embedding,
+// which stories260K ties to it) Q6_K, which 64-wide rows take as Q8_0.
+TEST(ContractCli, ExportLlamaMixGivesTheFileTypesTensorTypes) {
+  LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
+  LLMPACK_REQUIRE_FIXTURE(tok_path, "llama2c/tok512.bin");
+  const std::string base = "export --checkpoint " + bin + " --tokenizer_path " + tok_path + " --dtype q4_0 --dry_run";
+  auto pure = llmpack(base);
+  ASSERT_EQ(pure.exit_code, 0) << pure.err;
+  EXPECT_NE(pure.out.find("token_embd.weight         f32    -> q4_0 "), std::string::npos) << pure.out;
+  auto mixed = llmpack(base + " --llama_mix");
+  ASSERT_EQ(mixed.exit_code, 0) << mixed.err;
+  EXPECT_NE(mixed.out.find("token_embd.weight         f32    -> q8_0 "), std::string::npos) << mixed.out;
+  EXPECT_NE(mixed.err.find("1 matrix with rows that do not fit q4_0 mix's q6_k blocks (e.g. rows of 64) written as "
+                           "q8_0"),
+            std::string::npos)
+      << mixed.err;
+  auto alone = llmpack("export --checkpoint " + bin + " --llama_mix --dry_run");
+  EXPECT_NE(alone.exit_code, 0);
+  EXPECT_NE(alone.err.find("--llama_mix needs --dtype"), std::string::npos) << alone.err;
+}
+
 TEST(ContractCli, ExportRefusesBadCombinationsWithoutWritingAFile) {
   LLMPACK_REQUIRE_FIXTURE(bin, "llama2c/stories260K.bin");
   LLMPACK_REQUIRE_FIXTURE(tok_path, "llama2c/tok512.bin");

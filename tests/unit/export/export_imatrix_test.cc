@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/tiny_model.h"
@@ -238,6 +239,50 @@ TEST(ExportImatrix, CodebookTypesGiveTheOutputAndEmbeddingLlamaQuantizesTypes) {
     kernels::quantize_row(c.matrix, x.data(), cols, row0.data(), imp.data());
     EXPECT_EQ(std::vector<uint8_t>(t->data, t->data + rb), row0) << c.dtype;
   }
+}
+
+// llama-quantize's mixes ask for importances where its files do: q2_k_s's
+// Q2_K matrices (not the embedding, which no imatrix covers) and iq2_m's
+// IQ2_S; with them each is written, in llama.cpp's file type.
+TEST(ExportImatrix, LlamaQuantizeMixesNeedImportancesWhereItsFilesDo) {
+  ScratchDir dir;
+  const std::string model = write_model(dir), imatrix = dir.file("imatrix.gguf");
+  ASSERT_TRUE(write_imatrix(imatrix, imatrix_for(model)).ok());
+  for (const auto& [dtype, first_layer_type] : {std::pair{"q2_k_s", "q2_k"}, std::pair{"iq2_m", "iq2_s"}}) {
+    auto refused = export_with(dir, model, "", "out.gguf", dtype);
+    ASSERT_FALSE(refused.ok()) << dtype;
+    EXPECT_NE(refused.status().message().find("'blk.0.attn_q.weight' is to be written as " +
+                                              std::string(first_layer_type) + ", which needs an importance matrix"),
+              std::string::npos)
+        << refused.status().message();
+    auto written = export_with(dir, model, imatrix, "out.gguf", dtype);
+    ASSERT_TRUE(written.ok()) << dtype << ": " << written.status().message();
+    auto gguf = GgufFile::open(dir.file("out.gguf"));
+    ASSERT_TRUE(gguf.ok());
+    EXPECT_EQ((*gguf)->get_int("general.file_type"), std::string(dtype) == "q2_k_s" ? 21 : 29);
+    EXPECT_EQ(dtype_name((*gguf)->find_tensor("blk.0.attn_q.weight")->dtype), first_layer_type) << dtype;
+    EXPECT_EQ((*gguf)->find_tensor("token_embd.weight")->dtype,
+              std::string(dtype) == "q2_k_s" ? DType::kQ2_K : DType::kIQ3_S);
+  }
+}
+
+// An imatrix of this model that covers none of the matrices this export
+// searches (llama-quantize's q4_1 file searches only its Q6_K output, which
+// imatrices leave out) is a notice, not the refusal an imatrix of another
+// model gets (AnImatrixOfAnotherModelIsRefused).
+TEST(ExportImatrix, AFileOfThisModelCoveringNoSearchedMatrixIsANotice) {
+  ScratchDir dir;
+  const std::string model = write_model(dir), imatrix = dir.file("imatrix.gguf");
+  ASSERT_TRUE(write_imatrix(imatrix, imatrix_for(model)).ok());
+  ExportOptions o;
+  o.checkpoint = model, o.output = dir.file("out.gguf"), o.dtype = "q4_1", o.llama_mix = true, o.imatrix = imatrix;
+  auto r = export_package(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  bool noticed = false;
+  for (const auto& n : r->notices)
+    noticed |= n.find("importances for 0 of the 1 matrices whose types search their scales; the others (e.g. "
+                      "output.weight) quantized without") != std::string::npos;
+  EXPECT_TRUE(noticed);
 }
 
 }  // namespace

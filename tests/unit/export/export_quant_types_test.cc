@@ -90,7 +90,8 @@ TEST_P(ExportTypes, LogitsWithinTheTypesErrorOfF32) {
 // Bounds: about 1.5x the error measured on this model (f16 7.6e-4, bf16
 // 6.0e-3, q8_0 0.029, q6_k 0.064, q4_k 0.25, q4_k_m 0.23, q4_0 0.31, q5_0
 // 0.16, q5_1 0.14, q5_k 0.13, q5_k_m 0.12, q4_1 0.26, q2_k 0.80, q3_k 0.53,
-// q3_k_m 0.40, iq4_nl 0.28, iq4_xs 0.27, iq3_xxs 0.58, iq3_s 0.43 (their output
+// q3_k_m 0.40, iq4_nl 0.28, iq4_xs 0.27, iq3_xxs 0.58, iq3_s 0.43, and llama-quantize's mixes
+// q3_k_s 0.52, q3_k_l 0.38, q4_k_s 0.22, q5_k_s 0.12, iq3_m 0.37 (the codebook types' output
 // Q5_K / Q6_K and embedding IQ3_S, as llama-quantize writes them; the 2-bit
 // codebook types need an imatrix: export_imatrix_test.cc) (q2_k within 1.4x); the
 // weights' own rounding error grows about 3x through two random layers, and
@@ -115,7 +116,12 @@ INSTANTIATE_TEST_SUITE_P(Types, ExportTypes,
                                            TypeCase{"iq4_nl", DType::kIQ4_NL, 0.4, 1e-2},
                                            TypeCase{"iq4_xs", DType::kIQ4_XS, 0.4, 1e-2},
                                            TypeCase{"iq3_xxs", DType::kIQ3_XXS, 0.87, 1e-2},
-                                           TypeCase{"iq3_s", DType::kIQ3_S, 0.65, 1e-2}),
+                                           TypeCase{"iq3_s", DType::kIQ3_S, 0.65, 1e-2},
+                                           TypeCase{"q3_k_s", DType::kQ3_K, 0.75, 1e-2},
+                                           TypeCase{"q3_k_l", DType::kQ3_K, 0.56, 1e-2},
+                                           TypeCase{"q4_k_s", DType::kQ4_K, 0.33, 1e-2},
+                                           TypeCase{"q5_k_s", DType::kQ5_K, 0.18, 1e-2},
+                                           TypeCase{"iq3_m", DType::kIQ3_S, 0.54, 1e-2}),
                          [](const auto& info) { return std::string(info.param.dtype); });
 
 // Rows quantize on the export's threads (ExportOptions::threads, `export
