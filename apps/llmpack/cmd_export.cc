@@ -81,8 +81,8 @@ void register_export(CLI::App& app, std::function<int()>& action) {
       ->allow_extra_args(false);
   cmd->add_option("--imatrix", o->imatrix,
                   "An importance matrix (llama-imatrix's .gguf or .dat, or `llmpack imatrix`'s): the types that "
-                  "search their scales (q4_0, q5_0, the k-quants, the iq types) weight each column's error by the "
-                  "mean square of its activations (llama-quantize's --imatrix)");
+                  "search their scales (q4_0, q5_0, q4_1, q5_1, the k-quants, the iq types) weight each column's "
+                  "error by the mean square of its activations (llama-quantize's --imatrix)");
   cmd->add_option("--name", o->name, "general.name to write");
   cmd->add_flag("--dry_run", o->dry_run,
                 "Print every tensor's planned type and size and the total, and write nothing (llama-quantize's --dry-run)");

@@ -91,7 +91,8 @@ void write_imatrix_provenance(GgufWriter& w, const std::string& path, const Impo
 bool searches_scales(DType t) {
   if (kernels::is_codebook_type(t)) return true;
   switch (t) {
-    case DType::kQ4_0: case DType::kQ5_0: case DType::kQ2_K: case DType::kQ3_K: case DType::kQ4_K:
+    case DType::kQ4_0: case DType::kQ5_0: case DType::kQ4_1: case DType::kQ5_1:
+    case DType::kQ2_K: case DType::kQ3_K: case DType::kQ4_K:
     case DType::kQ5_K: case DType::kQ6_K: case DType::kIQ4_NL: case DType::kIQ4_XS:
       return true;
     default:
@@ -146,8 +147,8 @@ Result<const float*> importance_for(const SourceTensor& t, DType type, const Lla
 // The notice of what the importances reached; an error where the file names
 // none of the model's matrices (a file of another model, or of other names).
 // A file of this model may still cover none of the matrices this export
-// searches (only the output matrix and embedding in llama-quantize's q4_1
-// file, which imatrices leave out): a notice then.
+// searches (only the output matrix in `--dtype q8_0 --output_dtype q6_k`,
+// which imatrices leave out): a notice then.
 Status report_importance_use(const ImportanceUse& use, const ModelSource& s, ExportReport* report) {
   if (use.imatrix == nullptr || use.searched == 0) return ok_status();
   const int used = static_cast<int>(use.by_tensor.size());

@@ -101,26 +101,44 @@ void quantize_q5_0(const float* x, const float* imp, int64_t n_blocks, BlockQ5_0
   }
 }
 
-// Q4_1 and Q5_1: value = q * d + m with m the block's minimum and
-// d = (max - min) / top (15 or 31 levels).
+// Stores the levels q[32] (0..15, or 0..31 with the fifth bit) into a Q4_1 or
+// Q5_1 block whose quants start zeroed.
 template <class Block>
-void quantize_with_min(const float* x, int64_t n_blocks, Block* out) {
-  constexpr bool kFifthBit = kBlockHasQh<Block>;
-  constexpr int kTop = kFifthBit ? 31 : 15;
+void put_min_block_levels(const uint8_t* q, Block* out) {
+  for (int j = 0; j < kQK; ++j) {
+    if constexpr (kBlockHasQh<Block>)
+      put_q5(out->qs, out->qh, j, q[j]);
+    else
+      out->qs[j % (kQK / 2)] |= static_cast<uint8_t>(q[j] << (j < kQK / 2 ? 0 : 4));
+  }
+}
+
+// A Q4_1 or Q5_1 block with search weights w[32]: its scale and minimum
+// searched as a Q4_K sub-block's (fit_scale_min, below).
+template <class Block>
+void quantize_min_block_searched(const float* x, const float* w, Block* out);
+
+// Q4_1 and Q5_1: value = q * d + m with m the block's minimum and
+// d = (max - min) / top (15 or 31 levels); a block with importances is
+// searched.
+template <class Block>
+void quantize_with_min(const float* x, const float* imp, int64_t n_blocks, Block* out) {
+  constexpr int kTop = kBlockHasQh<Block> ? 31 : 15;
+  float w[kQK];
   for (int64_t i = 0; i < n_blocks; ++i, x += kQK) {
+    if (const float* wb = search_weights(x, imp, i * kQK, kQK, w)) {
+      quantize_min_block_searched(x, wb, &out[i]);
+      continue;
+    }
     const auto [lo, hi] = std::minmax_element(x, x + kQK);
     const float d = (*hi - *lo) / static_cast<float>(kTop);
     const float id = d > 0.0f ? 1.0f / d : 0.0f;
     out[i] = Block{};
     out[i].d = f32_to_f16(d);
     out[i].m = f32_to_f16(*lo);
-    for (int j = 0; j < kQK; ++j) {
-      const int q = level_half_up((x[j] - *lo) * id + 0.5f, kTop);
-      if constexpr (kFifthBit)
-        put_q5(out[i].qs, out[i].qh, j, q);
-      else
-        out[i].qs[j % (kQK / 2)] |= static_cast<uint8_t>(q << (j < kQK / 2 ? 0 : 4));
-    }
+    uint8_t q[kQK];
+    for (int j = 0; j < kQK; ++j) q[j] = static_cast<uint8_t>(level_half_up((x[j] - *lo) * id + 0.5f, kTop));
+    put_min_block_levels(q, &out[i]);
   }
 }
 
@@ -266,6 +284,19 @@ void put_min_levels(const float* x, int n, int top, float s, float m, uint8_t* q
     const FitLanes v = min_levels(x + i, m, inv_s, levels);
     for (int l = 0; l < kFitLanes; ++l) q[i + l] = static_cast<uint8_t>(v[l] == v[l] ? v[l] : 0.0f);  // NaN: 0
   }
+}
+
+template <class Block>
+void quantize_min_block_searched(const float* x, const float* w, Block* out) {
+  constexpr int kTop = kBlockHasQh<Block> ? 31 : 15;
+  float scale = 0.0f, min = 0.0f;  // x ~ scale q - min, min >= 0
+  fit_scale_min(x, w, kQK, kTop, &scale, &min);
+  *out = Block{};
+  out->d = f32_to_f16(scale);
+  out->m = f32_to_f16(-min);
+  uint8_t q[kQK];
+  put_min_levels(x, kQK, kTop, f16_to_f32(out->d), -f16_to_f32(out->m), q);
+  put_min_block_levels(q, out);
 }
 
 // A sub-block's scale and min codes against the super-block's d and dmin:
@@ -607,10 +638,10 @@ size_t quantize_row(DType dtype, const float* src, int64_t n, void* dst, const f
       quantize_q5_0(src, importance, n_blocks, static_cast<BlockQ5_0*>(dst));
       break;
     case DType::kQ5_1:
-      quantize_with_min(src, n_blocks, static_cast<BlockQ5_1*>(dst));
+      quantize_with_min(src, importance, n_blocks, static_cast<BlockQ5_1*>(dst));
       break;
     case DType::kQ4_1:
-      quantize_with_min(src, n_blocks, static_cast<BlockQ4_1*>(dst));
+      quantize_with_min(src, importance, n_blocks, static_cast<BlockQ4_1*>(dst));
       break;
     case DType::kQ4_K:
       quantize_k45(src, importance, n_blocks, static_cast<BlockQ4_K*>(dst));

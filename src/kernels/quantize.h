@@ -22,9 +22,9 @@ bool quantize_supports(DType dtype);
 // The memory-only grouped layouts (kQ5_0x8, kQ5_1x8) are written too: the
 // plain type's row, regrouped as a load would (tests build them this way).
 // `importance` (n floats, or nullptr): each column's mean squared activation
-// from an importance matrix; the searched types (Q4_0, Q5_0, the K-quants,
-// IQ4_NL, IQ4_XS, the codebook types) then weight their squared error by it. The other types
-// (F32, F16, BF16, Q8_0, Q4_1, Q5_1) ignore it.
+// from an importance matrix; the searched types (Q4_0, Q5_0, Q4_1, Q5_1, the
+// K-quants, IQ4_NL, IQ4_XS, the codebook types) then weight their squared
+// error by it. The other types (F32, F16, BF16, Q8_0) ignore it.
 size_t quantize_row(DType dtype, const float* src, int64_t n, void* dst, const float* importance = nullptr);
 
 }  // namespace llmpack::kernels

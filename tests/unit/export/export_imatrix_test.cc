@@ -267,15 +267,16 @@ TEST(ExportImatrix, LlamaQuantizeMixesNeedImportancesWhereItsFilesDo) {
 }
 
 // An imatrix of this model that covers none of the matrices this export
-// searches (llama-quantize's q4_1 file searches only its Q6_K output, which
-// imatrices leave out) is a notice, not the refusal an imatrix of another
-// model gets (AnImatrixOfAnotherModelIsRefused).
+// searches (q8_0 with a Q6_K output searches only the output, which imatrices
+// leave out) is a notice, not the refusal an imatrix of another model gets
+// (AnImatrixOfAnotherModelIsRefused).
 TEST(ExportImatrix, AFileOfThisModelCoveringNoSearchedMatrixIsANotice) {
   ScratchDir dir;
   const std::string model = write_model(dir), imatrix = dir.file("imatrix.gguf");
   ASSERT_TRUE(write_imatrix(imatrix, imatrix_for(model)).ok());
   ExportOptions o;
-  o.checkpoint = model, o.output = dir.file("out.gguf"), o.dtype = "q4_1", o.llama_mix = true, o.imatrix = imatrix;
+  o.checkpoint = model, o.output = dir.file("out.gguf"), o.dtype = "q8_0", o.output_dtype = "q6_k";
+  o.imatrix = imatrix;
   auto r = export_package(o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   bool noticed = false;
