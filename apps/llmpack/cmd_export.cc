@@ -64,7 +64,8 @@ void register_export(CLI::App& app, std::function<int()>& action) {
   cmd->add_option("--dtype", o->dtype,
                   "Weights: one type for every matrix, f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, "
                   "q4_k, q5_k, q6_k, iq4_nl, iq4_xs, iq1_s, iq1_m, iq2_xxs, iq2_xs, iq2_s (these five need "
-                  "--imatrix), iq3_xxs, iq3_s; or a llama-quantize mix: q2_k_s (needs --imatrix), q3_k_s, q3_k_m, "
+                  "--imatrix), iq3_xxs, iq3_s (these seven keep the output and embedding in more bits); or a "
+                  "llama-quantize mix: q2_k_s (needs --imatrix), q3_k_s, q3_k_m, "
                   "q3_k_l, q4_k_s, q4_k_m, q5_k_s, q5_k_m, iq2_m (needs --imatrix), iq3_xs, iq3_m (default: the "
                   "source's types)");
   cmd->add_flag("--llama_mix", o->llama_mix,

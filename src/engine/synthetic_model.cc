@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <span>
 
 #include "core/half.h"
 #include "format/gguf.h"
+#include "format/llama_mix.h"
 #include "kernels/iq_blocks.h"
 #include "kernels/quant_blocks.h"
 #include "kernels/quantize.h"
@@ -43,18 +45,19 @@ SyntheticShape shape(std::string name, std::string arch, int64_t dim, int64_t hi
 
 struct TypeName {
   SyntheticType type;
-  std::string_view name;
-  uint32_t file_type;  // llama.cpp's general.file_type number for the mix
+  std::string_view name;  // llama-quantize's name of the file type (f32, f16, bf16: every matrix in it)
 };
 constexpr TypeName kTypes[] = {
-    {SyntheticType::kF32, "f32", 0},          {SyntheticType::kF16, "f16", 1},
-    {SyntheticType::kBF16, "bf16", 32},      {SyntheticType::kQ8_0, "q8_0", 7},
-    {SyntheticType::kQ4_0, "q4_0", 2},       {SyntheticType::kQ4_K_M, "q4_k_m", 15},
-    {SyntheticType::kQ5_K_M, "q5_k_m", 17},  {SyntheticType::kQ3_K_M, "q3_k_m", 12},
-    {SyntheticType::kIQ4_XS, "iq4_xs", 30},  {SyntheticType::kIQ3_XXS, "iq3_xxs", 23},
-    {SyntheticType::kIQ3_S, "iq3_s", 26},     {SyntheticType::kIQ2_XXS, "iq2_xxs", 19},
-    {SyntheticType::kIQ2_XS, "iq2_xs", 20},
-    {SyntheticType::kIQ1_M, "iq1_m", 31},
+    {SyntheticType::kF32, "f32"},         {SyntheticType::kF16, "f16"},         {SyntheticType::kBF16, "bf16"},
+    {SyntheticType::kQ8_0, "q8_0"},       {SyntheticType::kQ4_0, "q4_0"},       {SyntheticType::kQ4_1, "q4_1"},
+    {SyntheticType::kQ5_0, "q5_0"},       {SyntheticType::kQ5_1, "q5_1"},       {SyntheticType::kQ2_K, "q2_k"},
+    {SyntheticType::kQ2_K_S, "q2_k_s"},   {SyntheticType::kQ3_K_S, "q3_k_s"},   {SyntheticType::kQ3_K_M, "q3_k_m"},
+    {SyntheticType::kQ3_K_L, "q3_k_l"},   {SyntheticType::kQ4_K_S, "q4_k_s"},   {SyntheticType::kQ4_K_M, "q4_k_m"},
+    {SyntheticType::kQ5_K_S, "q5_k_s"},   {SyntheticType::kQ5_K_M, "q5_k_m"},   {SyntheticType::kQ6_K, "q6_k"},
+    {SyntheticType::kIQ4_NL, "iq4_nl"},   {SyntheticType::kIQ4_XS, "iq4_xs"},   {SyntheticType::kIQ3_M, "iq3_m"},
+    {SyntheticType::kIQ3_S, "iq3_s"},     {SyntheticType::kIQ3_XS, "iq3_xs"},   {SyntheticType::kIQ3_XXS, "iq3_xxs"},
+    {SyntheticType::kIQ2_M, "iq2_m"},     {SyntheticType::kIQ2_S, "iq2_s"},     {SyntheticType::kIQ2_XS, "iq2_xs"},
+    {SyntheticType::kIQ2_XXS, "iq2_xxs"}, {SyntheticType::kIQ1_M, "iq1_m"},     {SyntheticType::kIQ1_S, "iq1_s"},
 };
 
 std::string lower(std::string_view s) {
@@ -63,28 +66,13 @@ std::string lower(std::string_view s) {
   return out;
 }
 
-// llama.cpp's choice of layers that get more bits in its _M mixes.
-bool use_more_bits(int64_t layer, int64_t n_layers) {
-  return layer < n_layers / 8 || layer >= 7 * n_layers / 8 || (layer - n_layers / 8) % 3 == 2;
-}
-
-// K-quants need rows of whole 256-element super-blocks; llama.cpp's
-// quantizer falls back to Q5_0 for Q4_K, Q5_1 for Q5_K, Q8_0 for Q6_K, Q4_0
-// for Q3_K (IQ4_NL in older builds) and IQ4_NL for IQ4_XS and the codebook
-// types (the exporter's fallback_type, export/tensor_convert.cc).
-DType k_quant_or_fallback(DType k_type, int64_t cols) {
-  if (cols % kQkK == 0) return k_type;
-  switch (k_type) {
-    case DType::kQ6_K: return DType::kQ8_0;
-    case DType::kQ5_K: return DType::kQ5_1;
-    case DType::kQ3_K: return DType::kQ4_0;
-    case DType::kIQ4_XS:
-    case DType::kIQ3_XXS:
-    case DType::kIQ3_S:
-    case DType::kIQ2_XXS:
-    case DType::kIQ2_XS:
-    case DType::kIQ1_M: return DType::kIQ4_NL;
-    default: return DType::kQ5_0;
+// The float types, written whole in their type; the rest are llama-quantize's file types.
+std::optional<DType> float_type(SyntheticType type) {
+  switch (type) {
+    case SyntheticType::kF32: return DType::kF32;
+    case SyntheticType::kF16: return DType::kF16;
+    case SyntheticType::kBF16: return DType::kBF16;
+    default: return std::nullopt;
   }
 }
 
@@ -102,7 +90,8 @@ std::vector<TensorPlan> plan_tensors(const SyntheticShape& s, SyntheticType type
   std::vector<TensorPlan> plan;
   const int64_t q = s.n_heads * s.head_dim, kv = s.n_kv_heads * s.head_dim;
   auto matrix = [&](const std::string& name, std::string_view kind, int64_t layer, int64_t rows, int64_t cols) {
-    plan.push_back({name, synthetic_matrix_type(type, kind, layer, n_layers, cols, s.tied_output), rows, cols, false});
+    const DType t = synthetic_matrix_type(type, kind, layer, n_layers, cols, s.tied_output, s.n_heads / s.n_kv_heads);
+    plan.push_back({name, t, rows, cols, false});
   };
   auto norm = [&](const std::string& name, int64_t n) { plan.push_back({name, DType::kF32, 1, n, true}); };
   matrix("token_embd.weight", "token_embd", -1, s.vocab_size, s.dim);
@@ -186,8 +175,9 @@ void random_bytes(SplitMix& rng, uint8_t* out, size_t n) {
 // w = d (sc - 32) (q - 4) (sd 18.5 and 2.3); IQ4 w = d (scale - 32) v with v
 // the grid's values (rms 67.4; IQ4_NL has no sub-block scale); IQ2_XXS w =
 // d (0.5 + s) / 4 m (s in 0..15: rms 9.23; codebook magnitudes m: rms 23.1),
-// IQ3_XXS w = d (0.5 + s) / 2 m (m: rms 30.8), IQ1_M w = d (2 s + 1) (g +/- 1/8)
-// (s in 0..7: rms 9.22; g + delta: rms 0.78), its d in the top nibbles of its scales.
+// (IQ2_XS and IQ2_S alike), IQ3_XXS w = d (0.5 + s) / 2 m (m: rms 30.8), IQ1_M and
+// IQ1_S w = d (2 s + 1) (g +/- 1/8) (s in 0..7: rms 9.22; g + delta: rms 0.78),
+// IQ1_M's d in the top nibbles of its scales.
 // IQ1_M's f16 super-block scale, a nibble in the top 4 bits of each of its 4
 // uint16 scales.
 void put_iq1m_d(uint8_t* block, float d) {
@@ -220,6 +210,8 @@ void random_low_bit_row(DType dtype, SplitMix& rng, int64_t cols, uint8_t* dst) 
       case DType::kIQ4_XS: put(offsetof(kernels::BlockIQ4_XS, d), kWeightStddev / (18.5f * 67.4f)); break;
       case DType::kIQ2_XXS: put(offsetof(kernels::BlockIQ2_XXS, d), kWeightStddev / (9.23f / 4 * 23.1f)); break;
       case DType::kIQ2_XS: put(offsetof(kernels::BlockIQ2_XS, d), kWeightStddev / (9.23f / 4 * 23.1f)); break;
+      case DType::kIQ2_S: put(offsetof(kernels::BlockIQ2_S, d), kWeightStddev / (9.23f / 4 * 23.1f)); break;
+      case DType::kIQ1_S: put(offsetof(kernels::BlockIQ1_S, d), kWeightStddev / (9.22f * 0.78f)); break;
       case DType::kIQ3_XXS: put(offsetof(kernels::BlockIQ3_XXS, d), kWeightStddev / (9.23f / 2 * 30.8f)); break;
       case DType::kIQ3_S: put(offsetof(kernels::BlockIQ3_S, d), kWeightStddev / (18.47f * 9.22f)); break;
       case DType::kIQ1_M: put_iq1m_d(p, kWeightStddev / (9.22f * 0.78f)); break;
@@ -273,7 +265,7 @@ void random_k_quant_row(DType dtype, SplitMix& rng, int64_t cols, uint8_t* dst) 
 bool is_random_block_type(DType t) {
   return t == DType::kQ2_K || t == DType::kQ3_K || t == DType::kQ4_K || t == DType::kQ5_K || t == DType::kQ6_K ||
          t == DType::kIQ4_NL || t == DType::kIQ4_XS || t == DType::kIQ3_XXS || t == DType::kIQ2_XXS ||
-         t == DType::kIQ2_XS || t == DType::kIQ3_S || t == DType::kIQ1_M;
+         t == DType::kIQ2_XS || t == DType::kIQ3_S || t == DType::kIQ1_M || t == DType::kIQ2_S || t == DType::kIQ1_S;
 }
 
 // Writes one tensor's rows in parallel: random f32 values, quantized per row
@@ -367,49 +359,25 @@ std::string_view synthetic_type_name(SyntheticType type) {
 }
 
 uint32_t synthetic_file_type(SyntheticType type) {
-  for (const auto& t : kTypes)
-    if (t.type == type) return t.file_type;
-  return 0;
+  if (type == SyntheticType::kF32) return 0;
+  if (type == SyntheticType::kF16) return 1;
+  if (type == SyntheticType::kBF16) return 32;
+  const LlamaFileType* ft = find_llama_file_type(synthetic_type_name(type));
+  return ft != nullptr ? ft->file_type : 0;
 }
 
 DType synthetic_matrix_type(SyntheticType type, std::string_view kind, int64_t layer, int64_t n_layers,
-                            int64_t cols, bool tied_output) {
-  const bool is_output = kind == "output" || (kind == "token_embd" && tied_output);
-  switch (type) {
-    case SyntheticType::kF32: return DType::kF32;
-    case SyntheticType::kF16: return DType::kF16;
-    case SyntheticType::kBF16: return DType::kBF16;
-    case SyntheticType::kQ8_0: return DType::kQ8_0;
-    case SyntheticType::kQ4_0:
-      return is_output ? k_quant_or_fallback(DType::kQ6_K, cols) : DType::kQ4_0;
-    case SyntheticType::kQ4_K_M:
-    case SyntheticType::kQ5_K_M: {
-      const bool more_bits = (kind == "attn_v" || kind == "ffn_down") && use_more_bits(layer, n_layers);
-      const DType base = type == SyntheticType::kQ4_K_M ? DType::kQ4_K : DType::kQ5_K;
-      return k_quant_or_fallback(is_output || more_bits ? DType::kQ6_K : base, cols);
-    }
-    case SyntheticType::kQ3_K_M: {
-      DType t = DType::kQ3_K;
-      if (is_output) t = DType::kQ6_K;
-      else if (kind == "attn_output") t = DType::kQ4_K;
-      else if (kind == "attn_v") t = layer < 2 ? DType::kQ5_K : DType::kQ4_K;
-      else if (kind == "ffn_down") t = layer < n_layers / 16 ? DType::kQ5_K : DType::kQ4_K;
-      return k_quant_or_fallback(t, cols);
-    }
-    case SyntheticType::kIQ4_XS:
-      return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ4_XS, cols);
-    case SyntheticType::kIQ3_XXS:
-      return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ3_XXS, cols);
-    case SyntheticType::kIQ2_XXS:
-      return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ2_XXS, cols);
-    case SyntheticType::kIQ3_S:
-      return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ3_S, cols);
-    case SyntheticType::kIQ2_XS:
-      return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ2_XS, cols);
-    case SyntheticType::kIQ1_M:
-      return k_quant_or_fallback(is_output ? DType::kQ6_K : DType::kIQ1_M, cols);
-  }
-  return DType::kF32;
+                            int64_t cols, bool tied_output, int64_t n_gqa) {
+  if (auto f = float_type(type)) return *f;
+  const LlamaFileType* ft = find_llama_file_type(synthetic_type_name(type));
+  if (ft == nullptr) return DType::kF32;  // every quantized type is one (kTypes)
+  const std::string name =
+      layer < 0 ? std::string(kind) + ".weight" : "blk." + std::to_string(layer) + "." + std::string(kind) + ".weight";
+  MixTensor m;
+  m.name = name, m.layer = layer, m.n_layers = n_layers, m.n_gqa = n_gqa, m.cols = cols;
+  m.is_output = kind == "output" || (kind == "token_embd" && tied_output);
+  m.has_imatrix = llama_file_type_needs_imatrix(*ft);
+  return llama_fallback_type(llama_mix_type(*ft, m), cols);
 }
 
 Result<std::unique_ptr<Model>> build_synthetic_model(const SyntheticShape& shape_in, SyntheticType type,

@@ -34,22 +34,23 @@ struct SyntheticShape {
   bool tied_output = true;     // output.weight shares token_embd.weight
 };
 
-// Weight type mixes, named as llama.cpp names its file types.
-//   f32, f16, bf16, q8_0: every matrix in that type.
-//   q4_0:   Q4_0, except the output matrix (the token embedding when tied): Q6_K.
-//   q4_k_m: Q4_K, except the output matrix (the token embedding when tied),
-//           and attn_v / ffn_down of the layers llama.cpp gives "more bits"
-//           (the first and last eighth and every third in between, about
-//           half): Q6_K.
-//   q5_k_m: the same with Q5_K in place of Q4_K.
-//   q3_k_m: Q3_K, except the output matrix (Q6_K), attn_output (Q4_K),
-//           attn_v (Q5_K in the first two layers, Q4_K after) and ffn_down
-//           (Q5_K in the first sixteenth of the layers, Q4_K after).
-//   iq4_xs: IQ4_XS, except the output matrix: Q6_K.
-// Matrices whose rows are not a multiple of 256 cannot hold K-quants; like
-// llama.cpp they fall back (Q6_K -> Q8_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q3_K and
-// IQ4_XS -> IQ4_NL). Norms stay F32.
-enum class SyntheticType { kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M, kQ3_K_M, kIQ4_XS, kIQ3_XXS, kIQ3_S, kIQ2_XXS, kIQ2_XS, kIQ1_M };
+// Weight types: f32, f16, bf16, every matrix in that type; the others are
+// llama-quantize's file types of those names (format/llama_mix.h), each
+// tensor in the type llama-quantize gives it, so that the model is laid out
+// as the file a user downloads: q4_0 is Q4_0 with a Q6_K output matrix (the
+// token embedding when tied), q4_k_m Q4_K with Q6_K for the output and for
+// attn_v / ffn_down of about half the layers, iq2_xs IQ2_XS with Q2_K or Q4_K
+// attn_v and a Q5_K output, and so on. The rules that depend on an importance
+// matrix take the branch of the files llama-quantize makes: with one for the
+// types it writes only with one (the IQ1/IQ2 files, IQ3_XXS, IQ3_XS, Q2_K_S),
+// without for the others. Matrices whose rows are not whole blocks fall back
+// as llama-quantize's do (Q6_K -> Q8_0, Q4_K -> Q5_0, Q5_K -> Q5_1, Q2_K and
+// Q3_K -> Q4_0, IQ4_XS and the codebook types -> IQ4_NL). Norms stay F32.
+enum class SyntheticType {
+  kF32, kF16, kBF16, kQ8_0, kQ4_0, kQ4_K_M, kQ5_K_M, kQ3_K_M, kIQ4_XS, kIQ3_XXS, kIQ3_S, kIQ2_XXS, kIQ2_XS, kIQ1_M,
+  kQ4_1, kQ5_0, kQ5_1, kQ2_K, kQ2_K_S, kQ3_K_S, kQ3_K_L, kQ4_K_S, kQ5_K_S, kQ6_K, kIQ4_NL, kIQ1_S, kIQ2_S, kIQ2_M,
+  kIQ3_XS, kIQ3_M,
+};
 
 // The shapes known by name: stories110m, smollm2-135m, qwen2.5-0.5b, qwen3-0.6b,
 // llama-3.2-1b.
@@ -62,9 +63,10 @@ std::string_view synthetic_type_name(SyntheticType type);  // "q4_k_m"
 uint32_t synthetic_file_type(SyntheticType type);
 
 // Which type a weight matrix gets under a mix. `kind` is the GGUF tensor name
-// without "blk.N." and ".weight" ("token_embd", "output", "attn_v", ...).
+// without "blk.N." and ".weight" ("token_embd", "output", "attn_v", ...);
+// `n_gqa` the query heads a key/value head serves.
 DType synthetic_matrix_type(SyntheticType type, std::string_view kind, int64_t layer, int64_t n_layers,
-                            int64_t cols, bool tied_output);
+                            int64_t cols, bool tied_output, int64_t n_gqa = 1);
 
 struct SyntheticOptions {
   int64_t n_layers = 0;    // 0: the shape's (tests use 1 or 2 to stay fast)

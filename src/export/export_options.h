@@ -12,7 +12,7 @@
 #include "core/dtype.h"
 #include "core/status.h"
 #include "engine/package_contract.h"
-#include "export/llama_mix.h"
+#include "format/llama_mix.h"
 
 namespace llmpack {
 
@@ -62,7 +62,7 @@ struct TypeOverride {
 struct DTypePlan {
   bool keep = true;              // --dtype absent: keep the source's types
   // llama-quantize's file type whose rules pick each matrix's type (q4_k_m,
-  // iq3_m, ...; export/llama_mix.h); nullptr: `matrix` for every matrix
+  // iq3_m, ...; format/llama_mix.h); nullptr: `matrix` for every matrix
   // (the codebook types lift the output and embedding as their files do)
   const LlamaFileType* mix = nullptr;
   bool has_imatrix = false;      // some rules differ with importances

@@ -25,8 +25,6 @@ int64_t layer_of(const std::string& name) {
   return std::strtoll(name.c_str() + 4, nullptr, 10);
 }
 
-bool fits(DType t, int64_t cols) { return cols % dtype_info(t)->block_elems == 0; }
-
 // One row of the source as f32.
 void decode_row(const SourceTensor& t, int64_t rows, int64_t cols, int64_t r, float* out) {
   const uint8_t* base = t.bytes.data();
@@ -47,28 +45,7 @@ void decode_row(const SourceTensor& t, int64_t rows, int64_t cols, int64_t r, fl
   }
 }
 
-// llama.cpp's fallbacks for rows that are not whole super-blocks (its
-// quantizer's current ones: Q2_K and Q3_K went to IQ4_NL in older builds).
-DType fallback_type(DType want) {
-  if (kernels::is_codebook_type(want)) return DType::kIQ4_NL;
-  switch (want) {
-    case DType::kQ2_K:
-    case DType::kQ3_K:
-      return DType::kQ4_0;
-    case DType::kIQ4_XS:
-      return DType::kIQ4_NL;
-    case DType::kQ4_K:
-      return DType::kQ5_0;
-    case DType::kQ5_K:
-      return DType::kQ5_1;
-    case DType::kQ6_K:
-      return DType::kQ8_0;
-    default:
-      return DType::kF16;
-  }
-}
-
-// The plan's type for matrix `name`: its mix's rule (export/llama_mix.h), or
+// The plan's type for matrix `name`: its mix's rule (format/llama_mix.h), or
 // its one type. A single codebook type (iq2_xs, ...) still gives the output
 // matrix and the embedding the types its llama-quantize file gives them: the
 // 1- to 3-bit codebooks lose too much there, and an embedding has no
@@ -120,10 +97,8 @@ TensorTypeChoice plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, 
                                      : plan.name + " mix's " + std::string(dtype_name(want));
   c.type = want;
   const int64_t cols = t.ne[0];
-  if (fits(want, cols)) return c;
-  c.fell_back = true;
-  const DType second = fallback_type(want);
-  c.type = fits(second, cols) ? second : DType::kF16;
+  c.type = llama_fallback_type(want, cols);
+  c.fell_back = c.type != want;
   return c;
 }
 

@@ -76,7 +76,9 @@ TEST(SyntheticModel, TypeNamesParseAndUnknownOnesAreRefused) {
   EXPECT_EQ(synthetic_file_type(*parse_synthetic_type("iq2_xxs")), 19u);
   EXPECT_EQ(synthetic_file_type(*parse_synthetic_type("iq2_xs")), 20u);
   EXPECT_EQ(synthetic_file_type(*parse_synthetic_type("iq3_s")), 26u);
-  auto bad = parse_synthetic_type("q2_k");
+  EXPECT_EQ(synthetic_file_type(*parse_synthetic_type("iq3_m")), 27u);
+  EXPECT_EQ(synthetic_file_type(*parse_synthetic_type("q2_k_s")), 21u);
+  auto bad = parse_synthetic_type("q8_k");
   ASSERT_FALSE(bad.ok());
   EXPECT_NE(bad.status().message().find("q4_k_m"), std::string::npos);
 }

@@ -1,5 +1,5 @@
 // Issue 4 (export): llama-quantize's file types as `--dtype` mixes
-// (export/llama_mix.h). The expected types of kCases were recorded from
+// (format/llama_mix.h). The expected types of kCases were recorded from
 // llama-quantize (llama.cpp 0.7.0, Debian's build): `llama-quantize --dry-run
 // [--imatrix FILE] model.gguf TYPE` on three random models of the shapes of
 // kShapes (make_tiny_gguf's, f32), one line per tensor kind, the types of
@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/synthetic_model.h"
 #include "export/export_options.h"
 #include "format/gguf.h"
 #include "export/tensor_convert.h"
@@ -368,14 +369,8 @@ std::vector<SourceTensor> matrices_of(const MixShape& s) {
   return out;
 }
 
-// The summary of kCases' form for the plan's types.
-std::string planned_types(const MixShape& s, const DTypePlan& plan) {
-  SourceHyperparameters hp;
-  hp.n_layers = s.n_layers, hp.n_heads = s.n_heads, hp.n_kv_heads = s.n_kv_heads;
-  const std::string output_name = s.tied ? "token_embd.weight" : "output.weight";
-  std::map<std::string, std::string> type_of;
-  for (const SourceTensor& t : matrices_of(s))
-    type_of[t.name] = std::string(dtype_name(plan_tensor_type(t, plan, hp, output_name).type));
+// The summary of kCases' form for each matrix's type, `type_of` by name.
+std::string summary(const MixShape& s, std::map<std::string, std::string> type_of) {
   std::string out;
   for (const char* kind : kKinds) {
     out += std::string(out.empty() ? "" : " ") + kind + "=";
@@ -393,6 +388,32 @@ std::string planned_types(const MixShape& s, const DTypePlan& plan) {
   return out;
 }
 
+// The plan's types in that form.
+std::string planned_types(const MixShape& s, const DTypePlan& plan) {
+  SourceHyperparameters hp;
+  hp.n_layers = s.n_layers, hp.n_heads = s.n_heads, hp.n_kv_heads = s.n_kv_heads;
+  const std::string output_name = s.tied ? "token_embd.weight" : "output.weight";
+  std::map<std::string, std::string> type_of;
+  for (const SourceTensor& t : matrices_of(s))
+    type_of[t.name] = std::string(dtype_name(plan_tensor_type(t, plan, hp, output_name).type));
+  return summary(s, type_of);
+}
+
+// bench --synthetic's types in that form (engine/synthetic_model.h).
+std::string synthetic_types(const MixShape& s, SyntheticType type) {
+  std::map<std::string, std::string> type_of;
+  for (const SourceTensor& t : matrices_of(s)) {
+    const size_t dot = t.name.find('.', 4);
+    const bool in_layer = t.name.rfind("blk.", 0) == 0;
+    const int64_t layer = in_layer ? std::stoll(t.name.substr(4, dot - 4)) : -1;
+    const std::string base = in_layer ? t.name.substr(dot + 1) : t.name;
+    const std::string kind = base.substr(0, base.size() - std::string(".weight").size());
+    type_of[t.name] = std::string(dtype_name(
+        synthetic_matrix_type(type, kind, layer, s.n_layers, t.ne[0], s.tied, s.n_heads / s.n_kv_heads)));
+  }
+  return summary(s, type_of);
+}
+
 TEST(LlamaMix, EachFileTypesTensorTypesEqualLlamaQuantizes) {
   for (const MixCase& c : kCases) {
     const MixShape* shape = nullptr;
@@ -407,6 +428,29 @@ TEST(LlamaMix, EachFileTypesTensorTypesEqualLlamaQuantizes) {
     EXPECT_EQ(planned_types(*shape, resolved->dtype), c.types)
         << "shape " << c.shape << ", " << c.dtype << (c.imatrix ? " with" : " without") << " an imatrix";
   }
+}
+
+// `bench --synthetic NAME:TYPE` lays a model out as llama-quantize's file of
+// that type: the exporter's plan for it (held to llama-quantize's above),
+// with an imatrix where llama-quantize writes the type only with one.
+TEST(LlamaMix, SyntheticModelsAreLaidOutAsLlamaQuantizesFiles) {
+  int compared = 0;
+  for (const MixCase& c : kCases) {
+    auto type = parse_synthetic_type(c.dtype);
+    ASSERT_TRUE(type.ok()) << c.dtype << ": " << type.status().message();
+    if (c.imatrix != llama_file_type_needs_imatrix(*find_llama_file_type(c.dtype))) {
+      bool rules_differ = false;  // the two cases of a type whose rules read the imatrix
+      for (const MixCase& other : kCases)
+        rules_differ |= other.shape == c.shape && std::string(other.dtype) == c.dtype && other.imatrix != c.imatrix;
+      if (rules_differ) continue;
+    }
+    for (const MixShape& s : kShapes)
+      if (s.id == c.shape) {
+        EXPECT_EQ(synthetic_types(s, *type), c.types) << "shape " << c.shape << ", " << c.dtype;
+        ++compared;
+      }
+  }
+  EXPECT_EQ(compared, 81);  // 27 types on 3 shapes
 }
 
 // The files llama-quantize wrote of the eco fixture (tests/data/

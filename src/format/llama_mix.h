@@ -52,6 +52,16 @@ struct MixTensor {
 // type's blocks do not fit (the exporter's, as llama-quantize's).
 DType llama_mix_type(const LlamaFileType& ft, const MixTensor& t);
 
+// The type llama-quantize writes for `want` where rows of `cols` are not
+// whole blocks of it (its fallbacks: Q4_K to Q5_0, Q5_K to Q5_1, Q6_K to
+// Q8_0, Q2_K and Q3_K to Q4_0, IQ4_XS and the codebook types to IQ4_NL; F16
+// where that does not fit either); `want` where they are.
+DType llama_fallback_type(DType want, int64_t cols);
+
+// The file types llama-quantize writes only with an importance matrix
+// (Q2_K_S, IQ1_S, IQ1_M, IQ2_XXS, IQ2_XS, IQ2_S, IQ2_M, IQ3_XXS, IQ3_XS).
+bool llama_file_type_needs_imatrix(const LlamaFileType& ft);
+
 // Whether llama-quantize refuses to write `type` for tensor `name` of file
 // type `ft` (nullptr: a single type) without an importance matrix entry: the
 // 1- and 2-bit codebook types, and Q2_K in Q2_K_S but for the embedding.

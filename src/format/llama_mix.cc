@@ -1,9 +1,11 @@
-#include "export/llama_mix.h"
+#include "format/llama_mix.h"
 
 #include <initializer_list>
 
 namespace llmpack {
-namespace {
+// Named, not anonymous: a unity build puts this file beside others whose
+// anonymous namespaces hold names such as kFileTypes.
+namespace llama_mix_rules {
 
 using F = LlamaFtype;
 
@@ -58,6 +60,11 @@ DType embedding_type(const LlamaFileType& ft) {
   if (is_one_of(ft.id, {F::kIQ2_XXS, F::kIQ2_XS, F::kIQ1_S, F::kIQ1_M})) return DType::kQ2_K;
   if (is_one_of(ft.id, {F::kIQ2_S, F::kIQ2_M, F::kIQ3_XXS})) return DType::kIQ3_S;
   return ft.base;
+}
+
+// The 1- and 2-bit codebook files, whose layers have rules of their own.
+bool is_low_bit_file(F id) {
+  return is_one_of(id, {F::kIQ2_XXS, F::kIQ2_XS, F::kIQ1_S, F::kIQ2_S, F::kIQ2_M, F::kIQ1_M});
 }
 
 // The 1- and 2-bit codebook files' layers: attn_v, the first eighth of
@@ -138,54 +145,83 @@ DType attn_qkv_type(const LlamaFileType& ft) {
   }
 }
 
-}  // namespace
+}  // namespace llama_mix_rules
+
+namespace lmr = llama_mix_rules;
 
 const LlamaFileType* find_llama_file_type(std::string_view name) {
   if (name == "q3_k") name = "q3_k_m";
   else if (name == "q4_k") name = "q4_k_m";
   else if (name == "q5_k") name = "q5_k_m";
-  for (const LlamaFileType& ft : kFileTypes)
+  for (const LlamaFileType& ft : lmr::kFileTypes)
     if (name == ft.name) return &ft;
   return nullptr;
 }
 
 bool is_llama_mix_only_name(std::string_view name) {
-  for (const char* n : kMixOnly)
+  for (const char* n : lmr::kMixOnly)
     if (name == n) return true;
   return false;
 }
 
 std::string llama_mix_only_names() {
   std::string out;
-  for (const char* n : kMixOnly) out += (out.empty() ? "" : ", ") + std::string(n);
+  for (const char* n : lmr::kMixOnly) out += (out.empty() ? "" : ", ") + std::string(n);
   return out;
 }
 
 DType llama_mix_type(const LlamaFileType& ft, const MixTensor& t) {
-  if (t.is_output) return output_type(ft, t);
-  if (t.name == "token_embd.weight") return embedding_type(ft);
-  if (is_one_of(ft.id, {F::kIQ2_XXS, F::kIQ2_XS, F::kIQ1_S, F::kIQ2_S, F::kIQ2_M, F::kIQ1_M}))
-    return low_bit_layer_type(ft, t);
-  if (has(t.name, "attn_v.weight")) return attn_v_type(ft, t);
-  if (has(t.name, "attn_k.weight") || has(t.name, "attn_q.weight")) {
-    if (ft.id == F::kIQ3_XS) return DType::kIQ3_XXS;
-    if (ft.id == F::kIQ3_XXS) return DType::kIQ2_S;
+  if (t.is_output) return lmr::output_type(ft, t);
+  if (t.name == "token_embd.weight") return lmr::embedding_type(ft);
+  if (lmr::is_low_bit_file(ft.id)) return lmr::low_bit_layer_type(ft, t);
+  if (lmr::has(t.name, "attn_v.weight")) return lmr::attn_v_type(ft, t);
+  if (lmr::has(t.name, "attn_k.weight") || lmr::has(t.name, "attn_q.weight")) {
+    if (ft.id == lmr::F::kIQ3_XS) return DType::kIQ3_XXS;
+    if (ft.id == lmr::F::kIQ3_XXS) return DType::kIQ2_S;
     return ft.base;
   }
-  if (has(t.name, "ffn_down")) return ffn_down_type(ft, t);
-  if (has(t.name, "attn_output.weight")) return attn_output_type(ft);
-  if (has(t.name, "attn_qkv.weight")) return attn_qkv_type(ft);
-  if ((has(t.name, "ffn_gate") || has(t.name, "ffn_up")) && ft.id == F::kIQ3_XS &&
+  if (lmr::has(t.name, "ffn_down")) return lmr::ffn_down_type(ft, t);
+  if (lmr::has(t.name, "attn_output.weight")) return lmr::attn_output_type(ft);
+  if (lmr::has(t.name, "attn_qkv.weight")) return lmr::attn_qkv_type(ft);
+  if ((lmr::has(t.name, "ffn_gate") || lmr::has(t.name, "ffn_up")) && ft.id == lmr::F::kIQ3_XS &&
       t.layer >= t.n_layers / 8 && t.layer < 7 * t.n_layers / 8)
     return DType::kIQ3_XXS;
   return ft.base;
+}
+
+DType llama_fallback_type(DType want, int64_t cols) {
+  const auto fits = [cols](DType t) { return cols % dtype_info(t)->block_elems == 0; };
+  if (fits(want)) return want;
+  DType second = DType::kF16;
+  switch (want) {
+    case DType::kQ2_K:
+    case DType::kQ3_K: second = DType::kQ4_0; break;
+    case DType::kQ4_K: second = DType::kQ5_0; break;
+    case DType::kQ5_K: second = DType::kQ5_1; break;
+    case DType::kQ6_K: second = DType::kQ8_0; break;
+    case DType::kIQ4_XS:
+    case DType::kIQ1_S:
+    case DType::kIQ1_M:
+    case DType::kIQ2_XXS:
+    case DType::kIQ2_XS:
+    case DType::kIQ2_S:
+    case DType::kIQ3_XXS:
+    case DType::kIQ3_S: second = DType::kIQ4_NL; break;
+    default: break;
+  }
+  return fits(second) ? second : DType::kF16;
+}
+
+bool llama_file_type_needs_imatrix(const LlamaFileType& ft) {
+  using lmr::F;
+  return lmr::is_low_bit_file(ft.id) || lmr::is_one_of(ft.id, {F::kQ2_K_S, F::kIQ3_XXS, F::kIQ3_XS});
 }
 
 bool mix_needs_importance(DType type, const LlamaFileType* ft, std::string_view name) {
   if (type == DType::kIQ2_XXS || type == DType::kIQ2_XS || type == DType::kIQ2_S || type == DType::kIQ1_S ||
       type == DType::kIQ1_M)
     return true;
-  return ft != nullptr && ft->id == F::kQ2_K_S && type == DType::kQ2_K && name != "token_embd.weight";
+  return ft != nullptr && ft->id == lmr::F::kQ2_K_S && type == DType::kQ2_K && name != "token_embd.weight";
 }
 
 }  // namespace llmpack
