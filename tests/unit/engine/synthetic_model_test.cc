@@ -243,7 +243,8 @@ namespace {
 TEST(SyntheticModel, RandomBlockWeightsSpreadLikeTheOthers) {
   for (SyntheticType type : {SyntheticType::kQ4_K_M, SyntheticType::kQ3_K_M, SyntheticType::kIQ4_XS,
                              SyntheticType::kIQ3_XXS, SyntheticType::kIQ2_XXS, SyntheticType::kIQ2_XS,
-                             SyntheticType::kIQ3_S, SyntheticType::kIQ1_M}) {
+                             SyntheticType::kIQ3_S, SyntheticType::kIQ1_M, SyntheticType::kIQ2_M,
+                             SyntheticType::kIQ1_S}) {
     auto model = build("llama-3.2-1b", type, 1, 256, 3);
     ASSERT_TRUE(model);
     for (const char* name : {"blk.0.ffn_up.weight", "blk.0.attn_v.weight"}) {
