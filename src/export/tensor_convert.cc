@@ -89,15 +89,13 @@ TensorTypeChoice plan_tensor_type(const SourceTensor& t, const DTypePlan& plan, 
     c.type = t.dtype;
     return c;
   }
-  DType want = named != nullptr ? named->type : mix_type(t, plan, hp, output_name);
+  const DType want = named != nullptr ? named->type : mix_type(t, plan, hp, output_name);
   // the notice of a fallback names what asked: the flag, the plan's type,
   // or the mix and the type it chose for this tensor ("q4_0 mix's q6_k")
   c.asked_by = named != nullptr       ? named->given
                : want == plan.matrix ? plan.name
                                      : plan.name + " mix's " + std::string(dtype_name(want));
-  c.type = want;
-  const int64_t cols = t.ne[0];
-  c.type = llama_fallback_type(want, cols);
+  c.type = llama_fallback_type(want, t.ne[0]);
   c.fell_back = c.type != want;
   return c;
 }
