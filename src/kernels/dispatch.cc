@@ -487,6 +487,11 @@ ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n) {
   return ref::exp_weights(x, scale, out, n);
 }
 
+int codebook_least_error(const CodebookCandidates& c, const float* t, const float* w, float s, float* err) {
+  if (use_avx2()) return avx2::codebook_least_error(c, t, w, s, err);
+  return ref::codebook_least_error(c, t, w, s, err);
+}
+
 void swiglu(float* out, const float* gate, const float* up, int64_t n) {
   if (use_neon()) return neon::swiglu(out, gate, up, n);
   if (use_avx2()) return avx2::swiglu(out, gate, up, n);

@@ -27,10 +27,13 @@
 
 #include "core/half.h"
 #include "kernels/iq_blocks.h"
+#include "kernels/kernels.h"
 #include "kernels/quantize_fit.h"
 
 namespace llmpack::kernels::fit {
 namespace {
+
+typedef int32_t Int4 __attribute__((vector_size(16)));  // what a Float4 comparison gives
 
 // A codebook with its search tables: entries as floats, the levels their
 // elements take, and for every point of levels the entries to try.
@@ -40,12 +43,35 @@ struct CodebookSearch {
   std::vector<float> midpoints;    // between neighbouring levels
   std::vector<float> entries;      // [n_entries][dim]
   std::vector<uint8_t> codes;      // [n_entries][dim]: each element's index in levels
-  std::vector<uint32_t> first;     // [n_keys + 1]: key k's candidates are cands[first[k] .. first[k + 1])
+  float levels8[8] = {};            // levels, padded to 8 (kernels::CodebookCandidates)
+  Int4 place[2] = {};               // n_levels^j for elements j = 0..3, 4..7: a point's key
+  // Key k's candidates: cands[first[k] .. first[k] + count[k]) (first[k] a
+  // multiple of 8, each key's list padded to a block of 8), and their codes
+  // as kernels::codebook_least_error reads them: lane_codes[first[k] * dim ..],
+  // each block of 8 candidates [dim][8].
+  std::vector<uint32_t> first;     // [n_keys]
+  std::vector<uint8_t> count;      // [n_keys]; 1: the point is itself an entry
   std::vector<uint16_t> cands;
+  std::vector<uint8_t> lane_codes;
 
   int n_entries() const { return static_cast<int>(entries.size()) / dim; }
+  // Appends key k's candidate list (after the previous key's).
+  void add_candidates(const std::vector<uint16_t>& list);
   const float* entry(int e) const { return entries.data() + static_cast<size_t>(e) * dim; }
 };
+
+void CodebookSearch::add_candidates(const std::vector<uint16_t>& list) {
+  first.push_back(static_cast<uint32_t>(cands.size()));
+  count.push_back(static_cast<uint8_t>(list.size()));
+  const size_t padded = (list.size() + 7) / 8 * 8;
+  const size_t base = lane_codes.size();
+  lane_codes.resize(base + padded * dim, 0);
+  for (size_t i = 0; i < list.size(); ++i)
+    for (int j = 0; j < dim; ++j)
+      lane_codes[base + (i / 8) * 8 * dim + 8 * j + i % 8] = codes[static_cast<size_t>(list[i]) * dim + j];
+  cands.insert(cands.end(), list.begin(), list.end());
+  cands.resize(cands.size() + (padded - list.size()), list.back());
+}
 
 // Entries further from a point than this many of the nearest distinct
 // distances are not tried for it, nor more than kMaxCandidates of them (2
@@ -65,6 +91,8 @@ CodebookSearch build_search(const Grid& grid, float shift = 0.0f, int distances 
   std::sort(cb.levels.begin(), cb.levels.end());
   cb.levels.erase(std::unique(cb.levels.begin(), cb.levels.end()), cb.levels.end());
   for (size_t k = 0; k + 1 < cb.levels.size(); ++k) cb.midpoints.push_back((cb.levels[k] + cb.levels[k + 1]) / 2);
+  for (int l = 0; l < 8; ++l) cb.levels8[l] = cb.levels[std::min<size_t>(l, cb.levels.size() - 1)];
+  for (int j = 0, p = 1; j < cb.dim; ++j, p *= static_cast<int>(cb.levels.size())) cb.place[j / 4][j % 4] = p;
   for (float v : cb.entries) {
     const auto level = std::lower_bound(cb.levels.begin(), cb.levels.end(), v);
     cb.codes.push_back(static_cast<uint8_t>(level - cb.levels.begin()));
@@ -74,7 +102,7 @@ CodebookSearch build_search(const Grid& grid, float shift = 0.0f, int distances 
   for (int j = 0; j < cb.dim; ++j) n_keys *= n_levels;
   std::vector<float> d2(grid.size());
   std::vector<std::pair<float, uint16_t>> by_distance;
-  cb.first.push_back(0);
+  std::vector<uint16_t> list;
   for (int key = 0; key < n_keys; ++key) {
     float point[8];
     for (int j = 0, k = key; j < cb.dim; ++j, k /= n_levels) point[j] = cb.levels[k % n_levels];
@@ -98,12 +126,13 @@ CodebookSearch build_search(const Grid& grid, float shift = 0.0f, int distances 
       if (d2[e] <= nearest[last]) by_distance.emplace_back(d2[e], static_cast<uint16_t>(e));
     std::sort(by_distance.begin(), by_distance.end());
     int distinct = 0;
-    for (size_t i = 0; i < by_distance.size() && cb.cands.size() - cb.first.back() < kMaxCandidates; ++i) {
+    list.clear();
+    for (size_t i = 0; i < by_distance.size() && list.size() < kMaxCandidates; ++i) {
       if (i == 0 || by_distance[i].first != by_distance[i - 1].first) ++distinct;
       if (distinct > distances || (by_distance[0].first == 0 && i > 0)) break;  // on the grid: itself
-      cb.cands.push_back(by_distance[i].second);
+      list.push_back(by_distance[i].second);
     }
-    cb.first.push_back(static_cast<uint32_t>(cb.cands.size()));
+    cb.add_candidates(list);
   }
   return cb;
 }
@@ -135,41 +164,35 @@ struct Tables {
 
 // The entry of cb that best fits targets t[dim] (weights w) at scale s:
 // its index; *err gets its weighted squared error.
-int nearest_entry(const CodebookSearch& cb, const float* t, const float* w, float s, float inv_s, float* err) {
-  int key = 0;
-  for (int j = cb.dim - 1; j >= 0; --j) {
-    int level = 0;
-    const float u = t[j] * inv_s;
-    for (float mid : cb.midpoints) level += u > mid;
-    key = key * static_cast<int>(cb.levels.size()) + level;
+// Each element's level is the number of midpoints t[j] * inv_s lies above (0
+// for NaN); the key is sum_j level_j n_levels^j. Four elements at a time.
+int point_key(const CodebookSearch& cb, const float* t, float inv_s) {
+  Int4 key = {};
+  for (int h = 0; h < cb.dim; h += 4) {
+    Float4 u;
+    std::memcpy(&u, t + h, sizeof u);
+    u *= inv_s;
+    Int4 level = {};
+    for (float mid : cb.midpoints) level -= u > Float4{mid, mid, mid, mid};  // true is -1
+    key += level * cb.place[h / 4];
   }
-  const uint32_t begin = cb.first[key], end = cb.first[key + 1];
-  int best = cb.cands[begin];
-  if (end - begin == 1) {  // on the grid
+  return key[0] + key[1] + key[2] + key[3];
+}
+
+int nearest_entry(const CodebookSearch& cb, const float* t, const float* w, float s, float inv_s, float* err) {
+  const int key = point_key(cb, t, inv_s);
+  const uint32_t begin = cb.first[key];
+  if (cb.count[key] == 1) {  // on the grid
+    const int best = cb.cands[begin];
     const float* v = cb.entry(best);
     float e = 0;
     for (int j = 0; j < cb.dim; ++j) e += w[j] * (t[j] - s * v[j]) * (t[j] - s * v[j]);
     *err = e;
     return best;
   }
-  // Each element's error at each level, once; an entry's error is then the
-  // sum of its elements' (the same terms, summed in the same order, as
-  // computing each entry's directly: the same result, in about half the time).
-  float at_level[8][8];
-  for (int j = 0; j < cb.dim; ++j)
-    for (size_t l = 0; l < cb.levels.size(); ++l) {
-      const float r = t[j] - s * cb.levels[l];
-      at_level[j][l] = w[j] * r * r;
-    }
-  float best_err = INFINITY;
-  for (uint32_t c = begin; c < end; ++c) {
-    const uint8_t* code = cb.codes.data() + static_cast<size_t>(cb.cands[c]) * cb.dim;
-    float e = 0;
-    for (int j = 0; j < cb.dim; ++j) e += at_level[j][code[j]];
-    if (e < best_err) best_err = e, best = cb.cands[c];
-  }
-  *err = best_err;
-  return best;
+  const kernels::CodebookCandidates candidates{cb.levels8, cb.lane_codes.data() + static_cast<size_t>(begin) * cb.dim,
+                                               cb.count[key], cb.dim};
+  return cb.cands[begin + kernels::codebook_least_error(candidates, t, w, s, err)];
 }
 
 // Every group of a sub-block t[n] (n a multiple of dim) picks its entry at
@@ -181,7 +204,9 @@ float pick_entries(const Tables& tables, const float* t, const float* w, int n, 
   const float inv_s = s > 0 ? 1.0f / s : 0.0f;
   const int dim = tables.cb[0]->dim;
   float total = 0;
-  *stv = 0, *svv = 0;
+  // the sums in locals: through the pointers, which[] (bytes, which may alias
+  // anything) sent each add to memory and back (a third of the export's time)
+  double sum_tv = 0, sum_vv = 0;
   for (int g = 0; g * dim < n; ++g) {
     const int o = g * dim;
     float e = INFINITY;
@@ -192,8 +217,9 @@ float pick_entries(const Tables& tables, const float* t, const float* w, int n, 
     }
     total += e;
     const float* v = tables.cb[which[g]]->entry(index[g]);
-    for (int j = 0; j < dim; ++j) *stv += w[o + j] * t[o + j] * v[j], *svv += w[o + j] * v[j] * v[j];
+    for (int j = 0; j < dim; ++j) sum_tv += w[o + j] * t[o + j] * v[j], sum_vv += w[o + j] * v[j] * v[j];
   }
+  *stv = sum_tv, *svv = sum_vv;
   return total;
 }
 

@@ -40,6 +40,9 @@ void rmsnorm(float*, const float*, const float*, int64_t, float) { no_simd_path(
 void softmax(float*, int64_t) { no_simd_path("avx2::softmax"); }
 ExpWeights exp_weights(const float*, float, float*, int64_t) { no_simd_path("avx2::exp_weights"); }
 void swiglu(float*, const float*, const float*, int64_t) { no_simd_path("avx2::swiglu"); }
+int codebook_least_error(const CodebookCandidates&, const float*, const float*, float, float*) {
+  no_simd_path("avx2::codebook_least_error");
+}
 void convert_to_f16(const float*, int64_t, uint16_t*) { no_simd_path("avx2::convert_to_f16"); }
 void quantize_row_q8_0(const float*, int64_t, void*) { no_simd_path("avx2::quantize_row_q8_0"); }
 void attention_head(const float*, const float*, const float*, int64_t, int64_t, int64_t, float, float*, float*) {

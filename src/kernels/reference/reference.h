@@ -38,6 +38,7 @@ void rope(float* x, int64_t head_dim, int64_t rot_dim, int64_t pos, const float*
 void softmax(float* x, int64_t n);
 ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n);
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
+int codebook_least_error(const CodebookCandidates& c, const float* t, const float* w, float s, float* err);
 void attention_head(const float* q, const float* k, const float* v, int64_t kv_stride,
                     int64_t n_ctx, int64_t head_dim, float scale, float* scores, float* out);
 // KV cache rows in f16 and q8_0 (kernels.h).

@@ -32,6 +32,8 @@ void rmsnorm(float* out, const float* x, const float* weight, int64_t n, float e
 void softmax(float* x, int64_t n);
 ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n);
 void swiglu(float* out, const float* gate, const float* up, int64_t n);
+// kernels.h codebook_least_error: x86/codebook_search_avx2.cc.
+int codebook_least_error(const CodebookCandidates& c, const float* t, const float* w, float s, float* err);
 // KV cache rows (kernels.h convert_to_f16, quantize_row_q8_0): x86/kv_rows_avx2.cc.
 void convert_to_f16(const float* x, int64_t n, uint16_t* out);
 void quantize_row_q8_0(const float* x, int64_t n, void* out);
