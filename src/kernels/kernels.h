@@ -158,14 +158,15 @@ ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n);
 // weights w, at scale s. Entry c's error is the sum over j = 0, 1, ..,
 // dim - 1, added in that order, of w[j] * r * r with r = t[j] - s *
 // levels[code(c, j)], every product and difference rounded to float, where
-// code(c, j) = lane_codes[(c / 8) * 8 * dim + 8 * j + c % 8] (< 8): the
-// candidates in blocks of 8, each element's 8 codes side by side, the last
-// block padded. Returns the first c of least error, its error in *err; 0 and
+// code(c, j) = lane_codes[(c / 8) * stride + 8 * j + c % 8] (< 8): the
+// candidates in blocks of 8, stride bytes apart (>= 8 dim), each element's 8
+// codes side by side, the last block padded. Returns the first c of least error, its error in *err; 0 and
 // infinity where no error is below infinity (NaN targets). The same bits on
 // every path, so an export writes the same bytes on every machine.
 struct CodebookCandidates {
   const float* levels;        // [8], the codebook's levels (padded)
-  const uint8_t* lane_codes;  // [ceil(n / 8)][dim][8]
+  const uint8_t* lane_codes;  // block b's [dim][8] codes at lane_codes + b * stride
+  int stride;
   int n;                      // >= 1
   int dim;                    // 4 or 8
 };

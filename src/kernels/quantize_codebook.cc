@@ -45,15 +45,17 @@ struct CodebookSearch {
   std::vector<uint8_t> codes;      // [n_entries][dim]: each element's index in levels
   float levels8[8] = {};            // levels, padded to 8 (kernels::CodebookCandidates)
   Int4 place[2] = {};               // n_levels^j for elements j = 0..3, 4..7: a point's key
-  // Key k's candidates: cands[first[k] .. first[k] + count[k]) (first[k] a
-  // multiple of 8, each key's list padded to a block of 8), and their codes
-  // as kernels::codebook_least_error reads them: lane_codes[first[k] * dim ..],
-  // each block of 8 candidates [dim][8].
+  // Key k's count[k] candidates (1: the point is itself an entry) in blocks
+  // of 8 from byte first[k] of `blocks`, each block their 8 entry indices
+  // (uint16) and then their codes as kernels::codebook_least_error reads them
+  // ([dim][8]); the last block padded. Ids and codes side by side, so that the
+  // winner's are read from the lines the search has just read.
   std::vector<uint32_t> first;     // [n_keys]
-  std::vector<uint8_t> count;      // [n_keys]; 1: the point is itself an entry
-  std::vector<uint16_t> cands;
-  std::vector<uint8_t> lane_codes;
+  std::vector<uint8_t> count;      // [n_keys]
+  std::vector<uint8_t> blocks;
 
+  static constexpr int kIdBytes = 16;
+  int block_bytes() const { return kIdBytes + 8 * dim; }
   int n_entries() const { return static_cast<int>(entries.size()) / dim; }
   // Appends key k's candidate list (after the previous key's).
   void add_candidates(const std::vector<uint16_t>& list);
@@ -61,16 +63,15 @@ struct CodebookSearch {
 };
 
 void CodebookSearch::add_candidates(const std::vector<uint16_t>& list) {
-  first.push_back(static_cast<uint32_t>(cands.size()));
+  first.push_back(static_cast<uint32_t>(blocks.size()));
   count.push_back(static_cast<uint8_t>(list.size()));
-  const size_t padded = (list.size() + 7) / 8 * 8;
-  const size_t base = lane_codes.size();
-  lane_codes.resize(base + padded * dim, 0);
-  for (size_t i = 0; i < list.size(); ++i)
-    for (int j = 0; j < dim; ++j)
-      lane_codes[base + (i / 8) * 8 * dim + 8 * j + i % 8] = codes[static_cast<size_t>(list[i]) * dim + j];
-  cands.insert(cands.end(), list.begin(), list.end());
-  cands.resize(cands.size() + (padded - list.size()), list.back());
+  const size_t base = blocks.size();
+  blocks.resize(base + (list.size() + 7) / 8 * block_bytes(), 0);
+  for (size_t i = 0; i < list.size(); ++i) {
+    uint8_t* block = blocks.data() + base + (i / 8) * block_bytes();
+    std::memcpy(block + 2 * (i % 8), &list[i], 2);
+    for (int j = 0; j < dim; ++j) block[kIdBytes + 8 * j + i % 8] = codes[static_cast<size_t>(list[i]) * dim + j];
+  }
 }
 
 // Entries further from a point than this many of the nearest distinct
@@ -162,8 +163,6 @@ struct Tables {
   int n = 1;
 };
 
-// The entry of cb that best fits targets t[dim] (weights w) at scale s:
-// its index; *err gets its weighted squared error.
 // Each element's level is the number of midpoints t[j] * inv_s lies above (0
 // for NaN); the key is sum_j level_j n_levels^j. Four elements at a time.
 int point_key(const CodebookSearch& cb, const float* t, float inv_s) {
@@ -179,20 +178,34 @@ int point_key(const CodebookSearch& cb, const float* t, float inv_s) {
   return key[0] + key[1] + key[2] + key[3];
 }
 
-int nearest_entry(const CodebookSearch& cb, const float* t, const float* w, float s, float inv_s, float* err) {
+// A group's entry: its index, and its codes (element j's level at codes[8 j]).
+struct Pick {
+  int entry;
+  const uint8_t* codes;
+};
+
+// The entry of cb that best fits targets t[dim] (weights w) at scale s;
+// *err gets its weighted squared error.
+Pick nearest_entry(const CodebookSearch& cb, const float* t, const float* w, float s, float inv_s, float* err) {
   const int key = point_key(cb, t, inv_s);
-  const uint32_t begin = cb.first[key];
+  const uint8_t* block = cb.blocks.data() + cb.first[key];
+  int c = 0;
   if (cb.count[key] == 1) {  // on the grid
-    const int best = cb.cands[begin];
-    const float* v = cb.entry(best);
     float e = 0;
-    for (int j = 0; j < cb.dim; ++j) e += w[j] * (t[j] - s * v[j]) * (t[j] - s * v[j]);
+    for (int j = 0; j < cb.dim; ++j) {
+      const float v = cb.levels[block[CodebookSearch::kIdBytes + 8 * j]];
+      e += w[j] * (t[j] - s * v) * (t[j] - s * v);
+    }
     *err = e;
-    return best;
+  } else {
+    const kernels::CodebookCandidates candidates{cb.levels8, block + CodebookSearch::kIdBytes, cb.block_bytes(),
+                                                 cb.count[key], cb.dim};
+    c = kernels::codebook_least_error(candidates, t, w, s, err);
+    block += (c / 8) * cb.block_bytes();
   }
-  const kernels::CodebookCandidates candidates{cb.levels8, cb.lane_codes.data() + static_cast<size_t>(begin) * cb.dim,
-                                               cb.count[key], cb.dim};
-  return cb.cands[begin + kernels::codebook_least_error(candidates, t, w, s, err)];
+  uint16_t entry;
+  std::memcpy(&entry, block + 2 * (c % 8), 2);
+  return {entry, block + CodebookSearch::kIdBytes + c % 8};
 }
 
 // Every group of a sub-block t[n] (n a multiple of dim) picks its entry at
@@ -210,14 +223,18 @@ float pick_entries(const Tables& tables, const float* t, const float* w, int n, 
   for (int g = 0; g * dim < n; ++g) {
     const int o = g * dim;
     float e = INFINITY;
-    for (int k = 0; k < tables.n; ++k) {
+    Pick best{};
+    for (uint8_t k = 0; k < tables.n; ++k) {
       float ek;
-      const int i = nearest_entry(*tables.cb[k], t + o, w + o, s, inv_s, &ek);
-      if (k == 0 || ek < e) e = ek, index[g] = static_cast<uint16_t>(i), which[g] = static_cast<uint8_t>(k);
+      const Pick pick = nearest_entry(*tables.cb[k], t + o, w + o, s, inv_s, &ek);
+      if (k == 0 || ek < e) e = ek, best = pick, index[g] = static_cast<uint16_t>(pick.entry), which[g] = k;
     }
     total += e;
-    const float* v = tables.cb[which[g]]->entry(index[g]);
-    for (int j = 0; j < dim; ++j) sum_tv += w[o + j] * t[o + j] * v[j], sum_vv += w[o + j] * v[j] * v[j];
+    const float* levels = tables.cb[which[g]]->levels.data();
+    for (int j = 0; j < dim; ++j) {
+      const float v = levels[best.codes[8 * j]];
+      sum_tv += w[o + j] * t[o + j] * v, sum_vv += w[o + j] * v * v;
+    }
   }
   *stv = sum_tv, *svv = sum_vv;
   return total;

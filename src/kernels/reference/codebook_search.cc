@@ -10,7 +10,7 @@ int codebook_least_error(const CodebookCandidates& c, const float* t, const floa
   int best = 0;
   float best_err = INFINITY;
   for (int i = 0; i < c.n; ++i) {
-    const uint8_t* codes = c.lane_codes + (i / 8) * 8 * c.dim + i % 8;
+    const uint8_t* codes = c.lane_codes + (i / 8) * c.stride + i % 8;
     float e = 0;
     for (int j = 0; j < c.dim; ++j) {
       const float r = t[j] - s * c.levels[codes[8 * j]];

@@ -18,12 +18,15 @@ namespace llmpack::kernels {
 namespace {
 
 // n candidates of dim codes each ([n][dim]) in the kernel's layout: blocks of
-// 8, each element's 8 codes side by side; padding lanes take `pad_code`.
-std::vector<uint8_t> lane_layout(const std::vector<std::vector<uint8_t>>& codes, int dim, uint8_t pad_code) {
+// 8, `stride` bytes apart, each element's 8 codes side by side; padding lanes
+// take `pad_code`, the bytes between blocks code 7 (a level that fits badly).
+std::vector<uint8_t> lane_layout(const std::vector<std::vector<uint8_t>>& codes, int dim, uint8_t pad_code,
+                                 int stride) {
   const size_t blocks = (codes.size() + 7) / 8;
-  std::vector<uint8_t> out(blocks * 8 * dim, pad_code);
+  std::vector<uint8_t> out(blocks * stride, 7);
+  for (size_t b = 0; b < blocks; ++b) std::fill_n(out.begin() + b * stride, 8 * dim, pad_code);
   for (size_t i = 0; i < codes.size(); ++i)
-    for (int j = 0; j < dim; ++j) out[(i / 8) * 8 * dim + 8 * j + i % 8] = codes[i][j];
+    for (int j = 0; j < dim; ++j) out[(i / 8) * stride + 8 * j + i % 8] = codes[i][j];
   return out;
 }
 
@@ -44,15 +47,15 @@ TEST(CodebookLeastError, TheFirstCandidateOfLeastErrorWins) {
   for (KernelPath p : testing::all_paths()) {
     testing::PathGuard guard;
     ASSERT_TRUE(set_kernel_path(p));
-    const auto lanes = lane_layout(codes, 4, 0);
+    const auto lanes = lane_layout(codes, 4, 0, 32);
     float err = -1;
-    EXPECT_EQ(codebook_least_error({levels, lanes.data(), 11, 4}, t, w, 1.0f, &err), 2);
+    EXPECT_EQ(codebook_least_error({levels, lanes.data(), 32, 11, 4}, t, w, 1.0f, &err), 2);
     const float r = 2.9f - 3.0f;
     EXPECT_EQ(err, 4.0f * r * r);
     // at scale 2 the levels are 2, 6, 10: the targets fit entry {0, 0, 1, 0} best, in no candidate
     codes[7] = {0, 0, 1, 0};
-    const auto lanes2 = lane_layout(codes, 4, 0);
-    EXPECT_EQ(codebook_least_error({levels, lanes2.data(), 11, 4}, t, w, 2.0f, &err), 7);
+    const auto lanes2 = lane_layout(codes, 4, 0, 32);
+    EXPECT_EQ(codebook_least_error({levels, lanes2.data(), 32, 11, 4}, t, w, 2.0f, &err), 7);
     codes[7] = {2, 2, 0, 0};
   }
 }
@@ -66,9 +69,9 @@ TEST(CodebookLeastError, ThePaddingOfTheLastBlockNeverWins) {
     ASSERT_TRUE(set_kernel_path(p));
     for (int n : {1, 5, 8, 13}) {
       std::vector<std::vector<uint8_t>> codes(n, std::vector<uint8_t>(8, 2));
-      const auto lanes = lane_layout(codes, 8, 1);  // padding: all zeros, error 0
+      const auto lanes = lane_layout(codes, 8, 1, 64);  // padding: all zeros, error 0
       float err = -1;
-      EXPECT_EQ(codebook_least_error({levels, lanes.data(), n, 8}, t, w, 1.0f, &err), 0) << n;
+      EXPECT_EQ(codebook_least_error({levels, lanes.data(), 64, n, 8}, t, w, 1.0f, &err), 0) << n;
       EXPECT_EQ(err, 8.0f) << n;
     }
   }
@@ -100,8 +103,10 @@ TEST(CodebookLeastError, EveryPathGivesTheReferencesBits) {
       if (trial % 50 == 9) w[rng() % dim] = specials[rng() % 5];
       if (trial % 50 == 11) w[rng() % dim] = 0.0f;
       const float s = 0.2f + std::fabs(uni(rng)) * 2.0f;
-      const auto lanes = lane_layout(codes, dim, static_cast<uint8_t>(rng() % 3));
-      const CodebookCandidates c{levels, lanes.data(), n, dim};
+      // blocks side by side, or 16 bytes apart (the export's tables keep ids there)
+      const int stride = 8 * dim + (trial % 4 < 2 ? 0 : 16);
+      const auto lanes = lane_layout(codes, dim, static_cast<uint8_t>(rng() % 3), stride);
+      const CodebookCandidates c{levels, lanes.data(), stride, n, dim};
       float want_err = -1, got_err = -2;
       const int want = ref::codebook_least_error(c, t, w, s, &want_err);
       ASSERT_TRUE(set_kernel_path(p));
