@@ -16,7 +16,8 @@
 // alone, to the codebook's levels (3 for IQ2, 8 for IQ3). Where that point
 // is itself an entry it is the best one (the error is a sum over elements);
 // otherwise the entries nearest that point, found once per codebook when it
-// is first used, are the candidates (as llama.cpp's quantizers do).
+// is first used, are the candidates (as llama.cpp's quantizers do), and
+// kernels::codebook_least_error picks the first of least error among them.
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -35,14 +36,13 @@ namespace {
 
 typedef int32_t Int4 __attribute__((vector_size(16)));  // what a Float4 comparison gives
 
-// A codebook with its search tables: entries as floats, the levels their
-// elements take, and for every point of levels the entries to try.
+// A codebook's search tables (what a search reads; build_search makes them
+// from the entries): the levels the entries' elements take, and for every
+// point of levels the entries to try.
 struct CodebookSearch {
   int dim = 0;                     // elements a group: 8 or 4
   std::vector<float> levels;       // ascending
   std::vector<float> midpoints;    // between neighbouring levels
-  std::vector<float> entries;      // [n_entries][dim]
-  std::vector<uint8_t> codes;      // [n_entries][dim]: each element's index in levels
   float levels8[8] = {};            // levels, padded to 8 (kernels::CodebookCandidates)
   Int4 place[2] = {};               // n_levels^j for elements j = 0..3, 4..7: a point's key
   // Key k's count[k] candidates (1: the point is itself an entry) in blocks
@@ -56,13 +56,12 @@ struct CodebookSearch {
 
   static constexpr int kIdBytes = 16;
   int block_bytes() const { return kIdBytes + 8 * dim; }
-  int n_entries() const { return static_cast<int>(entries.size()) / dim; }
-  // Appends key k's candidate list (after the previous key's).
-  void add_candidates(const std::vector<uint16_t>& list);
-  const float* entry(int e) const { return entries.data() + static_cast<size_t>(e) * dim; }
+  // Appends key k's candidate list (after the previous key's); codes:
+  // [entries][dim], each element's index in levels.
+  void add_candidates(const std::vector<uint16_t>& list, const std::vector<uint8_t>& codes);
 };
 
-void CodebookSearch::add_candidates(const std::vector<uint16_t>& list) {
+void CodebookSearch::add_candidates(const std::vector<uint16_t>& list, const std::vector<uint8_t>& codes) {
   first.push_back(static_cast<uint32_t>(blocks.size()));
   count.push_back(static_cast<uint8_t>(list.size()));
   const size_t base = blocks.size();
@@ -86,17 +85,21 @@ template <class Grid>
 CodebookSearch build_search(const Grid& grid, float shift = 0.0f, int distances = kDistinctDistances) {
   CodebookSearch cb;
   cb.dim = static_cast<int>(grid[0].size());
+  std::vector<float> entries;  // [n_entries][dim]
   for (const auto& e : grid)
-    for (auto v : e) cb.entries.push_back(static_cast<float>(v) + shift);
-  cb.levels = cb.entries;
+    for (auto v : e) entries.push_back(static_cast<float>(v) + shift);
+  const int n_entries = static_cast<int>(grid.size());
+  const auto entry = [&](int e) { return entries.data() + static_cast<size_t>(e) * cb.dim; };
+  cb.levels = entries;
   std::sort(cb.levels.begin(), cb.levels.end());
   cb.levels.erase(std::unique(cb.levels.begin(), cb.levels.end()), cb.levels.end());
   for (size_t k = 0; k + 1 < cb.levels.size(); ++k) cb.midpoints.push_back((cb.levels[k] + cb.levels[k + 1]) / 2);
   for (int l = 0; l < 8; ++l) cb.levels8[l] = cb.levels[std::min<size_t>(l, cb.levels.size() - 1)];
   for (int j = 0, p = 1; j < cb.dim; ++j, p *= static_cast<int>(cb.levels.size())) cb.place[j / 4][j % 4] = p;
-  for (float v : cb.entries) {
+  std::vector<uint8_t> codes;  // [n_entries][dim]
+  for (float v : entries) {
     const auto level = std::lower_bound(cb.levels.begin(), cb.levels.end(), v);
-    cb.codes.push_back(static_cast<uint8_t>(level - cb.levels.begin()));
+    codes.push_back(static_cast<uint8_t>(level - cb.levels.begin()));
   }
   const int n_levels = static_cast<int>(cb.levels.size());
   int n_keys = 1;
@@ -110,9 +113,9 @@ CodebookSearch build_search(const Grid& grid, float shift = 0.0f, int distances 
     std::array<float, kDistinctDistances> nearest;  // the smallest distinct distances, ascending
     nearest.fill(INFINITY);
     const size_t last = static_cast<size_t>(distances) - 1;
-    for (int e = 0; e < cb.n_entries(); ++e) {
+    for (int e = 0; e < n_entries; ++e) {
       float sum = 0;
-      for (int j = 0; j < cb.dim; ++j) sum += (point[j] - cb.entry(e)[j]) * (point[j] - cb.entry(e)[j]);
+      for (int j = 0; j < cb.dim; ++j) sum += (point[j] - entry(e)[j]) * (point[j] - entry(e)[j]);
       d2[e] = sum;
       const auto end = nearest.begin() + last + 1;
       if (sum < nearest[last] && std::find(nearest.begin(), end, sum) == end) {
@@ -123,7 +126,7 @@ CodebookSearch build_search(const Grid& grid, float shift = 0.0f, int distances 
     // only the entries out to the last of those are sorted (IQ1's 2048 entries
     // for 6561 points: a whole sort each took most of a second)
     by_distance.clear();
-    for (int e = 0; e < cb.n_entries(); ++e)
+    for (int e = 0; e < n_entries; ++e)
       if (d2[e] <= nearest[last]) by_distance.emplace_back(d2[e], static_cast<uint16_t>(e));
     std::sort(by_distance.begin(), by_distance.end());
     int distinct = 0;
@@ -133,7 +136,7 @@ CodebookSearch build_search(const Grid& grid, float shift = 0.0f, int distances 
       if (distinct > distances || (by_distance[0].first == 0 && i > 0)) break;  // on the grid: itself
       list.push_back(by_distance[i].second);
     }
-    cb.add_candidates(list);
+    cb.add_candidates(list, codes);
   }
   return cb;
 }
