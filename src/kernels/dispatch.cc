@@ -489,6 +489,7 @@ ExpWeights exp_weights(const float* x, float scale, float* out, int64_t n) {
 
 int codebook_least_error(const CodebookCandidates& c, const float* t, const float* w, float s, float* err) {
   if (use_avx2()) return avx2::codebook_least_error(c, t, w, s, err);
+  if (use_neon()) return neon::codebook_least_error(c, t, w, s, err);
   return ref::codebook_least_error(c, t, w, s, err);
 }
 

@@ -73,6 +73,10 @@ void attention_tokens(const float* q, int64_t q_stride, int64_t n_tokens, int64_
                       const KvHead& kv, int64_t head_dim, float scale, float* scratch, float* out,
                       int64_t out_stride);
 
+// The export's codebook search (kernels.h codebook_least_error): the
+// reference's bits, 8 candidates a step (arm/codebook_search_neon.cc).
+int codebook_least_error(const CodebookCandidates& c, const float* t, const float* w, float s, float* err);
+
 // One cache row's head as f32 (attention_tiles.h DecodeRowFn;
 // attention_tokens_neon.cc).
 void attention_decode_row(const KvHead& kv, const uint8_t* row, int64_t head_dim, float* buf);

@@ -58,5 +58,8 @@ void attention_tokens(const float*, int64_t, int64_t, int64_t, int64_t, const Kv
 void attention_decode_row(const KvHead&, const uint8_t*, int64_t, float*) {
   no_neon_path("neon::attention_decode_row");
 }
+int codebook_least_error(const CodebookCandidates&, const float*, const float*, float, float*) {
+  no_neon_path("neon::codebook_least_error");
+}
 
 }  // namespace llmpack::kernels::neon
