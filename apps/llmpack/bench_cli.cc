@@ -71,8 +71,9 @@ void add_measurement_flags(CLI::App* cmd, BenchOptions* o) {
                   "Kernel path: scalar, avx2, avx_vnni, avx512, neon, neon_dotprod or neon_i8mm (default: the best "
                   "this CPU supports)");
   cmd->add_option("--avx512_decode", o->avx512_decode,
-                  "Decode kernels on the avx512 path: auto (the AVX2 ones where the CPU runs 512-bit vectors "
-                  "as two halves, as Zen 4 does), on (the AVX-512 ones) or off (the AVX2 ones)");
+                  "Decode kernels on the avx512 path: auto (the AVX2 ones for the block types where the CPU "
+                  "runs 512-bit vectors as two halves, as Zen 4 does; the codebook types on VBMI wherever the "
+                  "CPU has it), on (the AVX-512 ones) or off (the AVX2 ones)");
   cmd->add_option("--float_decode_prefetch", o->float_decode_prefetch,
                   "Bytes ahead that one-token decode of long F16/BF16/F32 rows prefetches each row: auto "
                   "(this CPU's default: 1024 on Zen 5, none elsewhere) or 0 to 65536");

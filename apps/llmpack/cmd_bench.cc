@@ -121,9 +121,8 @@ std::string regroup_note(const std::string& choice) {
 std::string kernel_path_note(const std::string& avx512_decode) {
   std::string note = "kernel path: " + std::string(kernels::kernel_path_name(kernels::active_kernel_path()));
   if (kernels::active_kernel_path() != kernels::KernelPath::kAvx512 || kernels::avx512_decode_in_use()) return note;
-  return note + " (decode on the avx2 kernels: " +
-         (avx512_decode == "off" ? "--avx512_decode off" : "this CPU runs 512-bit vectors as two halves") +
-         ")";
+  if (avx512_decode == "off") return note + " (decode on the avx2 kernels: --avx512_decode off)";
+  return note + " (the block types' decode on the avx2 kernels: this CPU runs 512-bit vectors as two halves)";
 }
 
 // Every -m is checked before the first test: a typo in the third model

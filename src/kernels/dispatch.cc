@@ -247,6 +247,10 @@ bool avx512_decode_in_use() {
   return !split;
 }
 
+bool avx512_codebook_decode_in_use() {
+  return avx512_decode_state().load(std::memory_order_relaxed) != Avx512Decode::kOff;
+}
+
 namespace {
 // Decode attention takes the AVX-512 kernel where the AVX-512 decode kernels
 // run (not on a CPU that splits 512-bit vectors, unless asked) and the rows
@@ -374,7 +378,7 @@ bool simd_takes(const WeightMatrix& w, int64_t n_tokens, const void* scratch) {
 void simd_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                const void* scratch, int64_t b, int64_t e) {
   if (use_neon()) return neon::matmul_rows(w, x, n_tokens, y, scratch, b, e, neon_int8_kernels());
-  if (use_avx512() && avx512::supports(w.dtype, n_tokens, avx512_decode_in_use()))
+  if (use_avx512() && avx512::supports(w.dtype, n_tokens, avx512_decode_in_use(), avx512_codebook_decode_in_use()))
     return avx512::matmul_rows(w, x, n_tokens, y, scratch, b, e);
   if (use_avx_vnni() && avx_vnni::supports(w.dtype, n_tokens))
     return avx_vnni::matmul_rows(w, scratch, n_tokens, y, b, e);

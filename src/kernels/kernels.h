@@ -34,14 +34,20 @@ std::string_view kernel_path_name(KernelPath path);
 // Decode (1 to 3 tokens) of the quantized types on the AVX-512 path (Q4_0,
 // Q8_0, Q4_K, Q6_K and the other block types; the codebook types where the
 // CPU has VBMI): its own kernels (kOn) or the AVX2 ones (kOff). kAuto, the
-// default, takes the AVX2 ones on CPUs that run 512-bit instructions as two
-// 256-bit halves (AMD family 19h, Zen 4): there they decoded 1.5-2x faster
-// end to end, while prefill is faster with AVX-512 (docs/PERFORMANCE.md
-// section 18). Prefill and the other paths do not depend on it.
+// default, takes the AVX2 ones for the block types on CPUs that run 512-bit
+// instructions as two 256-bit halves (AMD family 19h, Zen 4): there they
+// decoded 1.5-2x faster end to end, while prefill is faster with AVX-512
+// (docs/PERFORMANCE.md section 18); the codebook types' VBMI kernel runs
+// wherever the CPU has VBMI, Zen 4 included, where models of those types
+// decoded 1.3-1.9x faster with it than with the AVX2 register kernel
+// (section 82). Prefill and the other paths do not depend on it.
 enum class Avx512Decode { kAuto, kOn, kOff };
 void set_avx512_decode(Avx512Decode mode);
-// Whether decode on the AVX-512 path runs the AVX-512 kernels now.
+// Whether decode of the block types on the AVX-512 path runs the AVX-512 kernels now.
 bool avx512_decode_in_use();
+// Whether decode of the codebook types on the AVX-512 path runs the VBMI
+// kernel now (where the CPU has VBMI): kOn or kAuto.
+bool avx512_codebook_decode_in_use();
 // Whether this CPU executes 512-bit vector instructions as two 256-bit halves.
 bool cpu_splits_512_bit_vectors();
 

@@ -72,7 +72,7 @@ void rope_rotate(float*, const float*, const float*, int64_t, bool) { no_simd_pa
 
 namespace avx512 {
 
-bool supports(DType, int64_t, bool) { return false; }
+bool supports(DType, int64_t, bool, bool) { return false; }
 bool attention_tokens_supports(int64_t) { return false; }
 size_t attention_tokens_scratch_floats(int64_t) { return 0; }
 

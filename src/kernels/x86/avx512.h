@@ -14,9 +14,10 @@ namespace llmpack::kernels::avx512 {
 
 // Whether an AVX-512 matmul exists for this weight type and token count (for
 // example prefill only, where decode is bound by memory bandwidth either way).
-// with_decode: whether decode kernels (quantized types, 1 to 3 tokens) count;
-// dispatch leaves decode to the AVX2 path where set_avx512_decode says so.
-bool supports(DType dtype, int64_t n_tokens, bool with_decode);
+// with_decode: whether the block types' decode kernels (1 to 3 tokens) count,
+// with_codebook_decode: whether the codebook types' (VBMI) one does; dispatch
+// leaves decode to the AVX2 path where set_avx512_decode says so.
+bool supports(DType dtype, int64_t n_tokens, bool with_decode, bool with_codebook_decode);
 
 // Same contract as avx2::matmul_rows: y[t, r] for all tokens and rows
 // [row_begin, row_end); x: [n_tokens, w.cols] f32; y: [n_tokens, w.rows];

@@ -5,9 +5,8 @@
 
 namespace llmpack::kernels::avx512 {
 
-bool supports(DType dtype, int64_t n_tokens, bool with_decode) {
-  // the codebook types' decode (VBMI) is decode too: off where with_decode is
-  const bool iq = iq_supports(dtype, n_tokens) && (with_decode || n_tokens >= avx2::kIqRegisterDecodeBelow);
+bool supports(DType dtype, int64_t n_tokens, bool with_decode, bool with_codebook_decode) {
+  const bool iq = iq_supports(dtype, n_tokens) && (with_codebook_decode || n_tokens >= avx2::kIqRegisterDecodeBelow);
   return float_supports(dtype, n_tokens) || quant_supports(dtype, n_tokens) || iq ||
          (with_decode && decode_supports(dtype, n_tokens));
 }

@@ -40,11 +40,50 @@ TEST(IqDecodeVbmi, TheAvx512PathDecodesTheTypesItHasWhereTheCpuHasVbmi) {
     }
   }
   EXPECT_TRUE(avx512::iq_supports(DType::kIQ1_S, 4));
-  // Where the AVX-512 decode is off (set_avx512_decode; by default on CPUs
-  // that split 512-bit vectors) the AVX2 kernel decodes; prefill stays.
-  EXPECT_TRUE(avx512::supports(DType::kIQ2_XXS, 1, true));
-  EXPECT_FALSE(avx512::supports(DType::kIQ2_XXS, 1, false));
-  EXPECT_TRUE(avx512::supports(DType::kIQ2_XXS, 4, false));
+  // The codebook decode follows its own switch, not the block types' one;
+  // where it is off (set_avx512_decode kOff) the AVX2 kernel decodes;
+  // prefill stays.
+  EXPECT_TRUE(avx512::supports(DType::kIQ2_XXS, 1, false, true));
+  EXPECT_TRUE(avx512::supports(DType::kIQ2_XXS, 1, true, true));
+  EXPECT_FALSE(avx512::supports(DType::kIQ2_XXS, 1, true, false));
+  EXPECT_TRUE(avx512::supports(DType::kIQ2_XXS, 4, false, false));
+  EXPECT_FALSE(avx512::supports(DType::kQ4_0, 1, false, true));  // a block type: the other switch
+}
+
+// set_avx512_decode's kAuto decodes the codebook types on VBMI on every CPU
+// that has it, those that split 512-bit vectors (Zen 4) included, where
+// the block types' decode goes to the AVX2 kernels (PERFORMANCE.md section
+// 82: the permutes still win there); kOff sends both to AVX2, kOn neither.
+TEST(IqDecodeVbmi, AutoDecodesTheCodebookTypesOnVbmiWhereTheBlockTypesMayNot) {
+  testing::PathGuard guard;
+  set_avx512_decode(Avx512Decode::kAuto);
+  EXPECT_TRUE(avx512_codebook_decode_in_use());
+  EXPECT_EQ(avx512_decode_in_use(), !cpu_splits_512_bit_vectors());
+  set_avx512_decode(Avx512Decode::kOff);
+  EXPECT_FALSE(avx512_codebook_decode_in_use());
+  EXPECT_FALSE(avx512_decode_in_use());
+  set_avx512_decode(Avx512Decode::kOn);
+  EXPECT_TRUE(avx512_codebook_decode_in_use());
+  EXPECT_TRUE(avx512_decode_in_use());
+}
+
+// ... and matmul follows it: a token's products under kAuto have the VBMI
+// kernel's bits (kOn), not the AVX2 register kernel's (kOff), which round
+// some rows differently.
+TEST(IqDecodeVbmi, MatmulDecodesOnVbmiUnderAuto) {
+  if (!vbmi_kernel_runs()) GTEST_SKIP() << "this CPU lacks AVX-512 VBMI, or the build forces scalar kernels";
+  ThreadPool pool(1);
+  for (DType dtype : {DType::kIQ2_XXS, DType::kIQ3_S}) {
+    const int64_t rows = 64, cols = 33 * 256;
+    const auto packed = testing::random_iq_rows(dtype, rows, cols, 7);
+    const WeightMatrix w{dtype, rows, cols, packed.data()};
+    const auto x = testing::random_floats(static_cast<size_t>(cols), 8, 2.0f);
+    const auto vbmi = testing::matmul_on_path(KernelPath::kAvx512, w, x, 1, pool, Avx512Decode::kOn);
+    const auto avx2 = testing::matmul_on_path(KernelPath::kAvx512, w, x, 1, pool, Avx512Decode::kOff);
+    const auto automatic = testing::matmul_on_path(KernelPath::kAvx512, w, x, 1, pool, Avx512Decode::kAuto);
+    ASSERT_NE(vbmi, avx2) << dtype_name(dtype) << ": the two kernels agree to the bit here, so this cannot tell them";
+    EXPECT_EQ(automatic, vbmi) << dtype_name(dtype);
+  }
 }
 
 // Random blocks (every index, sign field and scale occurs), activations at
