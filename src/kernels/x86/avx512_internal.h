@@ -36,12 +36,14 @@ bool iq_supports(DType dtype, int64_t n_tokens);
 void matmul_rows_iq(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,
                     int64_t row_begin, int64_t row_end);
 
-// Decode (one token's rows [row_begin, row_end) into y) of the codebook types
+// Decode (1 to 3 tokens: rows [row_begin, row_end) of y [n_tokens, w.rows];
+// token t's activations at tokens + t * (w.cols / 256)) of the codebook types
 // with a kernel built on AVX-512 VBMI's byte permutes, where the CPU has VBMI
 // (Zen 4 and 5, Intel Ice Lake and later): IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS
-// and IQ3_S (x86/iq_decode_vbmi_avx512.cc).
+// and IQ3_S (x86/iq_decode_vbmi_avx512.cc). Each super-block's weights are
+// built once for all the tokens.
 bool iq_vbmi_decode_supports(DType dtype);
-void iq_vbmi_decode_rows(const WeightMatrix& w, const avx2::ActSuper* token, float* y, int64_t row_begin,
-                         int64_t row_end);
+void iq_vbmi_decode_rows(const WeightMatrix& w, const avx2::ActSuper* tokens, int64_t n_tokens, float* y,
+                         int64_t row_begin, int64_t row_end);
 
 }  // namespace llmpack::kernels::avx512

@@ -380,44 +380,67 @@ struct Iq3sVbmi {
   __m512i magnitudes(const Parts& p, int m) const { return iq3_magnitudes(p, m, level_shift, magnitude); }
 };
 
-// One row's dot with the token: per super-block, four zmm of 64 weights, their
-// int32 sums times the group scales, one convert and FMA by d x kFactor times
-// the activations' scale.
-template <class Type>
-float iq_row(const Type& type, const typename Type::Block* blocks, int64_t n_super, const ActSuper* token,
-             const PermutedActs* acts) {
+// One row's dots with kTokens tokens: per super-block, four zmm of 64
+// weights (built once, for every token: the codes, magnitudes and sign
+// masks), each token's int32 sums times the group scales, one convert and FMA
+// by d x kFactor times that token's activation scale. A token's dot has the
+// same bits whatever kTokens is.
+template <class Type, int kTokens>
+void iq_row(const Type& type, const typename Type::Block* blocks, int64_t n_super, const ActSuper* const* token,
+            const PermutedActs* const* acts, float* out) {
   const __m512i zero = _mm512_setzero_si512();
-  __m512 acc = _mm512_setzero_ps();
+  __m512 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm512_setzero_ps();
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const typename Type::Block& b = blocks[sb];
     const typename Type::Parts parts = type.parts(b);
     const __m512i signs = parts.signs.signs;
-    __m512i sums = zero;
+    __m512i sums[kTokens];
+    for (int t = 0; t < kTokens; ++t) sums[t] = zero;
 #pragma GCC unroll 4
     for (int m = 0; m < 4; ++m) {
-      const __m512i x = _mm512_load_si512(acts[sb].q + 64 * m);
       const __m512i sign_bits = _mm512_multishift_epi64_epi8(load64(kShared.sign_bit_to_top[m].data()), signs);
-      const __m512i signed_x = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(sign_bits), zero, x);
+      const __mmask64 negative = _mm512_movepi8_mask(sign_bits);
       const __m512i scales = m < 2 ? parts.signs.scales_low : parts.signs.scales_high;
-      sums = _mm512_dpwssd_epi32(sums, _mm512_maddubs_epi16(type.magnitudes(parts, m), signed_x), scales);
+      const __m512i magnitudes = type.magnitudes(parts, m);
+      for (int t = 0; t < kTokens; ++t) {
+        const __m512i x = _mm512_load_si512(acts[t][sb].q + 64 * m);
+        const __m512i signed_x = _mm512_mask_sub_epi8(x, negative, zero, x);
+        sums[t] = _mm512_dpwssd_epi32(sums[t], _mm512_maddubs_epi16(magnitudes, signed_x), scales);
+      }
     }
-    const float factor = _cvtsh_ss(b.d) * Type::kFactor * token[sb].d;
-    acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums), _mm512_set1_ps(factor), acc);
+    const float d = _cvtsh_ss(b.d) * Type::kFactor;
+    for (int t = 0; t < kTokens; ++t)
+      acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[t]), _mm512_set1_ps(d * token[t][sb].d), acc[t]);
   }
-  alignas(64) float lanes[16];  // summed through memory: GCC 12's reduce intrinsics warn (see CMakeLists.txt)
-  _mm512_store_ps(lanes, acc);
-  float total = 0.0f;
-  for (float v : lanes) total += v;
-  return total;
+  for (int t = 0; t < kTokens; ++t) {
+    alignas(64) float lanes[16];  // summed through memory: GCC 12's reduce intrinsics warn (see CMakeLists.txt)
+    _mm512_store_ps(lanes, acc[t]);
+    float total = 0.0f;
+    for (float v : lanes) total += v;
+    out[t] = total;
+  }
 }
 
-template <class Type>
-void iq_rows(const WeightMatrix& w, const ActSuper* token, const PermutedActs* acts, float* y, int64_t row_begin,
-             int64_t row_end) {
+template <class Type, int kTokens>
+void iq_rows(const WeightMatrix& w, const ActSuper* const* token, const PermutedActs* const* acts, float* y,
+             int64_t row_begin, int64_t row_end) {
   const Type type;
   const int64_t n_super = w.cols / kQKK;
   const auto* data = static_cast<const typename Type::Block*>(w.data);
-  for (int64_t r = row_begin; r < row_end; ++r) y[r] = iq_row(type, data + r * n_super, n_super, token, acts);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    float dots[kTokens];
+    iq_row<Type, kTokens>(type, data + r * n_super, n_super, token, acts, dots);
+    for (int t = 0; t < kTokens; ++t) y[t * w.rows + r] = dots[t];
+  }
+}
+
+template <class Type>
+void iq_rows_tokens(const WeightMatrix& w, const ActSuper* const* token, const PermutedActs* const* acts,
+                    int64_t n_tokens, float* y, int64_t row_begin, int64_t row_end) {
+  if (n_tokens == 1) return iq_rows<Type, 1>(w, token, acts, y, row_begin, row_end);
+  if (n_tokens == 2) return iq_rows<Type, 2>(w, token, acts, y, row_begin, row_end);
+  iq_rows<Type, 3>(w, token, acts, y, row_begin, row_end);
 }
 
 }  // namespace
@@ -429,17 +452,24 @@ bool iq_vbmi_decode_supports(DType dtype) {
   return type && has_vbmi;
 }
 
-void iq_vbmi_decode_rows(const WeightMatrix& w, const ActSuper* token, float* y, int64_t row_begin,
-                         int64_t row_end) {
+void iq_vbmi_decode_rows(const WeightMatrix& w, const ActSuper* tokens, int64_t n_tokens, float* y,
+                         int64_t row_begin, int64_t row_end) {
   const int64_t n_super = w.cols / kQKK;
-  thread_local std::vector<PermutedActs> acts;
-  if (acts.size() < static_cast<size_t>(n_super)) acts.resize(static_cast<size_t>(n_super));
-  permute_activations(token, n_super, acts.data());
-  if (w.dtype == DType::kIQ2_XXS) return iq_rows<Iq2xxsVbmi>(w, token, acts.data(), y, row_begin, row_end);
-  if (w.dtype == DType::kIQ2_XS) return iq_rows<Iq2xsVbmi>(w, token, acts.data(), y, row_begin, row_end);
-  if (w.dtype == DType::kIQ2_S) return iq_rows<Iq2sVbmi>(w, token, acts.data(), y, row_begin, row_end);
-  if (w.dtype == DType::kIQ3_XXS) return iq_rows<Iq3xxsVbmi>(w, token, acts.data(), y, row_begin, row_end);
-  if (w.dtype == DType::kIQ3_S) return iq_rows<Iq3sVbmi>(w, token, acts.data(), y, row_begin, row_end);
+  thread_local std::vector<PermutedActs> permuted;
+  if (permuted.size() < static_cast<size_t>(n_tokens * n_super))
+    permuted.resize(static_cast<size_t>(n_tokens * n_super));
+  const ActSuper* token[3];
+  const PermutedActs* acts[3];
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    token[t] = tokens + t * n_super;
+    acts[t] = permuted.data() + t * n_super;
+    permute_activations(token[t], n_super, permuted.data() + t * n_super);
+  }
+  if (w.dtype == DType::kIQ2_XXS) return iq_rows_tokens<Iq2xxsVbmi>(w, token, acts, n_tokens, y, row_begin, row_end);
+  if (w.dtype == DType::kIQ2_XS) return iq_rows_tokens<Iq2xsVbmi>(w, token, acts, n_tokens, y, row_begin, row_end);
+  if (w.dtype == DType::kIQ2_S) return iq_rows_tokens<Iq2sVbmi>(w, token, acts, n_tokens, y, row_begin, row_end);
+  if (w.dtype == DType::kIQ3_XXS) return iq_rows_tokens<Iq3xxsVbmi>(w, token, acts, n_tokens, y, row_begin, row_end);
+  if (w.dtype == DType::kIQ3_S) return iq_rows_tokens<Iq3sVbmi>(w, token, acts, n_tokens, y, row_begin, row_end);
 }
 
 }  // namespace llmpack::kernels::avx512

@@ -69,11 +69,8 @@ void matmul_rows_iq(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_
                     int64_t row_begin, int64_t row_end) {
   const ActSuper* acts = avx2::super_acts(act, n_tokens, w.cols / 32);
   const int64_t n_super = w.cols / kQKK;
-  if (n_tokens < avx2::kIqRegisterDecodeBelow) {
-    for (int64_t t = 0; t < n_tokens; ++t)
-      iq_vbmi_decode_rows(w, acts + t * n_super, y + t * w.rows, row_begin, row_end);
-    return;
-  }
+  static_assert(avx2::kIqRegisterDecodeBelow <= 4, "the VBMI decode takes 1 to 3 tokens");
+  if (n_tokens < avx2::kIqRegisterDecodeBelow) return iq_vbmi_decode_rows(w, acts, n_tokens, y, row_begin, row_end);
   iq_prefill_rows(w, n_tokens, y, row_begin, row_end,
                   [&](auto tokens, const IqUnpacked& u, int64_t n_blocks, int64_t s0, int64_t t, float* sums) {
                     iq_dot_chunk<decltype(tokens)::value>(u, n_blocks, acts, n_super, s0, t, sums);

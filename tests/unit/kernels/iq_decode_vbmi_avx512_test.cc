@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 #include <vector>
 
@@ -86,6 +88,37 @@ TEST(IqDecodeVbmi, MatmulDecodesOnVbmiUnderAuto) {
   }
 }
 
+// Two and three tokens in one call (each super-block's weights built once
+// for all of them): every token's row sums have the bits of a call with that
+// token alone, rows outside the range untouched.
+TEST(IqDecodeVbmi, SeveralTokensGiveEachTokensOwnBits) {
+  if (!vbmi_kernel_runs()) GTEST_SKIP() << "this CPU lacks AVX-512 VBMI, or the build forces scalar kernels";
+  for (DType dtype : {DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS, DType::kIQ3_S}) {
+    const int64_t rows = 11, cols = 5 * 256, n_super = cols / 256;
+    const auto packed = testing::random_iq_rows(dtype, rows, cols, 21);
+    const WeightMatrix w{dtype, rows, cols, packed.data()};
+    std::vector<avx2::ActSuper> acts(static_cast<size_t>(3 * n_super));
+    for (int64_t t = 0; t < 3; ++t) {
+      const auto x = testing::random_floats(static_cast<size_t>(cols), static_cast<uint32_t>(30 + t), 3.0f);
+      avx2::quantize_activations_super(x.data(), cols, false, acts.data() + t * n_super);
+    }
+    for (int64_t n_tokens : {2, 3}) {
+      std::vector<float> together(static_cast<size_t>(n_tokens * rows), -1.0f);
+      avx512::iq_vbmi_decode_rows(w, acts.data(), n_tokens, together.data(), 1, rows - 1);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        std::vector<float> alone(static_cast<size_t>(rows), -1.0f);
+        avx512::iq_vbmi_decode_rows(w, acts.data() + t * n_super, 1, alone.data(), 1, rows - 1);
+        for (int64_t r = 0; r < rows; ++r)
+          EXPECT_EQ(std::bit_cast<uint32_t>(together[static_cast<size_t>(t * rows + r)]),
+                    std::bit_cast<uint32_t>(alone[static_cast<size_t>(r)]))
+              << dtype_name(dtype) << " tokens=" << n_tokens << " t=" << t << " r=" << r;
+        EXPECT_EQ(together[static_cast<size_t>(t * rows)], -1.0f);  // outside [1, rows - 1)
+        EXPECT_EQ(together[static_cast<size_t>(t * rows + rows - 1)], -1.0f);
+      }
+    }
+  }
+}
+
 // Random blocks (every index, sign field and scale occurs), activations at
 // the int8 extremes among them, rows of 1 to 33 super-blocks, and a row range
 // that starts inside the matrix.
@@ -103,7 +136,7 @@ TEST(IqDecodeVbmi, AgreesWithTheAvx2RegisterKernel) {
       avx2::quantize_activations_super(x.data(), cols, false, acts.data());
       std::vector<float> expected(rows, 0.0f), got(rows, -1.0f);
       avx2::iq_decode_rows(w, acts.data(), expected.data(), 2, rows);
-      avx512::iq_vbmi_decode_rows(w, acts.data(), got.data(), 2, rows);
+      avx512::iq_vbmi_decode_rows(w, acts.data(), 1, got.data(), 2, rows);
       EXPECT_EQ(got[0], -1.0f);  // rows before row_begin untouched
       EXPECT_EQ(got[1], -1.0f);
       for (int64_t r = 2; r < rows; ++r) {
