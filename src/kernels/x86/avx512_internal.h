@@ -36,13 +36,20 @@ bool iq_supports(DType dtype, int64_t n_tokens);
 void matmul_rows_iq(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,
                     int64_t row_begin, int64_t row_end);
 
-// Decode (1 to 3 tokens: rows [row_begin, row_end) of y [n_tokens, w.rows];
+// Decode (any token count, though matmul sends it fewer than
+// kIqVbmiDecodeBelow: rows [row_begin, row_end) of y [n_tokens, w.rows];
 // token t's activations at tokens + t * (w.cols / 256)) of the codebook types
 // with a kernel built on AVX-512 VBMI's byte permutes, where the CPU has VBMI
 // (Zen 4 and 5, Intel Ice Lake and later): IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS
 // and IQ3_S (x86/iq_decode_vbmi_avx512.cc). Each super-block's weights are
 // built once for all the tokens.
 bool iq_vbmi_decode_supports(DType dtype);
+// Below this many tokens the VBMI kernel takes the types it has (up to 8
+// tokens a pass over the rows), also where the preparation stored the
+// activations as a + 128 (4 tokens and more): on a Zen 4 it beat unpacking
+// the rows at every count up to 16 (1B IQ2_XXS pp16 89-94 against 70-76
+// t/s), and won or lost by turns at 23 and 24 (docs/PERFORMANCE.md section 82).
+constexpr int64_t kIqVbmiDecodeBelow = 17;
 void iq_vbmi_decode_rows(const WeightMatrix& w, const avx2::ActSuper* tokens, int64_t n_tokens, float* y,
                          int64_t row_begin, int64_t row_end);
 

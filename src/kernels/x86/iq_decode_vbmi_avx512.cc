@@ -28,6 +28,7 @@
 // docs/PERFORMANCE.md section 67 has the measurements.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <vector>
@@ -196,10 +197,18 @@ struct alignas(64) PermutedActs {
   int8_t q[256];
 };
 
-void permute_activations(const ActSuper* token, int64_t n_super, PermutedActs* out) {
+// offset: the activations were stored as a + 128 (the prefill kernels'
+// form, quantize_activations_super), a ^ 0x80 as bytes: flipped back here.
+void permute_activations(const ActSuper* token, int64_t n_super, bool offset, PermutedActs* out) {
+  const uint64_t flip = offset ? 0x8080808080808080ull : 0;
   for (int64_t sb = 0; sb < n_super; ++sb)
     for (int m = 0; m < 4; ++m)
-      for (int g = 0; g < 8; ++g) std::memcpy(out[sb].q + 64 * m + 8 * g, token[sb].q + 32 * g + 8 * m, 8);
+      for (int g = 0; g < 8; ++g) {
+        uint64_t eight;
+        std::memcpy(&eight, token[sb].q + 32 * g + 8 * m, 8);
+        eight ^= flip;
+        std::memcpy(out[sb].q + 64 * m + 8 * g, &eight, 8);
+      }
 }
 
 // 2s + 1 in every int16 of qword g, from s in the qword's low 4 bits (and
@@ -438,9 +447,16 @@ void iq_rows(const WeightMatrix& w, const ActSuper* const* token, const Permuted
 template <class Type>
 void iq_rows_tokens(const WeightMatrix& w, const ActSuper* const* token, const PermutedActs* const* acts,
                     int64_t n_tokens, float* y, int64_t row_begin, int64_t row_end) {
-  if (n_tokens == 1) return iq_rows<Type, 1>(w, token, acts, y, row_begin, row_end);
-  if (n_tokens == 2) return iq_rows<Type, 2>(w, token, acts, y, row_begin, row_end);
-  iq_rows<Type, 3>(w, token, acts, y, row_begin, row_end);
+  switch (n_tokens) {
+    case 1: return iq_rows<Type, 1>(w, token, acts, y, row_begin, row_end);
+    case 2: return iq_rows<Type, 2>(w, token, acts, y, row_begin, row_end);
+    case 3: return iq_rows<Type, 3>(w, token, acts, y, row_begin, row_end);
+    case 4: return iq_rows<Type, 4>(w, token, acts, y, row_begin, row_end);
+    case 5: return iq_rows<Type, 5>(w, token, acts, y, row_begin, row_end);
+    case 6: return iq_rows<Type, 6>(w, token, acts, y, row_begin, row_end);
+    case 7: return iq_rows<Type, 7>(w, token, acts, y, row_begin, row_end);
+    default: return iq_rows<Type, 8>(w, token, acts, y, row_begin, row_end);
+  }
 }
 
 }  // namespace
@@ -455,21 +471,26 @@ bool iq_vbmi_decode_supports(DType dtype) {
 void iq_vbmi_decode_rows(const WeightMatrix& w, const ActSuper* tokens, int64_t n_tokens, float* y,
                          int64_t row_begin, int64_t row_end) {
   const int64_t n_super = w.cols / kQKK;
+  const bool offset = n_tokens >= avx2::kIqRegisterDecodeBelow;  // as the preparation stored them
+  constexpr int64_t kChunk = 8;  // tokens a pass over the rows (iq_rows_tokens' largest tile)
   thread_local std::vector<PermutedActs> permuted;
-  if (permuted.size() < static_cast<size_t>(n_tokens * n_super))
-    permuted.resize(static_cast<size_t>(n_tokens * n_super));
-  const ActSuper* token[3];
-  const PermutedActs* acts[3];
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    token[t] = tokens + t * n_super;
-    acts[t] = permuted.data() + t * n_super;
-    permute_activations(token[t], n_super, permuted.data() + t * n_super);
+  if (permuted.size() < static_cast<size_t>(kChunk * n_super)) permuted.resize(static_cast<size_t>(kChunk * n_super));
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kChunk) {
+    const int64_t n = std::min(kChunk, n_tokens - t0);
+    const ActSuper* token[8];
+    const PermutedActs* acts[8];
+    for (int64_t t = 0; t < n; ++t) {
+      token[t] = tokens + (t0 + t) * n_super;
+      acts[t] = permuted.data() + t * n_super;
+      permute_activations(token[t], n_super, offset, permuted.data() + t * n_super);
+    }
+    float* out = y + t0 * w.rows;
+    if (w.dtype == DType::kIQ2_XXS) iq_rows_tokens<Iq2xxsVbmi>(w, token, acts, n, out, row_begin, row_end);
+    if (w.dtype == DType::kIQ2_XS) iq_rows_tokens<Iq2xsVbmi>(w, token, acts, n, out, row_begin, row_end);
+    if (w.dtype == DType::kIQ2_S) iq_rows_tokens<Iq2sVbmi>(w, token, acts, n, out, row_begin, row_end);
+    if (w.dtype == DType::kIQ3_XXS) iq_rows_tokens<Iq3xxsVbmi>(w, token, acts, n, out, row_begin, row_end);
+    if (w.dtype == DType::kIQ3_S) iq_rows_tokens<Iq3sVbmi>(w, token, acts, n, out, row_begin, row_end);
   }
-  if (w.dtype == DType::kIQ2_XXS) return iq_rows_tokens<Iq2xxsVbmi>(w, token, acts, n_tokens, y, row_begin, row_end);
-  if (w.dtype == DType::kIQ2_XS) return iq_rows_tokens<Iq2xsVbmi>(w, token, acts, n_tokens, y, row_begin, row_end);
-  if (w.dtype == DType::kIQ2_S) return iq_rows_tokens<Iq2sVbmi>(w, token, acts, n_tokens, y, row_begin, row_end);
-  if (w.dtype == DType::kIQ3_XXS) return iq_rows_tokens<Iq3xxsVbmi>(w, token, acts, n_tokens, y, row_begin, row_end);
-  if (w.dtype == DType::kIQ3_S) return iq_rows_tokens<Iq3sVbmi>(w, token, acts, n_tokens, y, row_begin, row_end);
 }
 
 }  // namespace llmpack::kernels::avx512

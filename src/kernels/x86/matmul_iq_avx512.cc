@@ -7,7 +7,9 @@
 // instructions where the AVX2 kernel spends six on two blocks of 32. Decode
 // (fewer than kIqRegisterDecodeBelow tokens) takes the VBMI kernel where
 // iq_vbmi_decode_supports (x86/iq_decode_vbmi_avx512.cc), else stays on the
-// AVX2 register kernel.
+// AVX2 register kernel; so do 4 to kIqVbmiDecodeBelow - 1 tokens of the
+// types it has, where the codebook decode is on (avx512_codebook_decode_in_use).
+#include "kernels/kernels.h"
 #include "kernels/x86/avx512_internal.h"
 #include "kernels/x86/iq_unpack_x86.h"
 
@@ -69,8 +71,9 @@ void matmul_rows_iq(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_
                     int64_t row_begin, int64_t row_end) {
   const ActSuper* acts = avx2::super_acts(act, n_tokens, w.cols / 32);
   const int64_t n_super = w.cols / kQKK;
-  static_assert(avx2::kIqRegisterDecodeBelow <= 4, "the VBMI decode takes 1 to 3 tokens");
-  if (n_tokens < avx2::kIqRegisterDecodeBelow) return iq_vbmi_decode_rows(w, acts, n_tokens, y, row_begin, row_end);
+  if (n_tokens < avx2::kIqRegisterDecodeBelow ||
+      (n_tokens < kIqVbmiDecodeBelow && iq_vbmi_decode_supports(w.dtype) && avx512_codebook_decode_in_use()))
+    return iq_vbmi_decode_rows(w, acts, n_tokens, y, row_begin, row_end);
   iq_prefill_rows(w, n_tokens, y, row_begin, row_end,
                   [&](auto tokens, const IqUnpacked& u, int64_t n_blocks, int64_t s0, int64_t t, float* sums) {
                     iq_dot_chunk<decltype(tokens)::value>(u, n_blocks, acts, n_super, s0, t, sums);
