@@ -140,14 +140,20 @@ inline const ActSuper* super_acts(const ActBlock* act, int64_t n_tokens, int64_t
   return reinterpret_cast<const ActSuper*>(reinterpret_cast<const uint8_t*>(act) + super_acts_offset(n_tokens, n_sub));
 }
 
-// Below this many tokens the codebook rows are not unpacked to memory: each
-// token's rows are decoded with every group of 32 weights built in registers
-// (x86/iq_decode_avx2.cc), y[row] for rows [row_begin, row_end). Measured
-// (1B shape, 1 thread): at 2 and 3 tokens decoding each token so is faster
-// than unpacking once (13.0 against 8.2 and 11.1 tokens/s for IQ1_M), at 4
-// the unpacking's 4-token passes win (16.5).
+// From this many tokens the codebook types' activations are stored as
+// a + 128 (quantize_activations_super's offset), the form the unpacking
+// prefill kernels read; below it as a. The register kernels read either.
 constexpr int64_t kIqRegisterDecodeBelow = 4;
-void iq_decode_rows(const WeightMatrix& w, const ActSuper* token, float* y, int64_t row_begin, int64_t row_end);
+// Below this many tokens the AVX2 path does not unpack the codebook rows to
+// memory: the rows are decoded with every group of 32 weights built in
+// registers, once for up to 4 tokens a pass (x86/iq_decode_avx2.cc), rows
+// [row_begin, row_end) of y [n_tokens, w.rows], token t's activations at
+// tokens + t * (w.cols / 256). On a Zen 4's AVX2 path it beat the unpacking
+// at 4 and 6 tokens (1B IQ2_XXS pp4 52-67 against 30-31 t/s), won or lost by
+// turns at 8 and lost from 12 on (docs/PERFORMANCE.md section 83).
+constexpr int64_t kIqRegisterTokensBelow = 8;
+void iq_decode_rows(const WeightMatrix& w, const ActSuper* tokens, int64_t n_tokens, float* y, int64_t row_begin,
+                    int64_t row_end);
 
 // Quantizes one token's activations x[cols] (cols a multiple of 256) into
 // out[cols / 256]; with `offset` each byte holds a + 128 (unsigned), as the

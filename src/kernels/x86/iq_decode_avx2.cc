@@ -12,6 +12,7 @@
 // integer scales as madd's int16 factors; the int32 sums of a super-block
 // turn to float once, times f and the activations' scale (one per 256,
 // ActSuper).
+#include <algorithm>
 #include <array>
 
 #include "kernels/iq_blocks.h"
@@ -293,50 +294,88 @@ struct Iq1m {
   }
 };
 
-// One row's dot with the token (its activations a scale per 256): per
-// super-block, its 8 groups' int32 sums added up in integers, then one convert
-// and FMA by the block's factor times the activations' scale.
-template <class Type>
-float iqd_row(const uint8_t* row, int64_t n_super, const ActSuper* token) {
+// One row's dots with kTokens tokens (their activations a scale per 256):
+// per super-block, each group of 32 weights built once for every token, each
+// token's 8 groups' int32 sums added up in integers, then one convert and FMA
+// by the block's factor times that token's activation scale. `flip` undoes
+// the a + 128 form the preparation stores for 4 tokens and more (a ^ 0x80 as
+// bytes). A token's dot has the same bits whatever kTokens is.
+template <class Type, int kTokens>
+void iqd_row(const uint8_t* row, int64_t n_super, const ActSuper* const* token, __m256i flip, float* out) {
   const auto* blocks = reinterpret_cast<const typename Type::Block*>(row);
-  __m256 acc = _mm256_setzero_ps();
+  __m256 acc[kTokens];
+  for (int t = 0; t < kTokens; ++t) acc[t] = _mm256_setzero_ps();
   typename Type::Prepared prepared;
   for (int64_t sb = 0; sb < n_super; ++sb) {
     const auto& b = blocks[sb];
-    const ActSuper& a = token[sb];
-    __m256i block_sums = _mm256_setzero_si256();
+    __m256i block_sums[kTokens];
+    for (int t = 0; t < kTokens; ++t) block_sums[t] = _mm256_setzero_si256();
     Type::prepare(b, prepared);
 #pragma GCC unroll 8  // g a constant in each copy: the groups' offsets and shifts fold
     for (int g = 0; g < 8; ++g) {
       const IqGroup32 w = Type::group(b, prepared, g);
-      const __m256i q = _mm256_sign_epi8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.q + 32 * g)), w.sign);
-      block_sums = _mm256_add_epi32(block_sums, _mm256_madd_epi16(_mm256_maddubs_epi16(w.magnitude, q), w.scale));
+      for (int t = 0; t < kTokens; ++t) {
+        const __m256i a = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(token[t][sb].q + 32 * g)),
+                                           flip);
+        const __m256i q = _mm256_sign_epi8(a, w.sign);
+        block_sums[t] =
+            _mm256_add_epi32(block_sums[t], _mm256_madd_epi16(_mm256_maddubs_epi16(w.magnitude, q), w.scale));
+      }
     }
-    acc = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sums), _mm256_set1_ps(Type::factor(b) * a.d), acc);
+    const float factor = Type::factor(b);
+    for (int t = 0; t < kTokens; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(block_sums[t]), _mm256_set1_ps(factor * token[t][sb].d), acc[t]);
   }
-  return hsum(acc);
+  for (int t = 0; t < kTokens; ++t) out[t] = hsum(acc[t]);
 }
 
-template <class Type>
-void iqd_rows(const WeightMatrix& w, const ActSuper* token, float* y, int64_t row_begin, int64_t row_end) {
+template <class Type, int kTokens>
+void iqd_rows(const WeightMatrix& w, const ActSuper* const* token, __m256i flip, float* y, int64_t row_begin,
+              int64_t row_end) {
   const int64_t n_super = w.cols / kQKK;
   const int64_t stride = n_super * static_cast<int64_t>(sizeof(typename Type::Block));
   const auto* data = static_cast<const uint8_t*>(w.data);
-  for (int64_t r = row_begin; r < row_end; ++r) y[r] = iqd_row<Type>(data + r * stride, n_super, token);
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    float dots[kTokens];
+    iqd_row<Type, kTokens>(data + r * stride, n_super, token, flip, dots);
+    for (int t = 0; t < kTokens; ++t) y[t * w.rows + r] = dots[t];
+  }
+}
+
+template <class Type>
+void iqd_rows_tokens(const WeightMatrix& w, const ActSuper* const* token, int64_t n_tokens, __m256i flip, float* y,
+                     int64_t row_begin, int64_t row_end) {
+  switch (n_tokens) {
+    case 1: return iqd_rows<Type, 1>(w, token, flip, y, row_begin, row_end);
+    case 2: return iqd_rows<Type, 2>(w, token, flip, y, row_begin, row_end);
+    case 3: return iqd_rows<Type, 3>(w, token, flip, y, row_begin, row_end);
+    default: return iqd_rows<Type, 4>(w, token, flip, y, row_begin, row_end);
+  }
 }
 
 }  // namespace
 
-void iq_decode_rows(const WeightMatrix& w, const ActSuper* token, float* y, int64_t row_begin, int64_t row_end) {
-  switch (w.dtype) {
-    case DType::kIQ2_XXS: return iqd_rows<Iq2xxs>(w, token, y, row_begin, row_end);
-    case DType::kIQ2_XS: return iqd_rows<Iq2xs>(w, token, y, row_begin, row_end);
-    case DType::kIQ2_S: return iqd_rows<Iq2s>(w, token, y, row_begin, row_end);
-    case DType::kIQ3_XXS: return iqd_rows<Iq3xxs>(w, token, y, row_begin, row_end);
-    case DType::kIQ3_S: return iqd_rows<Iq3s>(w, token, y, row_begin, row_end);
-    case DType::kIQ1_S: return iqd_rows<Iq1s>(w, token, y, row_begin, row_end);
-    case DType::kIQ1_M: return iqd_rows<Iq1m>(w, token, y, row_begin, row_end);
-    default: return;
+void iq_decode_rows(const WeightMatrix& w, const ActSuper* tokens, int64_t n_tokens, float* y, int64_t row_begin,
+                    int64_t row_end) {
+  const int64_t n_super = w.cols / kQKK;
+  // as the preparation stored them (quantize_activations_super's offset)
+  const __m256i flip = _mm256_set1_epi8(n_tokens >= kIqRegisterDecodeBelow ? static_cast<char>(0x80) : 0);
+  constexpr int64_t kPass = 4;  // tokens a pass over the rows (iqd_rows' largest tile)
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kPass) {
+    const int64_t n = std::min(kPass, n_tokens - t0);
+    const ActSuper* token[kPass];
+    for (int64_t t = 0; t < n; ++t) token[t] = tokens + (t0 + t) * n_super;
+    float* out = y + t0 * w.rows;
+    switch (w.dtype) {
+      case DType::kIQ2_XXS: iqd_rows_tokens<Iq2xxs>(w, token, n, flip, out, row_begin, row_end); break;
+      case DType::kIQ2_XS: iqd_rows_tokens<Iq2xs>(w, token, n, flip, out, row_begin, row_end); break;
+      case DType::kIQ2_S: iqd_rows_tokens<Iq2s>(w, token, n, flip, out, row_begin, row_end); break;
+      case DType::kIQ3_XXS: iqd_rows_tokens<Iq3xxs>(w, token, n, flip, out, row_begin, row_end); break;
+      case DType::kIQ3_S: iqd_rows_tokens<Iq3s>(w, token, n, flip, out, row_begin, row_end); break;
+      case DType::kIQ1_S: iqd_rows_tokens<Iq1s>(w, token, n, flip, out, row_begin, row_end); break;
+      case DType::kIQ1_M: iqd_rows_tokens<Iq1m>(w, token, n, flip, out, row_begin, row_end); break;
+      default: return;
+    }
   }
 }
 

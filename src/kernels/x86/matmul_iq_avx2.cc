@@ -95,10 +95,7 @@ void matmul_rows_iq(const WeightMatrix& w, const ActBlock* act, int64_t n_tokens
                     int64_t row_end) {
   const ActSuper* acts = super_acts(act, n_tokens, w.cols / 32);
   const int64_t n_super = w.cols / kQKK;
-  if (n_tokens < kIqRegisterDecodeBelow) {
-    for (int64_t t = 0; t < n_tokens; ++t) iq_decode_rows(w, acts + t * n_super, y + t * w.rows, row_begin, row_end);
-    return;
-  }
+  if (n_tokens < kIqRegisterTokensBelow) return iq_decode_rows(w, acts, n_tokens, y, row_begin, row_end);
   iq_prefill_rows(w, n_tokens, y, row_begin, row_end,
                   [&](auto tokens, const IqUnpacked& u, int64_t n_blocks, int64_t s0, int64_t t, float* sums) {
                     iq_dot_chunk<decltype(tokens)::value>(u, n_blocks, acts, n_super, s0, t, sums);

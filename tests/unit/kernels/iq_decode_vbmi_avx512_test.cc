@@ -119,6 +119,42 @@ TEST(IqDecodeVbmi, SeveralTokensGiveEachTokensOwnBits) {
   }
 }
 
+// The AVX2 register kernel (x86/iq_decode_avx2.cc) builds each group of 32
+// weights once for up to 4 tokens: every token's sums have the bits of a
+// call with that token alone, whether the activations are stored as a
+// (fewer than 4 tokens) or as a + 128 (4 and more, the prefill's form).
+TEST(IqDecodeAvx2, SeveralTokensGiveEachTokensOwnBits) {
+  const auto paths = testing::simd_paths();
+  if (std::find(paths.begin(), paths.end(), KernelPath::kAvx2) == paths.end())
+    GTEST_SKIP() << "this CPU lacks AVX2, or the build forces scalar kernels";
+  for (DType dtype : {DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ1_S,
+                      DType::kIQ1_M}) {
+    const int64_t rows = 7, cols = 3 * 256, n_super = cols / 256;
+    const auto packed = testing::random_iq_rows(dtype, rows, cols, 5);
+    const WeightMatrix w{dtype, rows, cols, packed.data()};
+    for (int64_t n_tokens : {2, 3, 4, 5, 9}) {
+      const bool offset = n_tokens >= avx2::kIqRegisterDecodeBelow;
+      std::vector<avx2::ActSuper> acts(static_cast<size_t>(n_tokens * n_super)), plain(acts.size());
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        const auto x = testing::random_floats(static_cast<size_t>(cols), static_cast<uint32_t>(40 + t), 3.0f);
+        avx2::quantize_activations_super(x.data(), cols, offset, acts.data() + t * n_super);
+        avx2::quantize_activations_super(x.data(), cols, false, plain.data() + t * n_super);
+      }
+      std::vector<float> together(static_cast<size_t>(n_tokens * rows), -1.0f);
+      avx2::iq_decode_rows(w, acts.data(), n_tokens, together.data(), 1, rows - 1);
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        std::vector<float> alone(static_cast<size_t>(rows), -1.0f);
+        avx2::iq_decode_rows(w, plain.data() + t * n_super, 1, alone.data(), 1, rows - 1);
+        for (int64_t r = 0; r < rows; ++r)
+          EXPECT_EQ(std::bit_cast<uint32_t>(together[static_cast<size_t>(t * rows + r)]),
+                    std::bit_cast<uint32_t>(alone[static_cast<size_t>(r)]))
+              << dtype_name(dtype) << " tokens=" << n_tokens << " t=" << t << " r=" << r;
+        EXPECT_EQ(together[static_cast<size_t>(t * rows)], -1.0f);
+      }
+    }
+  }
+}
+
 // Random blocks (every index, sign field and scale occurs), activations at
 // the int8 extremes among them, rows of 1 to 33 super-blocks, and a row range
 // that starts inside the matrix.
@@ -135,7 +171,7 @@ TEST(IqDecodeVbmi, AgreesWithTheAvx2RegisterKernel) {
       std::vector<avx2::ActSuper> acts(static_cast<size_t>(n_super));
       avx2::quantize_activations_super(x.data(), cols, false, acts.data());
       std::vector<float> expected(rows, 0.0f), got(rows, -1.0f);
-      avx2::iq_decode_rows(w, acts.data(), expected.data(), 2, rows);
+      avx2::iq_decode_rows(w, acts.data(), 1, expected.data(), 2, rows);
       avx512::iq_vbmi_decode_rows(w, acts.data(), 1, got.data(), 2, rows);
       EXPECT_EQ(got[0], -1.0f);  // rows before row_begin untouched
       EXPECT_EQ(got[1], -1.0f);

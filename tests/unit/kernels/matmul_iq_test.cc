@@ -72,9 +72,9 @@ TEST_P(MatmulIqTest, EveryPathMatchesTheExactDotOfItsActivations) {
   ThreadPool pool1(1), pool2(2);
   for (int64_t rows : {1, 3, 6, 17})
     for (int64_t cols : {256, 768, 17 * 256, 33 * 256})
-      for (int64_t n_tokens : {1, 2, 3, 4, 7, 9, 16, 17}) {
+      for (int64_t n_tokens : {1, 2, 3, 4, 7, 8, 9, 16, 17}) {
         if (cols > 4096 && n_tokens > 4 && rows > 6) continue;  // the largest shapes with few tokens only
-        if (n_tokens > 9 && cols > 768) continue;  // the VBMI decode's last count and the prefill's first
+        if (n_tokens > 9 && cols > 768) continue;  // the VBMI decode's last count and the unpacking's first
         check_iq_matmul(GetParam(), rows, cols, n_tokens, rows % 2 ? pool1 : pool2);
         if (::testing::Test::HasFatalFailure()) return;
       }
