@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <bit>
 #include <cstdint>
+#include <functional>
 #include <cmath>
 #include <vector>
 
@@ -88,71 +89,61 @@ TEST(IqDecodeVbmi, MatmulDecodesOnVbmiUnderAuto) {
   }
 }
 
-// Two and three tokens in one call (each super-block's weights built once
-// for all of them): every token's row sums have the bits of a call with that
-// token alone, rows outside the range untouched.
-TEST(IqDecodeVbmi, SeveralTokensGiveEachTokensOwnBits) {
-  if (!vbmi_kernel_runs()) GTEST_SKIP() << "this CPU lacks AVX-512 VBMI, or the build forces scalar kernels";
-  for (DType dtype : {DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS, DType::kIQ3_S}) {
-    const int64_t rows = 11, cols = 5 * 256, n_super = cols / 256;
-    const auto packed = testing::random_iq_rows(dtype, rows, cols, 21);
-    const WeightMatrix w{dtype, rows, cols, packed.data()};
-    std::vector<avx2::ActSuper> acts(static_cast<size_t>(3 * n_super));
-    for (int64_t t = 0; t < 3; ++t) {
-      const auto x = testing::random_floats(static_cast<size_t>(cols), static_cast<uint32_t>(30 + t), 3.0f);
-      avx2::quantize_activations_super(x.data(), cols, false, acts.data() + t * n_super);
-    }
-    for (int64_t n_tokens : {2, 3}) {
-      std::vector<float> together(static_cast<size_t>(n_tokens * rows), -1.0f);
-      avx512::iq_vbmi_decode_rows(w, acts.data(), n_tokens, together.data(), 1, rows - 1);
-      for (int64_t t = 0; t < n_tokens; ++t) {
-        std::vector<float> alone(static_cast<size_t>(rows), -1.0f);
-        avx512::iq_vbmi_decode_rows(w, acts.data() + t * n_super, 1, alone.data(), 1, rows - 1);
-        for (int64_t r = 0; r < rows; ++r)
-          EXPECT_EQ(std::bit_cast<uint32_t>(together[static_cast<size_t>(t * rows + r)]),
-                    std::bit_cast<uint32_t>(alone[static_cast<size_t>(r)]))
-              << dtype_name(dtype) << " tokens=" << n_tokens << " t=" << t << " r=" << r;
-        EXPECT_EQ(together[static_cast<size_t>(t * rows)], -1.0f);  // outside [1, rows - 1)
-        EXPECT_EQ(together[static_cast<size_t>(t * rows + rows - 1)], -1.0f);
-      }
-    }
+// A kernel that takes several tokens a call: rows [row_begin, row_end) of
+// y [n_tokens, rows], token t's activations at tokens + t * (cols / 256).
+using MultiTokenDecode = std::function<void(const WeightMatrix&, const avx2::ActSuper*, int64_t, float*, int64_t,
+                                            int64_t)>;
+
+// n_tokens tokens through `decode` in one call (their activations stored as
+// a + 128 from 4 tokens on, as the preparation stores them) and one at a time
+// (stored as a): every token's rows have the same bits both ways, and the
+// rows outside [1, rows - 1) are untouched.
+void expect_each_tokens_own_bits(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens,
+                                 const MultiTokenDecode& decode) {
+  const int64_t n_super = cols / 256;
+  const auto packed = testing::random_iq_rows(dtype, rows, cols, static_cast<uint32_t>(rows + n_tokens));
+  const WeightMatrix w{dtype, rows, cols, packed.data()};
+  std::vector<avx2::ActSuper> stored(static_cast<size_t>(n_tokens * n_super)), plain(stored.size());
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const auto x = testing::random_floats(static_cast<size_t>(cols), static_cast<uint32_t>(40 + t), 3.0f);
+    avx2::quantize_activations_super(x.data(), cols, n_tokens >= avx2::kIqRegisterDecodeBelow,
+                                     stored.data() + t * n_super);
+    avx2::quantize_activations_super(x.data(), cols, false, plain.data() + t * n_super);
+  }
+  std::vector<float> together(static_cast<size_t>(n_tokens * rows), -1.0f);
+  decode(w, stored.data(), n_tokens, together.data(), 1, rows - 1);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    std::vector<float> alone(static_cast<size_t>(rows), -1.0f);
+    decode(w, plain.data() + t * n_super, 1, alone.data(), 1, rows - 1);
+    for (int64_t r = 0; r < rows; ++r)
+      EXPECT_EQ(std::bit_cast<uint32_t>(together[static_cast<size_t>(t * rows + r)]),
+                std::bit_cast<uint32_t>(alone[static_cast<size_t>(r)]))
+          << dtype_name(dtype) << " tokens=" << n_tokens << " t=" << t << " r=" << r;
+    EXPECT_EQ(together[static_cast<size_t>(t * rows)], -1.0f);
+    EXPECT_EQ(together[static_cast<size_t>(t * rows + rows - 1)], -1.0f);
   }
 }
 
+// The VBMI kernel builds each super-block's weights once for up to 8 tokens
+// a pass, and takes 1 to 16 tokens (kIqVbmiDecodeBelow).
+TEST(IqDecodeVbmi, SeveralTokensGiveEachTokensOwnBits) {
+  if (!vbmi_kernel_runs()) GTEST_SKIP() << "this CPU lacks AVX-512 VBMI, or the build forces scalar kernels";
+  for (DType dtype : {DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS, DType::kIQ3_S})
+    for (int64_t n_tokens : {2, 3, 4, 9, 16})
+      expect_each_tokens_own_bits(dtype, 11, 5 * 256, n_tokens, avx512::iq_vbmi_decode_rows);
+}
+
 // The AVX2 register kernel (x86/iq_decode_avx2.cc) builds each group of 32
-// weights once for up to 4 tokens: every token's sums have the bits of a
-// call with that token alone, whether the activations are stored as a
-// (fewer than 4 tokens) or as a + 128 (4 and more, the prefill's form).
+// weights once for up to 4 tokens a pass, and takes 1 to 7 tokens
+// (kIqRegisterTokensBelow).
 TEST(IqDecodeAvx2, SeveralTokensGiveEachTokensOwnBits) {
   const auto paths = testing::simd_paths();
   if (std::find(paths.begin(), paths.end(), KernelPath::kAvx2) == paths.end())
     GTEST_SKIP() << "this CPU lacks AVX2, or the build forces scalar kernels";
   for (DType dtype : {DType::kIQ2_XXS, DType::kIQ2_XS, DType::kIQ2_S, DType::kIQ3_XXS, DType::kIQ3_S, DType::kIQ1_S,
-                      DType::kIQ1_M}) {
-    const int64_t rows = 7, cols = 3 * 256, n_super = cols / 256;
-    const auto packed = testing::random_iq_rows(dtype, rows, cols, 5);
-    const WeightMatrix w{dtype, rows, cols, packed.data()};
-    for (int64_t n_tokens : {2, 3, 4, 5, 9}) {
-      const bool offset = n_tokens >= avx2::kIqRegisterDecodeBelow;
-      std::vector<avx2::ActSuper> acts(static_cast<size_t>(n_tokens * n_super)), plain(acts.size());
-      for (int64_t t = 0; t < n_tokens; ++t) {
-        const auto x = testing::random_floats(static_cast<size_t>(cols), static_cast<uint32_t>(40 + t), 3.0f);
-        avx2::quantize_activations_super(x.data(), cols, offset, acts.data() + t * n_super);
-        avx2::quantize_activations_super(x.data(), cols, false, plain.data() + t * n_super);
-      }
-      std::vector<float> together(static_cast<size_t>(n_tokens * rows), -1.0f);
-      avx2::iq_decode_rows(w, acts.data(), n_tokens, together.data(), 1, rows - 1);
-      for (int64_t t = 0; t < n_tokens; ++t) {
-        std::vector<float> alone(static_cast<size_t>(rows), -1.0f);
-        avx2::iq_decode_rows(w, plain.data() + t * n_super, 1, alone.data(), 1, rows - 1);
-        for (int64_t r = 0; r < rows; ++r)
-          EXPECT_EQ(std::bit_cast<uint32_t>(together[static_cast<size_t>(t * rows + r)]),
-                    std::bit_cast<uint32_t>(alone[static_cast<size_t>(r)]))
-              << dtype_name(dtype) << " tokens=" << n_tokens << " t=" << t << " r=" << r;
-        EXPECT_EQ(together[static_cast<size_t>(t * rows)], -1.0f);
-      }
-    }
-  }
+                      DType::kIQ1_M})
+    for (int64_t n_tokens : {2, 3, 4, 5, 9})
+      expect_each_tokens_own_bits(dtype, 7, 3 * 256, n_tokens, avx2::iq_decode_rows);
 }
 
 // Random blocks (every index, sign field and scale occurs), activations at
