@@ -391,13 +391,16 @@ void simd_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y
 void prepare(DType dtype, const float* x, int64_t cols, int64_t n_tokens, void* scratch,
              ThreadPool& pool, DType also = DType::kF32) {
   const bool first = simd_scratch_bytes(dtype, cols, n_tokens) > 0;
-  const bool second = simd_scratch_bytes(also, cols, n_tokens) > 0;
-  if (!first && !second) return;
   const bool neon = use_neon();
+  // the AVX-512 path's packed GEMM takes the codebook types from this many tokens
+  const bool codebook_blocks = !neon && use_avx512() && n_tokens >= kCodebookPackedMinTokens;
+  const bool second = simd_scratch_bytes(also, cols, n_tokens) > 0 &&
+                      !(first && !neon && avx2::same_preparation(dtype, also, codebook_blocks));
+  if (!first && !second) return;
   pool.parallel_for(n_tokens, [&](int, int64_t b, int64_t e) {
     const auto run = [&](DType d) {
       if (neon) return neon::prepare_activations(d, x, cols, n_tokens, b, e, scratch);
-      avx2::prepare_activations(d, x, cols, n_tokens, b, e, scratch);
+      avx2::prepare_activations(d, x, cols, n_tokens, b, e, scratch, codebook_blocks);
     };
     if (first) run(dtype);
     if (second) run(also);

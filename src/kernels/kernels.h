@@ -94,6 +94,14 @@ void set_regroup_at_load(bool on);
 // on that path the scalar reference multiplies them (and always for kScalar).
 bool simd_matmul_takes(KernelPath path, DType dtype);
 
+// From this many tokens the avx512 path multiplies the codebook types
+// (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M) on the block types'
+// packed prefill GEMM, with activations quantized as theirs are (int8, a
+// scale per 32); with fewer tokens, and on the avx2 and avx_vnni paths, the
+// x86 codebook kernels read activations with a scale per 256
+// (docs/PERFORMANCE.md section 84).
+constexpr int64_t kCodebookPackedMinTokens = 17;
+
 // Scratch bytes matmul needs for n_tokens rows of `cols` activations (for
 // example to quantize activations); callers allocate it once at load (P6).
 // A buffer sized for n_tokens also serves every call with fewer tokens.

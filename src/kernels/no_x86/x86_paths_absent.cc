@@ -30,9 +30,10 @@ size_t scratch_bytes(DType, int64_t, int64_t) { return 0; }
 bool attention_tokens_supports(int64_t) { return false; }
 size_t attention_tokens_scratch_floats(int64_t) { return 0; }
 
-void prepare_activations(DType, const float*, int64_t, int64_t, int64_t, int64_t, void*) {
+void prepare_activations(DType, const float*, int64_t, int64_t, int64_t, int64_t, void*, bool) {
   no_simd_path("avx2::prepare_activations");
 }
+bool same_preparation(DType, DType, bool) { return false; }
 void matmul_rows(const WeightMatrix&, const float*, int64_t, float*, const void*, int64_t, int64_t) {
   no_simd_path("avx2::matmul_rows");
 }

@@ -20,8 +20,16 @@ size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens);
 
 // Prepares the activations once per matmul (quantizes them for integer
 // dot products; nothing for float weights). Rows of tokens [t_begin, t_end).
+// The codebook types' activations get a scale per 256, read by their own
+// kernels, or with `codebook_blocks` the block types' preparation, read by
+// the AVX-512 packed GEMM (x86/matmul_packed_avx512.cc; kernels.h's
+// kCodebookPackedMinTokens).
 void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_tokens,
-                         int64_t t_begin, int64_t t_end, void* scratch);
+                         int64_t t_begin, int64_t t_end, void* scratch, bool codebook_blocks);
+// Whether prepare_activations writes the same thing for weights of types a
+// and b (both quantized, and both codebook types or neither, or
+// codebook_blocks): a group mixing them then prepares once.
+bool same_preparation(DType a, DType b, bool codebook_blocks);
 
 // y[t, r] for all tokens and rows [row_begin, row_end); x: [n_tokens, w.cols],
 // y: [n_tokens, w.rows]. `scratch` is what prepare_activations filled.

@@ -13,8 +13,9 @@ bool float_supports(DType dtype, int64_t n_tokens);
 void matmul_rows_float(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
                        int64_t row_begin, int64_t row_end);
 
-// Q4_0 / Q8_0 / Q4_K / Q6_K weights against activations quantized by
-// avx2::quantize_activations (x86/matmul_packed_avx512.cc).
+// The block types (Q4_0 ... Q6_K, IQ4_NL, IQ4_XS) from 4 tokens and the
+// codebook types from kCodebookPackedMinTokens against activations quantized
+// by avx2::quantize_activations (x86/matmul_packed_avx512.cc).
 bool quant_supports(DType dtype, int64_t n_tokens);
 void matmul_rows_quant(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,
                        int64_t row_begin, int64_t row_end);
@@ -30,8 +31,9 @@ void matmul_rows_decode(const WeightMatrix& w, const avx2::ActBlock* act, int64_
 // The codebook types (IQ2_XXS ... IQ1_M) against the activations with a
 // scale per 256 that avx2::prepare_activations writes for them
 // (x86/matmul_iq_avx512.cc): prefill from avx2::kIqRegisterDecodeBelow
-// tokens, and decode where iq_vbmi_decode_supports; other decodes stay on the
-// AVX2 register kernel.
+// tokens to kCodebookPackedMinTokens - 1 (more go to the packed GEMM), and
+// decode where iq_vbmi_decode_supports; other decodes stay on the AVX2
+// register kernel.
 bool iq_supports(DType dtype, int64_t n_tokens);
 void matmul_rows_iq(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,
                     int64_t row_begin, int64_t row_end);

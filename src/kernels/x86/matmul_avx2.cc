@@ -35,11 +35,11 @@ size_t scratch_bytes(DType dtype, int64_t cols, int64_t n_tokens) {
 }
 
 void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_tokens,
-                         int64_t t_begin, int64_t t_end, void* scratch) {
+                         int64_t t_begin, int64_t t_end, void* scratch, bool codebook_blocks) {
   if (!is_quant(dtype)) return;
   auto* act = static_cast<ActBlock*>(scratch);
   const int64_t n_sub = cols / 32;
-  if (iq_supports(dtype)) {  // the codebook kernels read only the runs of 256
+  if (iq_supports(dtype) && !codebook_blocks) {  // the codebook kernels read only the runs of 256
     auto* super = const_cast<ActSuper*>(super_acts(act, n_tokens, n_sub));
     for (int64_t t = t_begin; t < t_end; ++t)
       quantize_activations_super(x + t * cols, cols, n_tokens >= kIqRegisterDecodeBelow, super + t * (cols / 256));
@@ -57,6 +57,10 @@ void prepare_activations(DType dtype, const float* x, int64_t cols, int64_t n_to
     }
     if (n_tokens < kPackedMinTokens) pair_activations(act + t * n_sub, f, n_sub, paired_region(act, n_tokens, n_sub, t));
   }
+}
+
+bool same_preparation(DType a, DType b, bool codebook_blocks) {
+  return is_quant(a) && is_quant(b) && (codebook_blocks || iq_supports(a) == iq_supports(b));
 }
 
 void matmul_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,

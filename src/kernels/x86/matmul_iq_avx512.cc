@@ -1,6 +1,8 @@
 // AVX-512 prefill of the codebook types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS,
-// IQ3_S, IQ1_S, IQ1_M): rows unpacked a chunk at a time as on the AVX2 path
-// (kernels/iq_unpack.h, x86/iq_unpack_x86.h), then 64 weights a step: the
+// IQ3_S, IQ1_S, IQ1_M) below kCodebookPackedMinTokens tokens (from there the
+// block types' packed GEMM takes them, x86/matmul_packed_avx512.cc): rows
+// unpacked a chunk at a time as on the AVX2 path (kernels/iq_unpack.h,
+// x86/iq_unpack_x86.h), then 64 weights a step: the
 // unsigned activation bytes a + 128 times the signed weights (vpmaddubsw,
 // pairs in int16), and the pairs times their group's integer scale added
 // into int32 lanes by one vpdpwssd. Per 64 weights and token that is two
@@ -64,7 +66,7 @@ void iq_dot_chunk(const IqUnpacked& u, int64_t n_blocks, const ActSuper* acts, i
 
 bool iq_supports(DType dtype, int64_t n_tokens) {
   if (n_tokens < avx2::kIqRegisterDecodeBelow) return iq_vbmi_decode_supports(dtype);
-  return is_codebook_type(dtype);
+  return is_codebook_type(dtype) && n_tokens < kCodebookPackedMinTokens;  // then the packed GEMM
 }
 
 void matmul_rows_iq(const WeightMatrix& w, const avx2::ActBlock* act, int64_t n_tokens, float* y,

@@ -1,5 +1,6 @@
 // AVX-512 VNNI prefill GEMM for Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL
-// and IQ4_XS weights (several tokens at once); the counterpart of x86/matmul_packed_avx2.cc.
+// and IQ4_XS weights (several tokens at once), and for the codebook types from
+// kCodebookPackedMinTokens tokens (CodebookPack); the counterpart of x86/matmul_packed_avx2.cc.
 //
 // Rows are packed, 16 at a time, into a row-interleaved panel on the stack
 // (the weights in memory are never changed): for each 32-column unit, int32
@@ -24,6 +25,7 @@
 //   Q3_K: q in 0..7, value = d (sc_h - 32) (q - 4): ws = d (sc_h - 32), init = -4 qsum_h
 //   Q2_K: q in 0..3, value = d sc_h q - dmin m_h: ws = d sc_h, wm = dmin m_h, init = 0
 //   IQ4_NL / IQ4_XS: q = grid value + 128:    ws = d (d (scale - 32)), init = -128 qsum
+//   codebook types: q = unpacked weight + 128: ws = factor iscale, init = -128 qsum (per 16: qsum_h)
 // so the offsets cost nothing (vpdpbusd accumulates onto init) and only Q4_K,
 // Q5_K, Q4_1, Q5_1 and Q2_K (one per half) have a float min term.
 #include <immintrin.h>
@@ -36,6 +38,7 @@
 #include "kernels/quant_blocks.h"
 #include "kernels/x86/avx512_internal.h"
 #include "kernels/x86/grouped_pack.h"
+#include "kernels/x86/iq_unpack_x86.h"
 
 namespace llmpack::kernels::avx512 {
 namespace {
@@ -335,6 +338,59 @@ struct IQ4Pack {
   static void token(const ActBlock& a, TokenUnit* tu) { tu->init[0] = -128 * a.qsum; }
 };
 
+// The codebook types (IQ2_XXS, IQ2_XS, IQ2_S, IQ3_XXS, IQ3_S, IQ1_S, IQ1_M):
+// each of the 16 rows' super-blocks is unpacked (kernels/iq_unpack.h) to
+// signed int8 weights q (|q| <= 62), an odd integer scale per 16 weights and
+// a float factor per super-block, then packed as Q8_0's bytes are (q + 128,
+// init -128 qsum): unit j of a row weighs factor * iscale * q. The types
+// whose scale changes every 16 weights (IQ2_XS, IQ2_S, IQ1_M) take halves, as
+// Q6_K does. The unpacking, the costly part, is paid once per row chunk and
+// shared by every token.
+template <class Block, void (*kUnpack)(const Block&, int8_t*, int32_t*, float*), bool kPer16>
+struct CodebookPack {
+  static constexpr int kUnitsPerBlock = 8, kBytes = sizeof(Block);
+  static constexpr bool kMin = false, kHalves = kPer16;
+  // Out of line: inlined into pack_block, GCC built the unpacker's 8-byte
+  // grid entries through 2-byte stack stores, and 17-token calls ran 1.6x slower.
+  [[gnu::noinline]] static void unpack(const uint8_t* block, int8_t* q, int32_t* iscale, float* factor) {
+    kUnpack(*reinterpret_cast<const Block*>(block), q, iscale, factor);
+  }
+  static void pack_block(const uint8_t* const* src, Unit* u) {
+    alignas(64) int8_t q[kPanelRows][kQKK];
+    const uint8_t* rows[kPanelRows];
+    for (int r = 0; r < kPanelRows; ++r) {
+      int32_t iscale[16];  // the row's scale of weights 16i..16i+15
+      float factor;
+      unpack(src[r], q[r], iscale, &factor);
+      rows[r] = reinterpret_cast<const uint8_t*>(q[r]);
+      for (int j = 0; j < 8; ++j)
+        for (int h = 0; h < (kPer16 ? 2 : 1); ++h) u[j].ws[h][r] = factor * static_cast<float>(iscale[2 * j + h]);
+    }
+    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int j = 0; j < 8; ++j) {
+      __m512i t[8];
+      transpose16x4(rows, 32 * j, t);
+      transpose16x4(rows, 32 * j + 16, t + 4);
+      for (int g = 0; g < 8; ++g) _mm512_store_si512(u[j].q[g], _mm512_xor_si512(t[g], bias));
+    }
+  }
+  static void token(const ActBlock& a, TokenUnit* tu) {
+    if constexpr (kPer16) {
+      tu->init[0] = -128 * a.qsum_lo;
+      tu->init[1] = -128 * (a.qsum - a.qsum_lo);
+    } else {
+      tu->init[0] = -128 * a.qsum;
+    }
+  }
+};
+using IQ2_XXSPack = CodebookPack<BlockIQ2_XXS, iq_unpack_iq2_xxs<X86Unpack>, false>;
+using IQ2_XSPack = CodebookPack<BlockIQ2_XS, iq_unpack_iq2_xs<X86Unpack>, true>;
+using IQ2_SPack = CodebookPack<BlockIQ2_S, iq_unpack_iq2_s<X86Unpack>, true>;
+using IQ3_XXSPack = CodebookPack<BlockIQ3_XXS, iq_unpack_iq3_xxs<X86Unpack>, false>;
+using IQ3_SPack = CodebookPack<BlockIQ3_S, iq_unpack_iq3_s<X86Unpack>, false>;
+using IQ1_SPack = CodebookPack<BlockIQ1_S, iq_unpack_iq1_s<X86Unpack>, false>;
+using IQ1_MPack = CodebookPack<BlockIQ1_M, iq_unpack_iq1_m<X86Unpack>, true>;
+
 // Q3_K unit j = 4n + k: q in 0..7 (value d (sc - 32) (q - 4)), the low 2 bits
 // (qs[32n + l] >> 2k) & 3 and the third bit j of hmask[l] moved to bit 2; the
 // 16-element halves take scales 2j and 2j + 1 (ws[h]) and init -4 qsum_h.
@@ -599,6 +655,7 @@ bool quant_supports(DType dtype, int64_t n_tokens) {
                       dtype == DType::kQ8_0 || dtype == DType::kQ2_K || dtype == DType::kQ3_K ||
                       dtype == DType::kQ4_K || dtype == DType::kQ5_K || dtype == DType::kQ6_K ||
                       dtype == DType::kIQ4_NL || dtype == DType::kIQ4_XS;
+  if (is_codebook_type(dtype)) return n_tokens >= kCodebookPackedMinTokens;
   return packed && n_tokens >= kMinTokens;
 }
 
@@ -621,6 +678,13 @@ void matmul_rows_quant(const WeightMatrix& w, const ActBlock* act, int64_t n_tok
     case DType::kQ3_K: return matmul_typed<Q3_KPack>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kIQ4_NL: return matmul_typed<IQ4Pack<false>>(w, act, n_tokens, y, row_begin, row_end);
     case DType::kIQ4_XS: return matmul_typed<IQ4Pack<true>>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ2_XXS: return matmul_typed<IQ2_XXSPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ2_XS: return matmul_typed<IQ2_XSPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ2_S: return matmul_typed<IQ2_SPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ3_XXS: return matmul_typed<IQ3_XXSPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ3_S: return matmul_typed<IQ3_SPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ1_S: return matmul_typed<IQ1_SPack>(w, act, n_tokens, y, row_begin, row_end);
+    case DType::kIQ1_M: return matmul_typed<IQ1_MPack>(w, act, n_tokens, y, row_begin, row_end);
     default: return;
   }
 }

@@ -8,8 +8,9 @@
 // sums are exact (x86's prefill multiplies the activations offset to
 // unsigned bytes and takes the offset's share back out exactly), so a
 // weight, a sign, a scale or the offset's share read wrongly anywhere in a
-// row shows. Prefill on the AVX-512 path has its own kernel
-// (x86/matmul_iq_avx512.cc), and so has the decode (1 to 3 tokens) of every
+// row shows. Prefill of 4 to 16 tokens on the AVX-512 path has its own kernel
+// (x86/matmul_iq_avx512.cc), more tokens the block types' packed GEMM
+// (x86/matmul_packed_avx512.cc), and so has the decode (1 to 3 tokens) of every
 // type but IQ1_S and IQ1_M where the CPU has AVX-512 VBMI
 // (x86/iq_decode_vbmi_avx512.cc), both run here through KernelPath::kAvx512.
 #include <gtest/gtest.h>
@@ -43,9 +44,11 @@ void check_iq_matmul(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, 
   for (KernelPath p : testing::all_paths()) {
     const auto y = p == KernelPath::kScalar ? ref : testing::matmul_on_path(p, w, x, n_tokens, pool);
     const bool quantizes = p != KernelPath::kScalar && simd_matmul_takes(p, dtype);
-    // the x86 kernels' activations carry a scale per 256, NEON's per 32
+    // the x86 codebook kernels' activations carry a scale per 256; NEON's and
+    // those of the AVX-512 packed GEMM (from kCodebookPackedMinTokens tokens) per 32
     const bool x86 = p == KernelPath::kAvx2 || p == KernelPath::kAvx512 || p == KernelPath::kAvxVnni;
-    const int64_t block = x86 ? 256 : 32;
+    const bool packed = p == KernelPath::kAvx512 && n_tokens >= kCodebookPackedMinTokens;
+    const int64_t block = x86 && !packed ? 256 : 32;
     for (int64_t t = 0; t < n_tokens; ++t) {
       const auto a = testing::quantize_like_the_kernels(x.data() + t * cols, cols, block);
       for (int64_t r = 0; r < rows; ++r) {
@@ -65,16 +68,19 @@ void check_iq_matmul(DType dtype, int64_t rows, int64_t cols, int64_t n_tokens, 
 
 class MatmulIqTest : public ::testing::TestWithParam<DType> {};
 
-// Decode (1-3 tokens) and prefill (token groups of 4 and their tails), rows
-// split over 1 and 2 threads, rows of one super-block up to several chunks
-// of unpacked weights (8 super-blocks a chunk).
+// Decode (1-3 tokens) and prefill (token groups of 4 and their tails; from
+// 17 tokens the AVX-512 packed GEMM, whose panels of 16 rows and tiles of 6
+// tokens 17 and 30 tokens of 17 rows leave partial), rows split over 1 and 2
+// threads, rows of one super-block up to several chunks of unpacked weights
+// (8 super-blocks a chunk; the packed GEMM's 4).
 TEST_P(MatmulIqTest, EveryPathMatchesTheExactDotOfItsActivations) {
   ThreadPool pool1(1), pool2(2);
   for (int64_t rows : {1, 3, 6, 17})
     for (int64_t cols : {256, 768, 17 * 256, 33 * 256})
-      for (int64_t n_tokens : {1, 2, 3, 4, 7, 8, 9, 16, 17}) {
+      for (int64_t n_tokens : {1, 2, 3, 4, 7, 8, 9, 16, 17, 30}) {
         if (cols > 4096 && n_tokens > 4 && rows > 6) continue;  // the largest shapes with few tokens only
-        if (n_tokens > 9 && cols > 768) continue;  // the VBMI decode's last count and the unpacking's first
+        // the VBMI decode's last count and the unpacking's first: one chunk
+        if (n_tokens > 9 && n_tokens < kCodebookPackedMinTokens && cols > 768) continue;
         check_iq_matmul(GetParam(), rows, cols, n_tokens, rows % 2 ? pool1 : pool2);
         if (::testing::Test::HasFatalFailure()) return;
       }
